@@ -1,0 +1,1 @@
+/* placeholder: bench/engine.c is being written */

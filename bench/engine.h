@@ -1,0 +1,4 @@
+/* placeholder */
+#ifndef FSP_BENCH_ENGINE_H
+#define FSP_BENCH_ENGINE_H
+#endif

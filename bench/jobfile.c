@@ -1,0 +1,1 @@
+/* placeholder: bench/jobfile.c is being written */

@@ -1,0 +1,1 @@
+/* placeholder: bench/pattern.c is being written */

@@ -1,0 +1,4 @@
+/* placeholder */
+#ifndef FSP_BENCH_PATTERN_H
+#define FSP_BENCH_PATTERN_H
+#endif

@@ -1,0 +1,1 @@
+/* placeholder: bench/profile.c is being written */

@@ -1,0 +1,1 @@
+/* placeholder: bench/target.c is being written */

@@ -1,0 +1,1 @@
+/* placeholder: fs/fuse_fs.c is being written */

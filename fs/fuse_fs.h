@@ -1,0 +1,4 @@
+/* placeholder */
+#ifndef FSP_FS_FUSE_FS_H
+#define FSP_FS_FUSE_FS_H
+#endif

@@ -1,0 +1,1 @@
+/* placeholder: src/hist.c is being written */

@@ -1,0 +1,1 @@
+/* placeholder: src/oplog.c is being written */

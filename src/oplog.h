@@ -1,0 +1,75 @@
+/*
+ * oplog.h - the per-operation latency log.
+ *
+ * Producers (FUSE worker threads, job-engine threads) call fsp_oplog_add()
+ * once per operation. Each producer thread owns a lock-free single-producer
+ * ring and a set of histograms; the hot path takes no lock and makes no
+ * system call. One background writer thread drains the rings into SQLite in
+ * large transactions. A record that finds its ring full is dropped and
+ * counted; histograms are updated for every operation regardless, so the
+ * statistics stay exact under sampling, drops, or --record=hist.
+ */
+#ifndef FSP_OPLOG_H
+#define FSP_OPLOG_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include "hist.h"
+#include "ops.h"
+
+struct fsp_store;
+
+/* One operation. 64 bytes, so a ring slot is one cache line. */
+struct fsp_rec {
+	uint64_t start_ns;   /* CLOCK_MONOTONIC at handler entry / submission */
+	uint64_t total_ns;   /* whole handler (or submit->complete) time */
+	uint64_t backing_ns; /* time inside backing-store system calls */
+	uint64_t node;       /* FUSE node id (engine: 0) */
+	uint64_t offset;     /* file offset, or 0 */
+	uint32_t length;     /* bytes requested (read/write/...), or 0 */
+	uint32_t pid;        /* caller pid (engine: its own thread id) */
+	int32_t result;      /* 0 or a positive errno */
+	uint16_t op;         /* enum fsp_op */
+	uint16_t step;       /* job-engine step (QD / mix ...), 0 for FUSE */
+	uint64_t bytes;      /* bytes actually transferred (read/write) */
+};
+
+enum fsp_record_mode {
+	FSP_RECORD_OFF = 0, /* nothing at all: no histograms, no rows */
+	FSP_RECORD_HIST,    /* histograms only */
+	FSP_RECORD_SAMPLE,  /* histograms, and every Nth row per thread */
+	FSP_RECORD_FULL,    /* histograms and every row */
+};
+
+/* Parse "full", "sample:N", "hist" or "off". Returns 0, or -1 if invalid. */
+int fsp_record_mode_parse(const char *s, enum fsp_record_mode *mode,
+			  unsigned *sample_n);
+
+struct fsp_oplog;
+
+/*
+ * Start logging into run `run_id` of `store`. The writer thread owns the
+ * store's connection until fsp_oplog_close(). ring_records is the capacity
+ * of each producer thread's ring (rounded up to a power of two; 0 = default
+ * 65536). Returns NULL with errno set on failure.
+ */
+struct fsp_oplog *fsp_oplog_open(struct fsp_store *store, int64_t run_id,
+				 enum fsp_record_mode mode, unsigned sample_n,
+				 size_t ring_records);
+
+/* Hot path. Safe from any number of threads; never blocks. */
+void fsp_oplog_add(struct fsp_oplog *log, const struct fsp_rec *rec);
+
+/*
+ * Stop: wait until every ring is drained, join the writer, write the merged
+ * histograms (per step x op x layer) and the dropped/recorded counts to the
+ * run, build indexes. Producers must have stopped calling fsp_oplog_add().
+ * Returns 0 or -1 (error already printed). Frees log.
+ */
+int fsp_oplog_close(struct fsp_oplog *log);
+
+/* Counters so far (any thread may read them; approximate while running). */
+uint64_t fsp_oplog_dropped(const struct fsp_oplog *log);
+uint64_t fsp_oplog_recorded(const struct fsp_oplog *log);
+
+#endif

@@ -1,0 +1,1 @@
+/* placeholder: src/store.c is being written */

@@ -1,0 +1,72 @@
+/*
+ * store.h - the SQLite results database.
+ *
+ * One file holds every run of every subcommand (schema.h). The store opens
+ * it in WAL mode, creates the schema in a new file, refuses one with an
+ * unknown schema version, and offers the batched inserts that the oplog
+ * writer thread uses. A store handle is used by one thread at a time.
+ */
+#ifndef FSP_STORE_H
+#define FSP_STORE_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <sqlite3.h>
+#include "hist.h"
+#include "oplog.h"
+
+struct fsp_store;
+
+struct fsp_run_info {
+	const char *kind;           /* "mount", "run", "compare" (required) */
+	const char *options;        /* the command line as given */
+	const char *backing_path;
+	const char *backing_device; /* NULL: looked up from backing_path */
+	const char *backing_fstype; /* NULL: looked up from backing_path */
+	const char *record_mode;
+	int64_t parent;             /* 0: none */
+	const char *label;
+};
+
+/*
+ * Open or create the database at path. On failure returns NULL and writes a
+ * one-line reason naming the path to err (e.g. "cannot create database
+ * /x/y.db: Permission denied", "database /x/y.db has schema version 7, this
+ * fsprism knows version 1").
+ */
+struct fsp_store *fsp_store_open(const char *path, char *err, size_t errlen);
+void fsp_store_close(struct fsp_store *st);
+sqlite3 *fsp_store_db(struct fsp_store *st);
+
+/* Insert a run (host, kernel, version, start time filled in). Returns its id, or -1. */
+int64_t fsp_store_begin_run(struct fsp_store *st, const struct fsp_run_info *info);
+int fsp_store_end_run(struct fsp_store *st, int64_t run, uint64_t recorded,
+		      uint64_t dropped);
+int fsp_store_set_attr(struct fsp_store *st, int64_t run, const char *key,
+		       const char *value);
+
+/* Transactions around batches of inserts. */
+int fsp_store_tx_begin(struct fsp_store *st);
+int fsp_store_tx_commit(struct fsp_store *st);
+
+/* Insert n op rows with prepared multi-row INSERTs (inside a transaction). */
+int fsp_store_insert_recs(struct fsp_store *st, int64_t run,
+			  const struct fsp_rec *recs, size_t n);
+
+/* Store one histogram (hist row + its non-empty hist_bins). */
+int fsp_store_save_hist(struct fsp_store *st, int64_t run, int step, int op,
+			int layer, const struct fsp_hist *h, uint64_t bytes,
+			uint64_t errors);
+
+/*
+ * Load one histogram back (the bins reassemble it exactly, since each bin
+ * maps to one bucket). Returns 1 if found, 0 if absent, -1 on error.
+ */
+int fsp_store_load_hist(struct fsp_store *st, int64_t run, int step, int op,
+			int layer, struct fsp_hist *h, uint64_t *bytes,
+			uint64_t *errors);
+
+/* Build the indexes that are deferred until after capture. */
+int fsp_store_build_indexes(struct fsp_store *st);
+
+#endif

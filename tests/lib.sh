@@ -1,0 +1,81 @@
+# tests/lib.sh - shared helpers for the integration tests (sourced, not run).
+#
+# Every test works under one temp dir ($T) and registers what it creates
+# (mounts, loop devices, daemons) so that cleanup undoes it on any exit,
+# failure included. Tests print "ok - ..." / "not ok - ..." lines and end
+# with fsp_done, which prints "N passed, N failed" and sets the exit status.
+
+set -u
+FSPRISM=${FSPRISM:-$(pwd)/fsprism}
+TESTS_BUILDDIR=${TESTS_BUILDDIR:-$(pwd)/tests}
+TESTS_SRCDIR=${TESTS_SRCDIR:-$(dirname "$0")}
+fsp_pass=0
+fsp_fail=0
+fsp_mounts=""
+fsp_loops=""
+
+if [ "$(id -u)" != 0 ]; then
+	echo "SKIP: $0 needs root (FUSE mounts, loop devices)" >&2
+	exit 77
+fi
+
+T=$(mktemp -d /tmp/fsprism-test.XXXXXX)
+
+fsp_cleanup() {
+	for m in $fsp_mounts; do
+		if mountpoint -q "$m" 2>/dev/null; then
+			fusermount3 -u "$m" 2>/dev/null || umount -l "$m" 2>/dev/null
+		fi
+	done
+	for l in $fsp_loops; do
+		losetup -d "$l" 2>/dev/null
+	done
+	# give daemons a moment to finish flushing before the dir goes away
+	sleep 0.2
+	rm -rf "$T"
+}
+trap fsp_cleanup EXIT
+trap 'exit 1' INT TERM
+
+# Remember a mountpoint / loop device for cleanup.
+fsp_track_mount() { fsp_mounts="$1 $fsp_mounts"; }
+fsp_track_loop() { fsp_loops="$1 $fsp_loops"; }
+
+ok() { fsp_pass=$((fsp_pass + 1)); echo "ok - $*"; }
+not_ok() { fsp_fail=$((fsp_fail + 1)); echo "not ok - $*"; }
+
+# check DESCRIPTION CMD...: runs CMD, ok if it exits 0.
+check() {
+	desc=$1; shift
+	if "$@"; then ok "$desc"; else not_ok "$desc (command: $*)"; fi
+}
+
+# expect_eq DESCRIPTION EXPECTED ACTUAL
+expect_eq() {
+	if [ "$2" = "$3" ]; then ok "$1"; else not_ok "$1: expected '$2', got '$3'"; fi
+}
+
+# Make a loop device over a sparse file of SIZE (e.g. 512M) in $T or $2.
+# Prints the device path.
+fsp_loop_new() {
+	size=$1; dir=${2:-$T}
+	img=$(mktemp "$dir/img.XXXXXX")
+	truncate -s "$size" "$img"
+	dev=$(losetup --find --show "$img") || return 1
+	echo "$dev"
+}
+
+# fsp_mount BACKING MNT [options...]: fsprism mount (daemonized), tracked.
+fsp_mount() {
+	b=$1; m=$2; shift 2
+	fsp_track_mount "$m"
+	"$FSPRISM" mount "$@" "$b" "$m"
+}
+
+# fsp_umount MNT: fsprism umount (waits until the daemon has stored everything).
+fsp_umount() { "$FSPRISM" umount "$1"; }
+
+fsp_done() {
+	echo "$fsp_pass passed, $fsp_fail failed"
+	[ "$fsp_fail" -eq 0 ]
+}
