@@ -1,0 +1,161 @@
+#!/bin/bash
+# bench/bench-fuse.sh - how much does fsprism's FUSE layer cost, and what does
+# its logging add?
+#
+# On a RAM-backed loop device (losetup over a file in /dev/shm) with ext4, in
+# one run, alternating variant by variant within each round so that machine
+# noise hits all of them alike:
+#   native          fio directly on the ext4 mount
+#   passthrough_ll  libfuse's example, built here from the installed
+#                   libfuse3-dev examples (its defaults)
+#   fsprism-off     fsprism mount --record=off
+#   fsprism-full    fsprism mount --record=full
+# Jobs (fio, libaio): 4 KiB random read O_DIRECT QD1 and QD32, 128 KiB
+# sequential read O_DIRECT QD1, 128 KiB sequential write O_DIRECT QD1, and
+# 128 KiB sequential write buffered (passthrough_ll cannot do O_DIRECT writes).
+# Prints per-variant median IOPS and the ratios the targets are stated in,
+# plus fsprism's dropped-record count. Needs root.
+#
+# usage: bench/bench-fuse.sh [--rounds N] [--runtime SECONDS] [--size MiB]
+#        (FSPRISM=path/to/fsprism overrides the binary; default ./build/fsprism)
+set -euo pipefail
+
+ROUNDS=3
+RUNTIME=5
+SIZE_MB=1024
+while [ $# -gt 0 ]; do
+	case "$1" in
+	--rounds) ROUNDS=$2; shift 2 ;;
+	--runtime) RUNTIME=$2; shift 2 ;;
+	--size) SIZE_MB=$2; shift 2 ;;
+	*) echo "bench-fuse: unknown option $1" >&2; exit 2 ;;
+	esac
+done
+[ "$(id -u)" = 0 ] || { echo "bench-fuse: needs root (loop devices, mounts)" >&2; exit 1; }
+FSPRISM=${FSPRISM:-$(pwd)/build/fsprism}
+[ -x "$FSPRISM" ] || { echo "bench-fuse: no fsprism binary at $FSPRISM (set FSPRISM=)" >&2; exit 1; }
+command -v fio >/dev/null || { echo "bench-fuse: fio is not installed" >&2; exit 1; }
+EXAMPLES=/usr/share/doc/libfuse3-dev/examples
+[ -f $EXAMPLES/passthrough_ll.c ] || { echo "bench-fuse: $EXAMPLES/passthrough_ll.c missing (libfuse3-dev)" >&2; exit 1; }
+
+T=$(mktemp -d /tmp/fsprism-bench.XXXXXX)
+SHM=$(mktemp -d /dev/shm/fsprism-bench.XXXXXX)
+LOOP=""
+cleanup() {
+	set +e
+	for m in "$T/mnt-ll" "$T/mnt-fsp"; do
+		mountpoint -q "$m" 2>/dev/null && { "$FSPRISM" umount "$m" 2>/dev/null || fusermount3 -u "$m"; }
+	done
+	mountpoint -q "$T/ext4" 2>/dev/null && umount "$T/ext4"
+	[ -n "$LOOP" ] && losetup -d "$LOOP"
+	rm -rf "$SHM" "$T"
+}
+trap cleanup EXIT
+trap 'exit 1' INT TERM
+
+gcc -O2 -Wall $(pkg-config fuse3 --cflags) $EXAMPLES/passthrough_ll.c \
+	-o "$T/passthrough_ll" $(pkg-config fuse3 --libs)
+
+truncate -s $((SIZE_MB + 512))M "$SHM/disk.img"
+LOOP=$(losetup --find --show "$SHM/disk.img")
+mkfs.ext4 -q -F "$LOOP"
+mkdir -p "$T/ext4" "$T/mnt-ll" "$T/mnt-fsp" "$T/out"
+mount "$LOOP" "$T/ext4"
+mkdir "$T/ext4/data"
+# one data file shared by every variant, fully written (not sparse)
+dd if=/dev/urandom of="$T/ext4/data/bench.dat" bs=1M count="$SIZE_MB" status=none conv=fsync
+
+DB="$T/bench.db"   # on the root disk, not on the device under test
+FSP_RUNS=""
+
+mount_variant() {
+	case "$1" in
+	native) DIR="$T/ext4/data" ;;
+	passthrough_ll)
+		"$T/passthrough_ll" -o source="$T/ext4/data" "$T/mnt-ll"
+		DIR="$T/mnt-ll" ;;
+	fsprism-off)
+		"$FSPRISM" mount --record=off --log "$DB" "$T/ext4/data" "$T/mnt-fsp"
+		DIR="$T/mnt-fsp" ;;
+	fsprism-full)
+		"$FSPRISM" mount --record=full --log "$DB" "$T/ext4/data" "$T/mnt-fsp"
+		DIR="$T/mnt-fsp" ;;
+	esac
+}
+
+umount_variant() {
+	case "$1" in
+	native) ;;
+	passthrough_ll) fusermount3 -u "$T/mnt-ll" ;;
+	fsprism-*) "$FSPRISM" umount "$T/mnt-fsp" ;;
+	esac
+}
+
+# job name -> fio arguments
+job_args() {
+	case "$1" in
+	randread-4k-qd1)  echo "--rw=randread --bs=4k --iodepth=1 --direct=1" ;;
+	randread-4k-qd32) echo "--rw=randread --bs=4k --iodepth=32 --direct=1" ;;
+	seqread-128k-qd1) echo "--rw=read --bs=128k --iodepth=1 --direct=1" ;;
+	seqwrite-128k-direct) echo "--rw=write --bs=128k --iodepth=1 --direct=1" ;;
+	seqwrite-128k-buffered) echo "--rw=write --bs=128k --iodepth=1 --direct=0 --end_fsync=1" ;;
+	esac
+}
+JOBS="randread-4k-qd1 randread-4k-qd32 seqread-128k-qd1 seqwrite-128k-direct seqwrite-128k-buffered"
+VARIANTS="native passthrough_ll fsprism-off fsprism-full"
+
+for round in $(seq 1 "$ROUNDS"); do
+	for job in $JOBS; do
+		for v in $VARIANTS; do
+			mount_variant "$v"
+			out="$T/out/$round.$job.$v.json"
+			# shellcheck disable=SC2046
+			if ! fio --name="$job" --filename="$DIR/bench.dat" --size="${SIZE_MB}M" \
+				--ioengine=libaio --time_based --runtime="$RUNTIME" \
+				--output-format=json --output="$out" $(job_args "$job") \
+				>"$T/out/fio.err" 2>&1; then
+				echo "{\"failed\": true}" >"$out"
+			fi
+			umount_variant "$v"
+			echo "round $round $job $v done" >&2
+		done
+	done
+done
+
+# Per-variant medians and ratios.
+python3 - "$T/out" "$ROUNDS" "$JOBS" "$VARIANTS" <<'EOF'
+import json, os, statistics, sys
+out, rounds, jobs, variants = sys.argv[1], int(sys.argv[2]), sys.argv[3].split(), sys.argv[4].split()
+def load(r, j, v):
+    d = json.load(open(os.path.join(out, f"{r}.{j}.{v}.json")))
+    if d.get("failed") or d["jobs"][0]["error"]:
+        return None
+    jb = d["jobs"][0]
+    side = jb["write"] if jb["write"]["io_bytes"] > jb["read"]["io_bytes"] else jb["read"]
+    return side["iops"], side["lat_ns"]["mean"] / 1000.0
+print(f"{'job':24} {'variant':15} {'IOPS':>10} {'lat us':>8}   per-round IOPS")
+ratios = {}
+for j in jobs:
+    med = {}
+    for v in variants:
+        vals = [load(r, j, v) for r in range(1, rounds + 1)]
+        if any(x is None for x in vals):
+            print(f"{j:24} {v:15} {'FAILED':>10}")
+            continue
+        iops = [x[0] for x in vals]
+        med[v] = statistics.median(iops)
+        lat = statistics.median(x[1] for x in vals)
+        print(f"{j:24} {v:15} {med[v]:10.0f} {lat:8.1f}   " + " ".join(f"{x:.0f}" for x in iops))
+    ratios[j] = med
+print()
+print(f"{'job':24} {'full/passthrough_ll':>20} {'full/off':>9} {'off/native':>11} {'full/native':>12}")
+for j in jobs:
+    m = ratios[j]
+    def r(a, b):
+        return f"{m[a] / m[b]:.3f}" if a in m and b in m else "n/a"
+    print(f"{j:24} {r('fsprism-full','passthrough_ll'):>20} {r('fsprism-full','fsprism-off'):>9} "
+          f"{r('fsprism-off','native'):>11} {r('fsprism-full','native'):>12}")
+EOF
+echo
+echo "fsprism-full runs: recorded and dropped op rows"
+sqlite3 "$DB" "SELECT id, record_mode, recorded, dropped FROM runs WHERE kind='mount' AND record_mode='full' ORDER BY id;"

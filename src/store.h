@@ -69,4 +69,17 @@ int fsp_store_load_hist(struct fsp_store *st, int64_t run, int step, int op,
 /* Build the indexes that are deferred until after capture. */
 int fsp_store_build_indexes(struct fsp_store *st);
 
+/*
+ * Helpers for readers (stats, compare), which work on a plain connection.
+ *
+ * fsp_store_open_existing: open a database that must already exist, without
+ * ever creating one, and check its schema version. NULL + one-line reason
+ * in err ("no database at PATH", "database PATH has schema version 7, ...").
+ */
+sqlite3 *fsp_store_open_existing(const char *path, char *err, size_t errlen);
+/* fsp_store_load_hist on a plain connection. */
+int fsp_store_load_hist_db(sqlite3 *db, int64_t run, int step, int op,
+			   int layer, struct fsp_hist *h, uint64_t *bytes,
+			   uint64_t *errors);
+
 #endif
