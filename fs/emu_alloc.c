@@ -1,0 +1,1 @@
+/* placeholder: fs/emu_alloc.c is being written */

@@ -1,0 +1,1 @@
+/* placeholder: fs/emu_extent.c is being written */

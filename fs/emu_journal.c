@@ -1,0 +1,1 @@
+/* placeholder: fs/emu_journal.c is being written */
