@@ -1,0 +1,137 @@
+#!/bin/sh
+# bench-engine.sh - fsprism's job engine against fio, on the same jobs, on
+# the same RAM-backed loop device, alternating the two tools round by round
+# so that drift (thermal, other load) hits both alike.
+#
+# Jobs: 4 KiB random read QD1 and QD32, 128 KiB sequential read QD1,
+# 50/50 mixed sequential 128 KiB QD1 (fio rw=rw, one shared offset).
+# Per job and round: IOPS, p50 latency (fio: `lat`, submission to
+# completion, like fsprism's), CPU time per IO (user+system of the process
+# doing the IO; fio: usr_cpu+sys_cpu of the job). Prints every round, then
+# the median ratios fsprism/fio. Targets: IOPS >= 1.0, p50 within 5%,
+# CPU per IO <= 1.0.
+#
+# usage: sudo bench/bench-engine.sh [FSPRISM]   (default ./fsprism)
+# environment: ROUNDS (3), SECS per run (5), SIZE of the RAM disk (1G),
+#              JOBS (space-separated subset of the job names below)
+set -eu
+
+FSPRISM=${1:-./fsprism}
+ROUNDS=${ROUNDS:-3}
+SECS=${SECS:-5}
+SIZE=${SIZE:-1G}
+JOBS=${JOBS:-"randread-4k-qd1 randread-4k-qd32 seqread-128k-qd1 mixseq-128k-qd1"}
+
+[ "$(id -u)" = 0 ] || { echo "bench-engine.sh: needs root (loop device)" >&2; exit 1; }
+command -v fio >/dev/null || { echo "bench-engine.sh: fio not found" >&2; exit 1; }
+command -v jq >/dev/null || { echo "bench-engine.sh: jq not found" >&2; exit 1; }
+[ -x "$FSPRISM" ] || { echo "bench-engine.sh: $FSPRISM is not executable" >&2; exit 1; }
+
+W=$(mktemp -d /tmp/bench-engine.XXXXXX)
+IMG=$(mktemp /dev/shm/bench-engine.XXXXXX)
+DEV=""
+cleanup() {
+	[ -n "$DEV" ] && losetup -d "$DEV" 2>/dev/null
+	rm -f "$IMG"
+	rm -rf "$W"
+}
+trap cleanup EXIT
+trap 'exit 1' INT TERM
+
+# A RAM-backed device, written once so that reads return real pages.
+dd if=/dev/urandom of="$IMG" bs=1M count="$(echo "$SIZE" | sed 's/G$//')"024 \
+	status=none 2>/dev/null || truncate -s "$SIZE" "$IMG"
+truncate -s "$SIZE" "$IMG"
+DEV=$(losetup --find --show "$IMG")
+BYTES=$(blockdev --getsize64 "$DEV")
+
+# job NAME -> fio arguments / fsprism arguments
+fio_args() {
+	case $1 in
+	randread-4k-qd1)  echo "--rw=randread --bs=4k --iodepth=1 --norandommap" ;;
+	randread-4k-qd32) echo "--rw=randread --bs=4k --iodepth=32 --norandommap" ;;
+	seqread-128k-qd1) echo "--rw=read --bs=128k --iodepth=1" ;;
+	mixseq-128k-qd1)  echo "--rw=rw --rwmixread=50 --bs=128k --iodepth=1" ;;
+	esac
+}
+fsp_args() {
+	case $1 in
+	randread-4k-qd1)  echo "sustained-randread --qd=1" ;;
+	randread-4k-qd32) echo "sustained-randread --qd=32" ;;
+	seqread-128k-qd1) echo "sustained-seqread --qd=1" ;;
+	mixseq-128k-qd1)  echo "mixed-seq --mix=50 --duty=100" ;;
+	esac
+}
+
+# Prints: iops p50_read_us p50_write_us cpu_ns_per_io
+run_fio() {
+	# shellcheck disable=SC2046
+	fio --name=job --filename="$DEV" --ioengine=libaio --direct=1 \
+		$(fio_args "$1") --size="$BYTES" --runtime="$SECS" --time_based \
+		--lat_percentiles=1 --output-format=json >"$W/fio.json" 2>"$W/fio.err" ||
+		{ cat "$W/fio.err" >&2; exit 1; }
+	jq -r '.jobs[0] | [ (.read.total_ios + .write.total_ios),
+		.job_runtime,
+		(.read.lat_ns.percentile["50.000000"] // 0),
+		(.write.lat_ns.percentile["50.000000"] // 0),
+		.usr_cpu, .sys_cpu ] | @tsv' "$W/fio.json" |
+	awk '{ ios = $1; ms = $2;
+		cpu_ns = ($5 + $6) / 100 * ms * 1e6;
+		printf "%.0f %.2f %.2f %.0f\n", ios / (ms / 1000), $3 / 1000, $4 / 1000, cpu_ns / ios }'
+}
+
+run_fsp() {
+	# shellcheck disable=SC2046
+	out=$("$FSPRISM" run $(fsp_args "$1") "$DEV" --db "$W/b.db" \
+		--span="$BYTES" --time="${SECS}s" --bytes=0 --idle=0 --quiet) ||
+		{ echo "$out" >&2; exit 1; }
+	run=$(echo "$out" | sed -n 's/.*run \([0-9]*\) stored.*/\1/p')
+	"$FSPRISM" stats "$W/b.db" --run "$run" --format csv >"$W/stats.csv"
+	p50r=$(awk -F, '$3 == "read" && $4 == "total" { print $10 }' "$W/stats.csv" | head -n 1)
+	p50w=$(awk -F, '$3 == "write" && $4 == "total" { print $10 }' "$W/stats.csv" | head -n 1)
+	sqlite3 -separator ' ' "$W/b.db" "SELECT read_ios + write_ios, busy_ns,
+		cpu_user_ns + cpu_sys_ns FROM steps WHERE run=$run AND step=0" |
+	awk -v r="${p50r:-0}" -v w="${p50w:-0}" '{
+		printf "%.0f %.2f %.2f %.0f\n", $1 / ($2 / 1e9), r, w, $3 / $1 }'
+}
+
+echo "# bench-engine: fio vs fsprism run on $DEV (RAM-backed, $SIZE), $ROUNDS rounds of ${SECS}s"
+echo "# $(uname -r), $(nproc) CPUs, $(fio --version), $("$FSPRISM" version)"
+printf "%-18s %5s %-8s %10s %10s %10s %10s\n" job round tool IOPS p50r_us p50w_us cpu_ns/io
+: >"$W/results"
+for round in $(seq 1 "$ROUNDS"); do
+	for job in $JOBS; do
+		# alternate which tool goes first
+		if [ $((round % 2)) -eq 1 ]; then order="fio fsprism"; else order="fsprism fio"; fi
+		for tool in $order; do
+			if [ "$tool" = fio ]; then r=$(run_fio "$job"); else r=$(run_fsp "$job"); fi
+			echo "$job $round $tool $r" >>"$W/results"
+			# shellcheck disable=SC2086
+			printf "%-18s %5s %-8s %10s %10s %10s %10s\n" "$job" "$round" "$tool" $r
+		done
+	done
+done
+
+# Ratios fsprism/fio per round, then their median over rounds.
+echo
+echo "# ratios fsprism/fio (median over rounds; target IOPS >= 1.00, p50 within 0.95..1.05, CPU/IO <= 1.00)"
+printf "%-18s %8s %8s %8s %10s\n" job IOPS p50r p50w cpu/io
+for job in $JOBS; do
+	awk -v job="$job" '
+	$1 == job { k = $2; if ($3 == "fio") { fi[k] = $4; fr[k] = $5; fw[k] = $6; fc[k] = $7 }
+		    else { si[k] = $4; sr[k] = $5; sw[k] = $6; sc[k] = $7 } }
+	function median(a, n,   i, j, t) {
+		for (i = 1; i <= n; i++) for (j = i + 1; j <= n; j++)
+			if (a[j] < a[i]) { t = a[i]; a[i] = a[j]; a[j] = t }
+		return n % 2 ? a[(n + 1) / 2] : (a[n / 2] + a[n / 2 + 1]) / 2 }
+	END {
+		n = 0
+		for (k in fi) { n++; ri[n] = si[k] / fi[k];
+			rr[n] = fr[k] > 0 ? sr[k] / fr[k] : 0;
+			rw[n] = fw[k] > 0 ? sw[k] / fw[k] : 0;
+			rc[n] = fc[k] > 0 ? sc[k] / fc[k] : 0 }
+		mr = median(rr, n); mw = median(rw, n)
+		printf "%-18s %8.3f %8s %8s %10.3f\n", job, median(ri, n),
+			mr > 0 ? sprintf("%.3f", mr) : "-", mw > 0 ? sprintf("%.3f", mw) : "-",
+			median(rc, n) }' "$W/results"
+done

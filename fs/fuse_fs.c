@@ -1,1 +1,1241 @@
-/* placeholder: fs/fuse_fs.c is being written */
+/*
+ * fuse_fs.c - the request handlers of fsprism's passthrough file system.
+ *
+ * Each handler maps one FUSE request onto the same system call on the
+ * backing directory and measures itself:
+ *   start    fsp_now_ns() at handler entry,
+ *   backing  the summed durations of the backing system calls (BACKING()),
+ *   total    fsp_now_ns() - start, taken just before fuse_reply_*().
+ * The record goes to the oplog after the reply, so logging never delays the
+ * caller. With --record=off (fs->timing == 0) no clock is read at all.
+ *
+ * Read/write path: no locks, no malloc, no system call but the IO. The file
+ * handle encodes the backing fd and whether it was opened O_DIRECT; O_DIRECT
+ * data goes through a page-aligned per-thread bounce buffer, because the
+ * payload libfuse hands over sits right after the request headers.
+ *
+ * Objects are created with the caller's fsuid/fsgid (so owners and setgid
+ * inheritance come out as on the backing file system); permission checks
+ * are the kernel's (default_permissions is always on).
+ */
+#include "config.h"
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <linux/capability.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <sys/statvfs.h>
+#include <sys/syscall.h>
+#include <sys/xattr.h>
+#include "clock.h"
+#include "fuse_fs.h"
+#include "inode.h"
+#include "ops.h"
+
+#define FSP_PAGE 4096u
+#define FSP_DEF_MAX_WRITE (1u << 20)
+
+struct fsp_fs {
+	struct fsp_itable *itable;
+	struct fsp_oplog *log;
+	double attr_timeout, entry_timeout;
+	int timing;
+	int track_inflight;
+	int writeback_cache;
+	int splice;
+	int is_root;           /* can switch fsuid/fsgid per request */
+	unsigned max_write;
+	unsigned max_background;
+	size_t bufsize;        /* per-thread bounce buffer */
+	struct __user_cap_data_struct caps[2]; /* effective caps to restore */
+	unsigned inflight, max_inflight;
+};
+
+/* ---- per-request timing ---- */
+
+struct op {
+	struct fsp_fs *fs;
+	uint64_t start;
+	uint64_t backing;
+	uint64_t total;
+	uint32_t pid;
+	int timing;
+};
+
+static inline void op_begin(struct op *o, fuse_req_t req)
+{
+	o->fs = fuse_req_userdata(req);
+	o->timing = o->fs->timing;
+	o->backing = 0;
+	o->total = 0;
+	o->start = 0;
+	o->pid = 0;
+	if (o->timing) {
+		o->start = fsp_now_ns();
+		o->pid = (uint32_t)fuse_req_ctx(req)->pid;
+	}
+}
+
+/* Time a backing system call; errno survives (the vDSO clock keeps it). */
+#define BACKING(o, expr) ({                                             \
+	uint64_t bk_t0_ = (o)->timing ? fsp_now_ns() : 0;               \
+	__auto_type bk_r_ = (expr);                                     \
+	if ((o)->timing)                                                \
+		(o)->backing += fsp_now_ns() - bk_t0_;                  \
+	bk_r_; })
+
+static inline void op_end(struct op *o)
+{
+	if (o->timing)
+		o->total = fsp_now_ns() - o->start;
+}
+
+static inline void op_log(struct op *o, int opcode, uint64_t node,
+			  uint64_t offset, uint64_t length, uint64_t bytes,
+			  int err)
+{
+	if (!o->timing || !o->fs->log)
+		return;
+	struct fsp_rec r = {
+		.start_ns = o->start,
+		.total_ns = o->total,
+		.backing_ns = o->backing < o->total ? o->backing : o->total,
+		.node = node,
+		.offset = offset,
+		.length = length > UINT32_MAX ? UINT32_MAX : (uint32_t)length,
+		.pid = o->pid,
+		.result = err,
+		.op = (uint16_t)opcode,
+		.step = 0,
+		.bytes = bytes,
+	};
+	fsp_oplog_add(o->fs->log, &r);
+}
+
+/* Reply with an error (or 0) and log the request. */
+static void finish_err(struct op *o, fuse_req_t req, int opcode, uint64_t node,
+		       int err)
+{
+	op_end(o);
+	fuse_reply_err(req, err);
+	op_log(o, opcode, node, 0, 0, 0, err);
+}
+
+/* ---- helpers ---- */
+
+static inline struct fsp_inode *node_of(struct op *o, fuse_ino_t ino)
+{
+	return fsp_inode_of(o->fs->itable, ino);
+}
+
+/* File handles: the backing fd, plus bit 32 for "opened O_DIRECT". */
+#define FH_DIRECT (1ull << 32)
+static inline int fh_fd(const struct fuse_file_info *fi)
+{
+	return (int)(uint32_t)fi->fh;
+}
+static inline int fh_direct(const struct fuse_file_info *fi)
+{
+	return (fi->fh & FH_DIRECT) != 0;
+}
+static inline uint64_t fh_make(int fd, int flags)
+{
+	return (uint64_t)(uint32_t)fd | ((flags & O_DIRECT) ? FH_DIRECT : 0);
+}
+
+static void proc_path(char *buf, size_t len, int fd)
+{
+	snprintf(buf, len, "/proc/self/fd/%d", fd);
+}
+
+/* Per-thread page-aligned buffer for reads and O_DIRECT writes. */
+static pthread_key_t tbuf_key;
+static pthread_once_t tbuf_once = PTHREAD_ONCE_INIT;
+static __thread void *tbuf;
+static __thread size_t tbuf_len;
+
+static void tbuf_key_init(void)
+{
+	pthread_key_create(&tbuf_key, free);
+}
+
+static void *thread_buf(struct fsp_fs *fs, size_t need)
+{
+	if (__builtin_expect(need <= tbuf_len, 1))
+		return tbuf;
+	size_t len = fs->bufsize;
+	if (len < need)
+		len = (need + FSP_PAGE - 1) & ~(size_t)(FSP_PAGE - 1);
+	void *p;
+	if (posix_memalign(&p, FSP_PAGE, len))
+		return NULL;
+	free(tbuf);
+	tbuf = p;
+	tbuf_len = len;
+	pthread_setspecific(tbuf_key, p);
+	return p;
+}
+
+static inline void inflight_enter(struct fsp_fs *fs)
+{
+	if (!fs->track_inflight)
+		return;
+	unsigned n = __atomic_add_fetch(&fs->inflight, 1, __ATOMIC_RELAXED);
+	unsigned m = __atomic_load_n(&fs->max_inflight, __ATOMIC_RELAXED);
+	while (n > m && !__atomic_compare_exchange_n(&fs->max_inflight, &m, n, 0,
+						     __ATOMIC_RELAXED, __ATOMIC_RELAXED))
+		;
+}
+
+static inline void inflight_leave(struct fsp_fs *fs)
+{
+	if (fs->track_inflight)
+		__atomic_sub_fetch(&fs->inflight, 1, __ATOMIC_RELAXED);
+}
+
+unsigned fsp_fs_max_inflight(const struct fsp_fs *fs)
+{
+	return __atomic_load_n(&fs->max_inflight, __ATOMIC_RELAXED);
+}
+
+/*
+ * Run the next creating system call with the caller's fsuid/fsgid, so new
+ * objects get the caller as owner (and the backing fs applies setgid-dir
+ * inheritance itself). Changing fsuid away from 0 drops the file-system
+ * capabilities; they are raised again because the kernel has already
+ * checked the caller's permissions (default_permissions). Per-thread.
+ */
+static int as_caller(struct fsp_fs *fs, fuse_req_t req)
+{
+	const struct fuse_ctx *ctx = fuse_req_ctx(req);
+	if (!fs->is_root || (ctx->uid == 0 && ctx->gid == 0))
+		return 0;
+	struct __user_cap_header_struct hdr = { _LINUX_CAPABILITY_VERSION_3, 0 };
+	syscall(SYS_setfsgid, ctx->gid);
+	syscall(SYS_setfsuid, ctx->uid);
+	syscall(SYS_capset, &hdr, fs->caps);
+	return 1;
+}
+
+static void as_daemon(int switched)
+{
+	if (!switched)
+		return;
+	syscall(SYS_setfsuid, 0);
+	syscall(SYS_setfsgid, 0);
+}
+
+/* Look name up under parent; on success fills e (one new lookup ref). */
+static int do_lookup(struct op *o, struct fsp_inode *parent, const char *name,
+		     struct fuse_entry_param *e)
+{
+	memset(e, 0, sizeof(*e));
+	e->attr_timeout = o->fs->attr_timeout;
+	e->entry_timeout = o->fs->entry_timeout;
+	int fd = BACKING(o, openat(parent->fd, name, O_PATH | O_NOFOLLOW | O_CLOEXEC));
+	if (fd < 0)
+		return errno;
+	int res = BACKING(o, fstatat(fd, "", &e->attr,
+				     AT_EMPTY_PATH | AT_SYMLINK_NOFOLLOW));
+	if (res < 0) {
+		int err = errno;
+		close(fd);
+		return err;
+	}
+	struct fsp_inode *n = fsp_itable_get(o->fs->itable, fd, &e->attr);
+	if (!n)
+		return ENOMEM;
+	e->ino = fsp_inode_id(o->fs->itable, n);
+	return 0;
+}
+
+static void reply_entry_or_err(struct op *o, fuse_req_t req, int opcode,
+			       uint64_t node, int err, struct fuse_entry_param *e)
+{
+	op_end(o);
+	if (err)
+		fuse_reply_err(req, err);
+	else if (fuse_reply_entry(req, e) == -ENOENT)
+		/* interrupted: the kernel will not count this lookup */
+		fsp_itable_forget(o->fs->itable, fsp_inode_of(o->fs->itable, e->ino), 1);
+	op_log(o, opcode, node, 0, 0, 0, err);
+}
+
+/* ---- session ---- */
+
+static void fs_init(void *userdata, struct fuse_conn_info *conn)
+{
+	struct fsp_fs *fs = userdata;
+	/* Let the kernel clear setuid/setgid on write (by a SETATTR), since our
+	 * writes run as root and would not. */
+	conn->want &= ~FUSE_CAP_HANDLE_KILLPRIV;
+	if (conn->capable & FUSE_CAP_ASYNC_DIO)
+		conn->want |= FUSE_CAP_ASYNC_DIO;
+	if (fs->writeback_cache && (conn->capable & FUSE_CAP_WRITEBACK_CACHE))
+		conn->want |= FUSE_CAP_WRITEBACK_CACHE;
+	else
+		conn->want &= ~FUSE_CAP_WRITEBACK_CACHE;
+	unsigned splice = FUSE_CAP_SPLICE_READ | FUSE_CAP_SPLICE_WRITE | FUSE_CAP_SPLICE_MOVE;
+	if (fs->splice)
+		conn->want |= conn->capable & splice;
+	else
+		conn->want &= ~splice;
+	conn->max_write = fs->max_write;
+	conn->max_background = fs->max_background;
+	conn->congestion_threshold = fs->max_background * 3 / 4;
+	conn->time_gran = 1;
+}
+
+/* ---- name operations ---- */
+
+static void fs_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
+{
+	struct op o;
+	op_begin(&o, req);
+	struct fsp_inode *p = node_of(&o, parent);
+	struct fuse_entry_param e;
+	int err = do_lookup(&o, p, name, &e);
+	reply_entry_or_err(&o, req, FSP_OP_LOOKUP, p->ino, err, &e);
+}
+
+static void fs_forget(fuse_req_t req, fuse_ino_t ino, uint64_t nlookup)
+{
+	struct op o;
+	op_begin(&o, req);
+	struct fsp_inode *n = node_of(&o, ino);
+	uint64_t node = n->ino;
+	fsp_itable_forget(o.fs->itable, n, nlookup);
+	op_end(&o);
+	fuse_reply_none(req);
+	op_log(&o, FSP_OP_FORGET, node, 0, nlookup, 0, 0);
+}
+
+static void fs_forget_multi(fuse_req_t req, size_t count,
+			    struct fuse_forget_data *forgets)
+{
+	struct op o;
+	op_begin(&o, req);
+	for (size_t i = 0; i < count; i++)
+		fsp_itable_forget(o.fs->itable, node_of(&o, forgets[i].ino),
+				  forgets[i].nlookup);
+	op_end(&o);
+	fuse_reply_none(req);
+	op_log(&o, FSP_OP_FORGET, 0, 0, count, 0, 0);
+}
+
+static void fs_mknod_common(fuse_req_t req, int opcode, fuse_ino_t parent,
+			    const char *name, mode_t mode, dev_t rdev,
+			    const char *link)
+{
+	struct op o;
+	op_begin(&o, req);
+	struct fsp_inode *p = node_of(&o, parent);
+	int sw = as_caller(o.fs, req);
+	int res;
+	if (link)
+		res = BACKING(&o, symlinkat(link, p->fd, name));
+	else if (S_ISDIR(mode))
+		res = BACKING(&o, mkdirat(p->fd, name, mode));
+	else
+		res = BACKING(&o, mknodat(p->fd, name, mode, rdev));
+	int err = res < 0 ? errno : 0;
+	as_daemon(sw);
+	struct fuse_entry_param e;
+	if (!err)
+		err = do_lookup(&o, p, name, &e);
+	reply_entry_or_err(&o, req, opcode, p->ino, err, &e);
+}
+
+static void fs_mknod(fuse_req_t req, fuse_ino_t parent, const char *name,
+		     mode_t mode, dev_t rdev)
+{
+	fs_mknod_common(req, FSP_OP_MKNOD, parent, name, mode, rdev, NULL);
+}
+
+static void fs_mkdir(fuse_req_t req, fuse_ino_t parent, const char *name,
+		     mode_t mode)
+{
+	fs_mknod_common(req, FSP_OP_MKDIR, parent, name, S_IFDIR | mode, 0, NULL);
+}
+
+static void fs_symlink(fuse_req_t req, const char *link, fuse_ino_t parent,
+		       const char *name)
+{
+	fs_mknod_common(req, FSP_OP_SYMLINK, parent, name, S_IFLNK, 0, link);
+}
+
+static void fs_link(fuse_req_t req, fuse_ino_t ino, fuse_ino_t newparent,
+		    const char *newname)
+{
+	struct op o;
+	op_begin(&o, req);
+	struct fsp_inode *n = node_of(&o, ino);
+	struct fsp_inode *p = node_of(&o, newparent);
+	int res = BACKING(&o, linkat(n->fd, "", p->fd, newname, AT_EMPTY_PATH));
+	int err = res < 0 ? errno : 0;
+	struct fuse_entry_param e;
+	if (!err)
+		err = do_lookup(&o, p, newname, &e);
+	reply_entry_or_err(&o, req, FSP_OP_LINK, n->ino, err, &e);
+}
+
+static void fs_unlink(fuse_req_t req, fuse_ino_t parent, const char *name)
+{
+	struct op o;
+	op_begin(&o, req);
+	struct fsp_inode *p = node_of(&o, parent);
+	int res = BACKING(&o, unlinkat(p->fd, name, 0));
+	finish_err(&o, req, FSP_OP_UNLINK, p->ino, res < 0 ? errno : 0);
+}
+
+static void fs_rmdir(fuse_req_t req, fuse_ino_t parent, const char *name)
+{
+	struct op o;
+	op_begin(&o, req);
+	struct fsp_inode *p = node_of(&o, parent);
+	int res = BACKING(&o, unlinkat(p->fd, name, AT_REMOVEDIR));
+	finish_err(&o, req, FSP_OP_RMDIR, p->ino, res < 0 ? errno : 0);
+}
+
+static void fs_rename(fuse_req_t req, fuse_ino_t parent, const char *name,
+		      fuse_ino_t newparent, const char *newname,
+		      unsigned int flags)
+{
+	struct op o;
+	op_begin(&o, req);
+	struct fsp_inode *p = node_of(&o, parent);
+	struct fsp_inode *np = node_of(&o, newparent);
+	int res = BACKING(&o, renameat2(p->fd, name, np->fd, newname, flags));
+	finish_err(&o, req, FSP_OP_RENAME, p->ino, res < 0 ? errno : 0);
+}
+
+static void fs_readlink(fuse_req_t req, fuse_ino_t ino)
+{
+	struct op o;
+	op_begin(&o, req);
+	struct fsp_inode *n = node_of(&o, ino);
+	char buf[PATH_MAX + 1];
+	ssize_t len = BACKING(&o, readlinkat(n->fd, "", buf, sizeof(buf)));
+	int err = len < 0 ? errno : (len == (ssize_t)sizeof(buf) ? ENAMETOOLONG : 0);
+	op_end(&o);
+	if (err) {
+		fuse_reply_err(req, err);
+	} else {
+		buf[len] = '\0';
+		fuse_reply_readlink(req, buf);
+	}
+	op_log(&o, FSP_OP_READLINK, n->ino, 0, 0, err ? 0 : (uint64_t)len, err);
+}
+
+/* ---- attributes ---- */
+
+static int stat_node(struct op *o, struct fsp_inode *n, struct fuse_file_info *fi,
+		     struct stat *st)
+{
+	int res;
+	if (fi && n->type == S_IFREG)
+		res = BACKING(o, fstat(fh_fd(fi), st));
+	else
+		res = BACKING(o, fstatat(n->fd, "", st, AT_EMPTY_PATH | AT_SYMLINK_NOFOLLOW));
+	return res < 0 ? errno : 0;
+}
+
+static void fs_getattr(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
+{
+	struct op o;
+	op_begin(&o, req);
+	struct fsp_inode *n = node_of(&o, ino);
+	struct stat st;
+	int err = stat_node(&o, n, fi, &st);
+	op_end(&o);
+	if (err)
+		fuse_reply_err(req, err);
+	else
+		fuse_reply_attr(req, &st, o.fs->attr_timeout);
+	op_log(&o, FSP_OP_GETATTR, n->ino, 0, 0, 0, err);
+}
+
+static void fs_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr,
+		       int valid, struct fuse_file_info *fi)
+{
+	struct op o;
+	op_begin(&o, req);
+	struct fsp_inode *n = node_of(&o, ino);
+	/* Directory handles hold a DIR *, not an fd: use the node for those. */
+	int fd = (fi && n->type == S_IFREG) ? fh_fd(fi) : -1;
+	char path[64];
+	proc_path(path, sizeof(path), n->fd);
+	int res = 0;
+
+	if (valid & FUSE_SET_ATTR_MODE) {
+		if (fd >= 0)
+			res = BACKING(&o, fchmod(fd, attr->st_mode));
+		else
+			res = BACKING(&o, chmod(path, attr->st_mode));
+		if (res < 0)
+			goto out;
+	}
+	if (valid & (FUSE_SET_ATTR_UID | FUSE_SET_ATTR_GID)) {
+		uid_t uid = (valid & FUSE_SET_ATTR_UID) ? attr->st_uid : (uid_t)-1;
+		gid_t gid = (valid & FUSE_SET_ATTR_GID) ? attr->st_gid : (gid_t)-1;
+		res = BACKING(&o, fchownat(n->fd, "", uid, gid,
+					   AT_EMPTY_PATH | AT_SYMLINK_NOFOLLOW));
+		if (res < 0)
+			goto out;
+	}
+	if (valid & FUSE_SET_ATTR_SIZE) {
+		if (fd >= 0)
+			res = BACKING(&o, ftruncate(fd, attr->st_size));
+		else
+			res = BACKING(&o, truncate(path, attr->st_size));
+		if (res < 0)
+			goto out;
+	}
+	if (valid & (FUSE_SET_ATTR_ATIME | FUSE_SET_ATTR_MTIME)) {
+		struct timespec tv[2];
+		tv[0].tv_sec = 0;
+		tv[1].tv_sec = 0;
+		tv[0].tv_nsec = UTIME_OMIT;
+		tv[1].tv_nsec = UTIME_OMIT;
+		if (valid & FUSE_SET_ATTR_ATIME_NOW)
+			tv[0].tv_nsec = UTIME_NOW;
+		else if (valid & FUSE_SET_ATTR_ATIME)
+			tv[0] = attr->st_atim;
+		if (valid & FUSE_SET_ATTR_MTIME_NOW)
+			tv[1].tv_nsec = UTIME_NOW;
+		else if (valid & FUSE_SET_ATTR_MTIME)
+			tv[1] = attr->st_mtim;
+		if (fd >= 0)
+			res = BACKING(&o, futimens(fd, tv));
+		else
+			res = BACKING(&o, utimensat(AT_FDCWD, path, tv, 0));
+		if (res < 0)
+			goto out;
+	}
+out:;
+	int err = res < 0 ? errno : 0;
+	struct stat st;
+	if (!err)
+		err = stat_node(&o, n, fi, &st);
+	op_end(&o);
+	if (err)
+		fuse_reply_err(req, err);
+	else
+		fuse_reply_attr(req, &st, o.fs->attr_timeout);
+	op_log(&o, FSP_OP_SETATTR, n->ino, (valid & FUSE_SET_ATTR_SIZE) ? (uint64_t)attr->st_size : 0,
+	       0, 0, err);
+}
+
+static void fs_access(fuse_req_t req, fuse_ino_t ino, int mask)
+{
+	struct op o;
+	op_begin(&o, req);
+	struct fsp_inode *n = node_of(&o, ino);
+	char path[64];
+	proc_path(path, sizeof(path), n->fd);
+	int res = BACKING(&o, faccessat(AT_FDCWD, path, mask, AT_EACCESS));
+	finish_err(&o, req, FSP_OP_ACCESS, n->ino, res < 0 ? errno : 0);
+}
+
+static void fs_statfs(fuse_req_t req, fuse_ino_t ino)
+{
+	struct op o;
+	op_begin(&o, req);
+	struct fsp_inode *n = node_of(&o, ino);
+	struct statvfs sv;
+	int res = BACKING(&o, fstatvfs(n->fd, &sv));
+	int err = res < 0 ? errno : 0;
+	op_end(&o);
+	if (err)
+		fuse_reply_err(req, err);
+	else
+		fuse_reply_statfs(req, &sv);
+	op_log(&o, FSP_OP_STATFS, n->ino, 0, 0, 0, err);
+}
+
+/* ---- directories ---- */
+
+struct dirh {
+	DIR *dp;
+	struct dirent *entry; /* read but not yet returned */
+	off_t offset;
+};
+
+static void fs_opendir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
+{
+	struct op o;
+	op_begin(&o, req);
+	struct fsp_inode *n = node_of(&o, ino);
+	int err = 0;
+	struct dirh *d = calloc(1, sizeof(*d));
+	if (!d) {
+		err = ENOMEM;
+		goto out;
+	}
+	int fd = BACKING(&o, openat(n->fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+	if (fd < 0) {
+		err = errno;
+		free(d);
+		goto out;
+	}
+	d->dp = fdopendir(fd);
+	if (!d->dp) {
+		err = errno;
+		close(fd);
+		free(d);
+		goto out;
+	}
+	fi->fh = (uintptr_t)d;
+out:
+	op_end(&o);
+	if (err) {
+		fuse_reply_err(req, err);
+	} else if (fuse_reply_open(req, fi) == -ENOENT) {
+		closedir(d->dp);
+		free(d);
+	}
+	op_log(&o, FSP_OP_OPENDIR, n->ino, 0, 0, 0, err);
+}
+
+static int is_dot_or_dotdot(const char *name)
+{
+	return name[0] == '.' && (name[1] == '\0' || (name[1] == '.' && name[2] == '\0'));
+}
+
+static void do_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t offset,
+		       struct fuse_file_info *fi, int plus)
+{
+	struct op o;
+	op_begin(&o, req);
+	struct fsp_inode *n = node_of(&o, ino);
+	struct dirh *d = (struct dirh *)(uintptr_t)fi->fh;
+	int err = 0;
+	char *buf = malloc(size);
+	if (!buf) {
+		err = ENOMEM;
+		goto out;
+	}
+	if (offset != d->offset) {
+		seekdir(d->dp, offset);
+		d->entry = NULL;
+		d->offset = offset;
+	}
+	size_t rem = size;
+	char *p = buf;
+	for (;;) {
+		if (!d->entry) {
+			errno = 0;
+			d->entry = BACKING(&o, readdir(d->dp));
+			if (!d->entry) {
+				if (errno)
+					err = errno;
+				break;
+			}
+		}
+		off_t next = d->entry->d_off;
+		const char *name = d->entry->d_name;
+		size_t used;
+		if (plus) {
+			struct fuse_entry_param e;
+			if (is_dot_or_dotdot(name)) {
+				memset(&e, 0, sizeof(e));
+				e.attr.st_ino = d->entry->d_ino;
+				e.attr.st_mode = (mode_t)d->entry->d_type << 12;
+			} else {
+				err = do_lookup(&o, n, name, &e);
+				if (err)
+					break;
+			}
+			used = fuse_add_direntry_plus(req, p, rem, name, &e, next);
+			if (used > rem) {
+				if (e.ino)
+					fsp_itable_forget(o.fs->itable,
+							  node_of(&o, e.ino), 1);
+				break;
+			}
+		} else {
+			struct stat st;
+			memset(&st, 0, sizeof(st));
+			st.st_ino = d->entry->d_ino;
+			st.st_mode = (mode_t)d->entry->d_type << 12;
+			used = fuse_add_direntry(req, p, rem, name, &st, next);
+			if (used > rem)
+				break;
+		}
+		p += used;
+		rem -= used;
+		d->entry = NULL;
+		d->offset = next;
+	}
+	/* Entries already added are returned; the error shows next time. */
+	if (err && rem != size)
+		err = 0;
+	op_end(&o);
+	if (err)
+		fuse_reply_err(req, err);
+	else
+		fuse_reply_buf(req, buf, size - rem);
+	op_log(&o, plus ? FSP_OP_READDIRPLUS : FSP_OP_READDIR, n->ino,
+	       (uint64_t)offset, size, size - rem, err);
+	free(buf);
+	return;
+out:
+	finish_err(&o, req, plus ? FSP_OP_READDIRPLUS : FSP_OP_READDIR, n->ino, err);
+}
+
+static void fs_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t offset,
+		       struct fuse_file_info *fi)
+{
+	do_readdir(req, ino, size, offset, fi, 0);
+}
+
+static void fs_readdirplus(fuse_req_t req, fuse_ino_t ino, size_t size,
+			   off_t offset, struct fuse_file_info *fi)
+{
+	do_readdir(req, ino, size, offset, fi, 1);
+}
+
+static void fs_releasedir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
+{
+	struct op o;
+	op_begin(&o, req);
+	struct fsp_inode *n = node_of(&o, ino);
+	struct dirh *d = (struct dirh *)(uintptr_t)fi->fh;
+	BACKING(&o, closedir(d->dp));
+	free(d);
+	finish_err(&o, req, FSP_OP_RELEASEDIR, n->ino, 0);
+}
+
+static void fs_fsyncdir(fuse_req_t req, fuse_ino_t ino, int datasync,
+			struct fuse_file_info *fi)
+{
+	struct op o;
+	op_begin(&o, req);
+	struct fsp_inode *n = node_of(&o, ino);
+	struct dirh *d = (struct dirh *)(uintptr_t)fi->fh;
+	int fd = dirfd(d->dp);
+	int res = BACKING(&o, datasync ? fdatasync(fd) : fsync(fd));
+	finish_err(&o, req, FSP_OP_FSYNCDIR, n->ino, res < 0 ? errno : 0);
+}
+
+/* ---- files ---- */
+
+/* Flags for the backing open; writeback caching needs to read any file. */
+static int backing_flags(struct fsp_fs *fs, int flags)
+{
+	flags &= ~O_NOFOLLOW;
+	if (fs->writeback_cache) {
+		if ((flags & O_ACCMODE) == O_WRONLY)
+			flags = (flags & ~O_ACCMODE) | O_RDWR;
+		flags &= ~O_APPEND; /* the kernel computes append offsets */
+	}
+	return flags | O_CLOEXEC;
+}
+
+static void fs_create(fuse_req_t req, fuse_ino_t parent, const char *name,
+		      mode_t mode, struct fuse_file_info *fi)
+{
+	struct op o;
+	op_begin(&o, req);
+	struct fsp_inode *p = node_of(&o, parent);
+	int flags = backing_flags(o.fs, fi->flags) | O_CREAT;
+	int sw = as_caller(o.fs, req);
+	int fd = BACKING(&o, openat(p->fd, name, flags, mode));
+	int err = fd < 0 ? errno : 0;
+	as_daemon(sw);
+	struct fuse_entry_param e;
+	if (!err) {
+		err = do_lookup(&o, p, name, &e);
+		if (err)
+			close(fd);
+	}
+	op_end(&o);
+	if (err) {
+		fuse_reply_err(req, err);
+	} else {
+		fi->fh = fh_make(fd, flags);
+		if (fuse_reply_create(req, &e, fi) == -ENOENT) {
+			close(fd);
+			fsp_itable_forget(o.fs->itable, node_of(&o, e.ino), 1);
+		}
+	}
+	op_log(&o, FSP_OP_CREATE, p->ino, 0, 0, 0, err);
+}
+
+static void fs_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
+{
+	struct op o;
+	op_begin(&o, req);
+	struct fsp_inode *n = node_of(&o, ino);
+	char path[64];
+	proc_path(path, sizeof(path), n->fd);
+	int flags = backing_flags(o.fs, fi->flags) & ~O_CREAT;
+	int fd = BACKING(&o, open(path, flags));
+	int err = fd < 0 ? errno : 0;
+	op_end(&o);
+	if (err) {
+		fuse_reply_err(req, err);
+	} else {
+		fi->fh = fh_make(fd, flags);
+		if (fuse_reply_open(req, fi) == -ENOENT)
+			close(fd);
+	}
+	op_log(&o, FSP_OP_OPEN, n->ino, 0, 0, 0, err);
+}
+
+static void fs_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
+		    struct fuse_file_info *fi)
+{
+	struct op o;
+	op_begin(&o, req);
+	struct fsp_inode *n = node_of(&o, ino);
+	ssize_t got;
+	int err = 0;
+	void *buf = thread_buf(o.fs, size);
+	if (!buf) {
+		got = -1;
+		err = ENOMEM;
+	} else {
+		inflight_enter(o.fs);
+		got = BACKING(&o, pread(fh_fd(fi), buf, size, off));
+		if (got < 0)
+			err = errno;
+		inflight_leave(o.fs);
+	}
+	op_end(&o);
+	if (err)
+		fuse_reply_err(req, err);
+	else
+		fuse_reply_buf(req, buf, (size_t)got);
+	op_log(&o, FSP_OP_READ, n->ino, (uint64_t)off, size,
+	       got > 0 ? (uint64_t)got : 0, err);
+}
+
+static void fs_write_buf(fuse_req_t req, fuse_ino_t ino, struct fuse_bufvec *in,
+			 off_t off, struct fuse_file_info *fi)
+{
+	struct op o;
+	op_begin(&o, req);
+	struct fsp_inode *n = node_of(&o, ino);
+	size_t size = fuse_buf_size(in);
+	ssize_t res;
+	int err = 0;
+	if (!fh_direct(fi)) {
+		struct fuse_bufvec dst = FUSE_BUFVEC_INIT(size);
+		dst.buf[0].flags = FUSE_BUF_IS_FD | FUSE_BUF_FD_SEEK;
+		dst.buf[0].fd = fh_fd(fi);
+		dst.buf[0].pos = off;
+		inflight_enter(o.fs);
+		res = BACKING(&o, fuse_buf_copy(&dst, in, 0));
+		inflight_leave(o.fs);
+		if (res < 0)
+			err = (int)-res;
+	} else {
+		/* O_DIRECT needs an aligned source: copy into the bounce buffer. */
+		void *buf = thread_buf(o.fs, size);
+		if (!buf) {
+			res = -1;
+			err = ENOMEM;
+			goto out;
+		}
+		struct fuse_bufvec dst = FUSE_BUFVEC_INIT(size);
+		dst.buf[0].mem = buf;
+		res = fuse_buf_copy(&dst, in, 0);
+		if (res < 0) {
+			err = (int)-res;
+			goto out;
+		}
+		inflight_enter(o.fs);
+		res = BACKING(&o, pwrite(fh_fd(fi), buf, (size_t)res, off));
+		if (res < 0)
+			err = errno;
+		inflight_leave(o.fs);
+	}
+out:
+	op_end(&o);
+	if (err)
+		fuse_reply_err(req, err);
+	else
+		fuse_reply_write(req, (size_t)res);
+	op_log(&o, FSP_OP_WRITE, n->ino, (uint64_t)off, size,
+	       err ? 0 : (uint64_t)res, err);
+}
+
+/* Close the descriptor holding this lock owner's POSIX locks on n, if any. */
+static void drop_lock_owner(struct op *o, struct fsp_inode *n, uint64_t owner)
+{
+	pthread_mutex_lock(&n->lock);
+	for (struct fsp_lockfd **pp = &n->lockfds; *pp; pp = &(*pp)->next) {
+		if ((*pp)->owner == owner) {
+			struct fsp_lockfd *l = *pp;
+			*pp = l->next;
+			BACKING(o, close(l->fd));
+			free(l);
+			break;
+		}
+	}
+	pthread_mutex_unlock(&n->lock);
+}
+
+static void fs_flush(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
+{
+	struct op o;
+	op_begin(&o, req);
+	struct fsp_inode *n = node_of(&o, ino);
+	/* POSIX: any close by the owner releases its locks on the file. */
+	if (n->lockfds)
+		drop_lock_owner(&o, n, fi->lock_owner);
+	/* close() of a duplicate, so backing file systems that act on close
+	 * (NFS: write back, report errors) do so now, as on the backing dir. */
+	int dupfd = BACKING(&o, dup(fh_fd(fi)));
+	int res = dupfd < 0 ? -1 : BACKING(&o, close(dupfd));
+	finish_err(&o, req, FSP_OP_FLUSH, n->ino, res < 0 ? errno : 0);
+}
+
+static void fs_release(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
+{
+	struct op o;
+	op_begin(&o, req);
+	struct fsp_inode *n = node_of(&o, ino);
+	BACKING(&o, close(fh_fd(fi)));
+	finish_err(&o, req, FSP_OP_RELEASE, n->ino, 0);
+}
+
+static void fs_fsync(fuse_req_t req, fuse_ino_t ino, int datasync,
+		     struct fuse_file_info *fi)
+{
+	struct op o;
+	op_begin(&o, req);
+	struct fsp_inode *n = node_of(&o, ino);
+	int fd = fh_fd(fi);
+	int res = BACKING(&o, datasync ? fdatasync(fd) : fsync(fd));
+	finish_err(&o, req, FSP_OP_FSYNC, n->ino, res < 0 ? errno : 0);
+}
+
+static void fs_fallocate(fuse_req_t req, fuse_ino_t ino, int mode, off_t offset,
+			 off_t length, struct fuse_file_info *fi)
+{
+	struct op o;
+	op_begin(&o, req);
+	struct fsp_inode *n = node_of(&o, ino);
+	int res = BACKING(&o, fallocate(fh_fd(fi), mode, offset, length));
+	int err = res < 0 ? errno : 0;
+	op_end(&o);
+	fuse_reply_err(req, err);
+	op_log(&o, FSP_OP_FALLOCATE, n->ino, (uint64_t)offset, (uint64_t)length, 0, err);
+}
+
+static void fs_copy_file_range(fuse_req_t req, fuse_ino_t ino_in, off_t off_in,
+			       struct fuse_file_info *fi_in, fuse_ino_t ino_out,
+			       off_t off_out, struct fuse_file_info *fi_out,
+			       size_t len, int flags)
+{
+	struct op o;
+	op_begin(&o, req);
+	struct fsp_inode *n = node_of(&o, ino_out);
+	loff_t in = off_in, out = off_out;
+	ssize_t res = BACKING(&o, copy_file_range(fh_fd(fi_in), &in, fh_fd(fi_out),
+						  &out, len, (unsigned)flags));
+	int err = res < 0 ? errno : 0;
+	op_end(&o);
+	if (err)
+		fuse_reply_err(req, err);
+	else
+		fuse_reply_write(req, (size_t)res);
+	op_log(&o, FSP_OP_COPY_FILE_RANGE, n->ino, (uint64_t)off_out, len,
+	       err ? 0 : (uint64_t)res, err);
+}
+
+static void fs_lseek(fuse_req_t req, fuse_ino_t ino, off_t off, int whence,
+		     struct fuse_file_info *fi)
+{
+	struct op o;
+	op_begin(&o, req);
+	struct fsp_inode *n = node_of(&o, ino);
+	off_t res = BACKING(&o, lseek(fh_fd(fi), off, whence));
+	int err = res < 0 ? errno : 0;
+	op_end(&o);
+	if (err)
+		fuse_reply_err(req, err);
+	else
+		fuse_reply_lseek(req, res);
+	op_log(&o, FSP_OP_LSEEK, n->ino, (uint64_t)off, 0, 0, err);
+}
+
+/* ---- locks ---- */
+
+/*
+ * POSIX (fcntl) locks belong to a lock owner (a process), not to an open
+ * file. Each owner gets its own backing descriptor per inode and the locks
+ * are taken there as OFD locks: owners conflict with each other, an owner
+ * never conflicts with itself, and closing the descriptor (on the owner's
+ * flush) releases all its locks, as POSIX close() does.
+ */
+static int lock_fd(struct op *o, struct fsp_inode *n, uint64_t owner, int create)
+{
+	int fd = -1;
+	pthread_mutex_lock(&n->lock);
+	for (struct fsp_lockfd *l = n->lockfds; l; l = l->next) {
+		if (l->owner == owner) {
+			fd = l->fd;
+			goto out;
+		}
+	}
+	if (!create) {
+		errno = 0;
+		goto out;
+	}
+	char path[64];
+	proc_path(path, sizeof(path), n->fd);
+	fd = BACKING(o, open(path, O_RDWR | O_CLOEXEC | O_NOCTTY));
+	if (fd < 0)
+		fd = BACKING(o, open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY));
+	if (fd < 0)
+		goto out;
+	struct fsp_lockfd *l = malloc(sizeof(*l));
+	if (!l) {
+		close(fd);
+		fd = -1;
+		errno = ENOMEM;
+		goto out;
+	}
+	l->owner = owner;
+	l->fd = fd;
+	l->next = n->lockfds;
+	n->lockfds = l;
+out:
+	pthread_mutex_unlock(&n->lock);
+	return fd;
+}
+
+static void fs_getlk(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi,
+		     struct flock *lock)
+{
+	struct op o;
+	op_begin(&o, req);
+	struct fsp_inode *n = node_of(&o, ino);
+	int err = 0;
+	int fd = lock_fd(&o, n, fi->lock_owner, 1);
+	if (fd < 0) {
+		err = errno;
+	} else {
+		lock->l_pid = 0;
+		if (BACKING(&o, fcntl(fd, F_OFD_GETLK, lock)) < 0)
+			err = errno;
+		else if (lock->l_pid < 0)
+			lock->l_pid = 0; /* held through another owner's OFD */
+	}
+	op_end(&o);
+	if (err)
+		fuse_reply_err(req, err);
+	else
+		fuse_reply_lock(req, lock);
+	op_log(&o, FSP_OP_GETLK, n->ino, (uint64_t)lock->l_start, (uint64_t)lock->l_len, 0, err);
+}
+
+static void fs_setlk(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi,
+		     struct flock *lock, int sleep)
+{
+	struct op o;
+	op_begin(&o, req);
+	struct fsp_inode *n = node_of(&o, ino);
+	int err = 0;
+	int fd = lock_fd(&o, n, fi->lock_owner, lock->l_type != F_UNLCK);
+	if (fd < 0) {
+		err = errno; /* 0: unlocking an owner with no locks */
+	} else {
+		lock->l_pid = 0;
+		if (BACKING(&o, fcntl(fd, sleep ? F_OFD_SETLKW : F_OFD_SETLK, lock)) < 0)
+			err = errno;
+	}
+	finish_err(&o, req, FSP_OP_SETLK, n->ino, err);
+}
+
+static void fs_flock(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi,
+		     int op)
+{
+	struct op o;
+	op_begin(&o, req);
+	struct fsp_inode *n = node_of(&o, ino);
+	int res = BACKING(&o, flock(fh_fd(fi), op));
+	finish_err(&o, req, FSP_OP_FLOCK, n->ino, res < 0 ? errno : 0);
+}
+
+/* ---- extended attributes ---- */
+
+static void fs_setxattr(fuse_req_t req, fuse_ino_t ino, const char *name,
+			const char *value, size_t size, int flags)
+{
+	struct op o;
+	op_begin(&o, req);
+	struct fsp_inode *n = node_of(&o, ino);
+	char path[64];
+	proc_path(path, sizeof(path), n->fd);
+	int res = BACKING(&o, setxattr(path, name, value, size, flags));
+	int err = res < 0 ? errno : 0;
+	op_end(&o);
+	fuse_reply_err(req, err);
+	op_log(&o, FSP_OP_SETXATTR, n->ino, 0, size, err ? 0 : size, err);
+}
+
+static void xattr_reply(struct op *o, fuse_req_t req, int opcode,
+			struct fsp_inode *n, const char *name, size_t size)
+{
+	char path[64];
+	proc_path(path, sizeof(path), n->fd);
+	char *buf = NULL;
+	int err = 0;
+	if (size) {
+		buf = malloc(size);
+		if (!buf) {
+			finish_err(o, req, opcode, n->ino, ENOMEM);
+			return;
+		}
+	}
+	ssize_t res = name ? BACKING(o, getxattr(path, name, buf, size))
+			   : BACKING(o, listxattr(path, buf, size));
+	if (res < 0)
+		err = errno;
+	op_end(o);
+	if (err)
+		fuse_reply_err(req, err);
+	else if (size)
+		fuse_reply_buf(req, buf, (size_t)res);
+	else
+		fuse_reply_xattr(req, (size_t)res);
+	op_log(o, opcode, n->ino, 0, size, err ? 0 : (uint64_t)res, err);
+	free(buf);
+}
+
+static void fs_getxattr(fuse_req_t req, fuse_ino_t ino, const char *name,
+			size_t size)
+{
+	struct op o;
+	op_begin(&o, req);
+	xattr_reply(&o, req, FSP_OP_GETXATTR, node_of(&o, ino), name, size);
+}
+
+static void fs_listxattr(fuse_req_t req, fuse_ino_t ino, size_t size)
+{
+	struct op o;
+	op_begin(&o, req);
+	xattr_reply(&o, req, FSP_OP_LISTXATTR, node_of(&o, ino), NULL, size);
+}
+
+static void fs_removexattr(fuse_req_t req, fuse_ino_t ino, const char *name)
+{
+	struct op o;
+	op_begin(&o, req);
+	struct fsp_inode *n = node_of(&o, ino);
+	char path[64];
+	proc_path(path, sizeof(path), n->fd);
+	int res = BACKING(&o, removexattr(path, name));
+	finish_err(&o, req, FSP_OP_REMOVEXATTR, n->ino, res < 0 ? errno : 0);
+}
+
+const struct fuse_lowlevel_ops fsp_fs_ops = {
+	.init = fs_init,
+	.lookup = fs_lookup,
+	.forget = fs_forget,
+	.forget_multi = fs_forget_multi,
+	.getattr = fs_getattr,
+	.setattr = fs_setattr,
+	.readlink = fs_readlink,
+	.mknod = fs_mknod,
+	.mkdir = fs_mkdir,
+	.unlink = fs_unlink,
+	.rmdir = fs_rmdir,
+	.symlink = fs_symlink,
+	.rename = fs_rename,
+	.link = fs_link,
+	.open = fs_open,
+	.read = fs_read,
+	.write_buf = fs_write_buf,
+	.flush = fs_flush,
+	.release = fs_release,
+	.fsync = fs_fsync,
+	.opendir = fs_opendir,
+	.readdir = fs_readdir,
+	.readdirplus = fs_readdirplus,
+	.releasedir = fs_releasedir,
+	.fsyncdir = fs_fsyncdir,
+	.statfs = fs_statfs,
+	.setxattr = fs_setxattr,
+	.getxattr = fs_getxattr,
+	.listxattr = fs_listxattr,
+	.removexattr = fs_removexattr,
+	.access = fs_access,
+	.create = fs_create,
+	.getlk = fs_getlk,
+	.setlk = fs_setlk,
+	.flock = fs_flock,
+	.fallocate = fs_fallocate,
+	.copy_file_range = fs_copy_file_range,
+	.lseek = fs_lseek,
+};
+
+struct fsp_fs *fsp_fs_new(const char *backing, const struct fsp_fs_opts *opts,
+			  char *err, size_t errlen)
+{
+	pthread_once(&tbuf_once, tbuf_key_init);
+	struct fsp_fs *fs = calloc(1, sizeof(*fs));
+	if (!fs) {
+		snprintf(err, errlen, "out of memory");
+		return NULL;
+	}
+	int fd = open(backing, O_PATH | O_DIRECTORY | O_CLOEXEC);
+	struct stat st;
+	if (fd < 0 || fstat(fd, &st) < 0) {
+		snprintf(err, errlen, "cannot open backing directory %s: %s",
+			 backing, strerror(errno));
+		if (fd >= 0)
+			close(fd);
+		free(fs);
+		return NULL;
+	}
+	fs->itable = fsp_itable_new(fd, &st);
+	if (!fs->itable) {
+		close(fd);
+		free(fs);
+		snprintf(err, errlen, "out of memory");
+		return NULL;
+	}
+	fs->log = opts->log;
+	fs->timing = opts->timing;
+	fs->track_inflight = opts->track_inflight;
+	fs->attr_timeout = opts->attr_timeout;
+	fs->entry_timeout = opts->entry_timeout;
+	fs->writeback_cache = opts->writeback_cache;
+	fs->splice = opts->splice;
+	fs->max_write = opts->max_write ? opts->max_write : FSP_DEF_MAX_WRITE;
+	fs->max_background = opts->max_background ? opts->max_background : 64;
+	/* Reads may be as large as max_pages (1 MiB); writes max_write. */
+	fs->bufsize = fs->max_write > FSP_DEF_MAX_WRITE ? fs->max_write : FSP_DEF_MAX_WRITE;
+	fs->is_root = geteuid() == 0;
+	if (fs->is_root) {
+		struct __user_cap_header_struct hdr = { _LINUX_CAPABILITY_VERSION_3, 0 };
+		if (syscall(SYS_capget, &hdr, fs->caps) < 0)
+			fs->is_root = 0;
+	}
+	return fs;
+}
+
+void fsp_fs_set_log(struct fsp_fs *fs, struct fsp_oplog *log)
+{
+	fs->log = log;
+}
+
+void fsp_fs_free(struct fsp_fs *fs)
+{
+	if (!fs)
+		return;
+	fsp_itable_free(fs->itable);
+	free(fs);
+}

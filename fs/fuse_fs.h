@@ -1,4 +1,51 @@
-/* placeholder */
+/*
+ * fuse_fs.h - fsprism's passthrough file system (libfuse3 low-level API).
+ *
+ * Every request is served by the matching system call on the backing
+ * directory and timed: total handler time, time inside backing system calls,
+ * and the difference (fsprism's own work). One struct fsp_rec per request
+ * goes to the oplog after the reply is sent.
+ */
 #ifndef FSP_FS_FUSE_FS_H
 #define FSP_FS_FUSE_FS_H
+
+#include <stddef.h>
+#include <stdint.h>
+#ifndef FUSE_USE_VERSION
+#define FUSE_USE_VERSION 314
+#endif
+#include <fuse_lowlevel.h>
+#include "oplog.h"
+
+struct fsp_fs_opts {
+	double attr_timeout;     /* seconds the kernel may cache attributes */
+	double entry_timeout;    /* seconds the kernel may cache names */
+	int writeback_cache;     /* negotiate FUSE_CAP_WRITEBACK_CACHE */
+	int splice;              /* splice write payloads /dev/fuse -> file */
+	unsigned max_write;      /* bytes per WRITE request (0: 1 MiB) */
+	unsigned max_background; /* kernel's async request limit (0: 64) */
+	int timing;              /* 0 (--record=off): no clock reads at all */
+	int track_inflight;      /* count concurrent backing reads/writes */
+	struct fsp_oplog *log;   /* NULL when timing is 0 */
+};
+
+struct fsp_fs;
+
+/*
+ * Open the backing directory and build the inode table. On failure returns
+ * NULL and writes a reason naming the path to err.
+ */
+struct fsp_fs *fsp_fs_new(const char *backing, const struct fsp_fs_opts *opts,
+			  char *err, size_t errlen);
+void fsp_fs_free(struct fsp_fs *fs);
+
+/* Attach the oplog once the run exists (before any request is served). */
+void fsp_fs_set_log(struct fsp_fs *fs, struct fsp_oplog *log);
+
+/* The request handlers; userdata for fuse_session_new must be the fsp_fs. */
+extern const struct fuse_lowlevel_ops fsp_fs_ops;
+
+/* Most backing reads+writes seen in flight at once (track_inflight only). */
+unsigned fsp_fs_max_inflight(const struct fsp_fs *fs);
+
 #endif

@@ -63,10 +63,11 @@ uint64_t fsp_hist_quantile(const struct fsp_hist *h, double q)
 		q = 0;
 	if (q > 1)
 		q = 1;
-	/* rank = ceil(q * count), at least 1; computed in long double so that
-	 * counts above 2^53 still round the right way */
-	long double r = ceill((long double)q * (long double)h->count);
-	uint64_t rank = r < 1 ? 1 : (r >= (long double)h->count ? h->count : (uint64_t)r);
+	/* rank = ceil(q * count), at least 1. In double, not long double:
+	 * q = 0.1 is slightly above 1/10, and only double rounding gives the
+	 * expected rank 1 of 10 (long double would give 2). */
+	double r = ceil(q * (double)h->count);
+	uint64_t rank = r < 1 ? 1 : (r >= (double)h->count ? h->count : (uint64_t)r);
 	if (rank == 1)
 		return h->min;
 	if (rank == h->count)

@@ -1,1 +1,598 @@
-/* placeholder: src/oplog.c is being written */
+/*
+ * oplog.c - the per-operation latency log (see oplog.h).
+ *
+ * Each producer thread gets a context on its first fsp_oplog_add(): a
+ * single-producer/single-consumer ring of records, a dropped counter, and
+ * its own histograms for every (step, op, layer) it has seen. The hot path
+ * touches only that context: no lock, no atomic read-modify-write, no
+ * system call, no malloc (except once per new (step, op)). One writer
+ * thread drains the rings into SQLite; producers never wait for it.
+ *
+ * Threads come and go (libfuse ends idle workers), so a thread's exit marks
+ * its context orphaned and the next new thread adopts it instead of making
+ * another: memory stays bounded by the peak number of live producers.
+ * Contexts are freed only by fsp_oplog_close().
+ */
+#include <errno.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include "clock.h"
+#include "oplog.h"
+#include "store.h"
+
+#define DEFAULT_RING 65536
+#define STEP_PAGE_BITS 8                      /* steps: 256 pages of 256 */
+#define STEP_PAGE (1u << STEP_PAGE_BITS)
+#define STEP_PAGES (65536u / STEP_PAGE)
+#define WRITER_BATCH 4096                     /* records per insert call */
+#define COMMIT_ROWS 50000
+#define COMMIT_NS (500ull * 1000000ull)
+#define IDLE_SLEEP_NS (2 * 1000000L)
+#define TLS_SLOTS 4
+
+/* Histograms and counters of one (step, op) in one context. */
+struct opstat {
+	struct fsp_hist hist[FSP_LAYER__COUNT];
+	uint64_t bytes;
+	uint64_t errors;
+};
+
+/* Per-step table of per-op stats, allocated lazily, two levels deep. */
+struct steptab {
+	struct opstat *(*pages[STEP_PAGES])[STEP_PAGE][FSP_OP__COUNT];
+};
+
+struct ctx {
+	/* producer side */
+	_Alignas(64) _Atomic uint64_t head;  /* next slot to fill */
+	_Atomic uint64_t dropped;            /* written by the producer only */
+	uint64_t tail_seen;                  /* producer's last view of tail */
+	uint64_t sample_skip;                /* ops to skip before the next sampled row */
+	struct steptab stats;
+	/* writer side */
+	_Alignas(64) _Atomic uint64_t tail;  /* next slot to drain */
+	/* shared, fixed */
+	_Alignas(64) struct fsp_rec *ring;
+	uint64_t mask;
+	_Atomic int orphaned;                /* 1: owner thread exited */
+	struct ctx *next;                    /* immutable once published */
+};
+
+struct fsp_oplog {
+	uint64_t id;                /* unique per process, never reused */
+	struct fsp_store *store;
+	int64_t run;
+	enum fsp_record_mode mode;
+	unsigned sample_n;
+	size_t ring_cap;
+	_Atomic(struct ctx *) ctxs; /* newest first */
+	_Atomic uint64_t lost;      /* adds that found no context (no memory) */
+	_Atomic uint64_t writer_dropped; /* rows the writer could not store */
+	_Atomic uint64_t recorded;
+	_Atomic int stop;
+	int writer_started;
+	int writer_failed;
+	pthread_t writer;
+	struct fsp_oplog *live_next;
+};
+
+/*
+ * Registry of live logs, so that a thread's exit destructor only touches
+ * contexts of logs that still exist. The lock is taken when a thread first
+ * uses a log and when it exits: never per operation.
+ */
+static pthread_mutex_t registry_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct fsp_oplog *live_logs;
+static uint64_t next_log_id = 1;
+static pthread_key_t exit_key;
+static pthread_once_t exit_key_once = PTHREAD_ONCE_INIT;
+
+struct tls_slot {
+	uint64_t log_id;
+	struct ctx *ctx;
+};
+static __thread struct tls_slot tls_slots[TLS_SLOTS];
+
+int fsp_record_mode_parse(const char *s, enum fsp_record_mode *mode,
+			  unsigned *sample_n)
+{
+	unsigned n = 0;
+	if (!s)
+		return -1;
+	if (!strcmp(s, "full"))
+		*mode = FSP_RECORD_FULL;
+	else if (!strcmp(s, "hist"))
+		*mode = FSP_RECORD_HIST;
+	else if (!strcmp(s, "off"))
+		*mode = FSP_RECORD_OFF;
+	else if (!strncmp(s, "sample:", 7)) {
+		const char *num = s + 7;
+		char *end;
+		if (*num < '1' || *num > '9')
+			return -1;
+		errno = 0;
+		unsigned long v = strtoul(num, &end, 10);
+		if (errno || *end || v < 1 || v > 0xffffffffu)
+			return -1;
+		n = (unsigned)v;
+		*mode = FSP_RECORD_SAMPLE;
+	} else
+		return -1;
+	if (sample_n)
+		*sample_n = n ? n : 1;
+	return 0;
+}
+
+/* Thread exit: hand this thread's contexts over to future threads. */
+static void thread_exit(void *unused)
+{
+	pthread_mutex_lock(&registry_lock);
+	for (int i = 0; i < TLS_SLOTS; i++) {
+		if (!tls_slots[i].log_id)
+			continue;
+		for (struct fsp_oplog *l = live_logs; l; l = l->live_next)
+			if (l->id == tls_slots[i].log_id)
+				atomic_store_explicit(&tls_slots[i].ctx->orphaned, 1,
+						      memory_order_release);
+		tls_slots[i].log_id = 0;
+		tls_slots[i].ctx = NULL;
+	}
+	pthread_mutex_unlock(&registry_lock);
+}
+
+static void make_exit_key(void)
+{
+	pthread_key_create(&exit_key, thread_exit);
+}
+
+static struct ctx *ctx_new(struct fsp_oplog *log)
+{
+	struct ctx *c = aligned_alloc(64, sizeof(*c));
+	if (!c)
+		return NULL;
+	memset(c, 0, sizeof(*c));
+	if (log->mode == FSP_RECORD_FULL || log->mode == FSP_RECORD_SAMPLE) {
+		c->ring = aligned_alloc(64, log->ring_cap * sizeof(struct fsp_rec));
+		if (!c->ring) {
+			free(c);
+			return NULL;
+		}
+		c->mask = log->ring_cap - 1;
+	}
+	return c;
+}
+
+static void ctx_free(struct ctx *c)
+{
+	for (unsigned p = 0; p < STEP_PAGES; p++) {
+		if (!c->stats.pages[p])
+			continue;
+		for (unsigned s = 0; s < STEP_PAGE; s++)
+			for (unsigned op = 0; op < FSP_OP__COUNT; op++)
+				free((*c->stats.pages[p])[s][op]);
+		free(c->stats.pages[p]);
+	}
+	free(c->ring);
+	free(c);
+}
+
+/* Slow path: first use of this log by this thread. */
+static struct ctx *ctx_register(struct fsp_oplog *log)
+{
+	struct ctx *c = NULL;
+
+	pthread_once(&exit_key_once, make_exit_key);
+	pthread_mutex_lock(&registry_lock);
+	for (struct ctx *o = atomic_load_explicit(&log->ctxs, memory_order_acquire);
+	     o; o = o->next) {
+		int one = 1;
+		if (atomic_compare_exchange_strong_explicit(&o->orphaned, &one, 0,
+				memory_order_acquire, memory_order_relaxed)) {
+			c = o;
+			c->sample_skip = 0; /* sampling is per thread: start afresh */
+			break;
+		}
+	}
+	if (!c && (c = ctx_new(log))) {
+		c->next = atomic_load_explicit(&log->ctxs, memory_order_relaxed);
+		atomic_store_explicit(&log->ctxs, c, memory_order_release);
+	}
+	if (c) {
+		/* evict the oldest slot (only a thread feeding more than TLS_SLOTS
+		 * logs at once loses one; its context then stays unadopted) */
+		memmove(&tls_slots[1], &tls_slots[0],
+			(TLS_SLOTS - 1) * sizeof(tls_slots[0]));
+		tls_slots[0].log_id = log->id;
+		tls_slots[0].ctx = c;
+		pthread_setspecific(exit_key, tls_slots);
+	}
+	pthread_mutex_unlock(&registry_lock);
+	return c;
+}
+
+static inline struct ctx *ctx_get(struct fsp_oplog *log)
+{
+	if (__builtin_expect(tls_slots[0].log_id == log->id, 1))
+		return tls_slots[0].ctx;
+	for (int i = 1; i < TLS_SLOTS; i++) {
+		if (tls_slots[i].log_id == log->id) {
+			struct tls_slot hit = tls_slots[i];
+			memmove(&tls_slots[1], &tls_slots[0], (size_t)i * sizeof(hit));
+			tls_slots[0] = hit;
+			return hit.ctx;
+		}
+	}
+	return ctx_register(log);
+}
+
+/* The stats of (step, op) in c, allocated on first use. */
+static struct opstat *opstat_get(struct ctx *c, unsigned step, unsigned op)
+{
+	unsigned page = step >> STEP_PAGE_BITS, slot = step & (STEP_PAGE - 1);
+	if (__builtin_expect(!c->stats.pages[page], 0)) {
+		c->stats.pages[page] = calloc(1, sizeof(*c->stats.pages[page]));
+		if (!c->stats.pages[page])
+			return NULL;
+	}
+	struct opstat **sp = &(*c->stats.pages[page])[slot][op];
+	if (__builtin_expect(!*sp, 0)) {
+		struct opstat *s = malloc(sizeof(*s));
+		if (!s)
+			return NULL;
+		for (int l = 0; l < FSP_LAYER__COUNT; l++)
+			fsp_hist_init(&s->hist[l]);
+		s->bytes = s->errors = 0;
+		*sp = s;
+	}
+	return *sp;
+}
+
+static inline void count_drop(struct ctx *c)
+{
+	/* single writer: a plain load+store, no locked instruction */
+	atomic_store_explicit(&c->dropped,
+		atomic_load_explicit(&c->dropped, memory_order_relaxed) + 1,
+		memory_order_relaxed);
+}
+
+void fsp_oplog_add(struct fsp_oplog *log, const struct fsp_rec *rec)
+{
+	if (!log || log->mode == FSP_RECORD_OFF)
+		return;
+	struct ctx *c = ctx_get(log);
+	if (__builtin_expect(!c, 0)) {
+		atomic_fetch_add_explicit(&log->lost, 1, memory_order_relaxed);
+		return;
+	}
+	struct opstat *s = rec->op < FSP_OP__COUNT ? opstat_get(c, rec->step, rec->op) : NULL;
+	if (__builtin_expect(!s, 0)) {
+		count_drop(c); /* invalid op or no memory: counted, never silent */
+		return;
+	}
+	uint64_t layer_ns = rec->total_ns > rec->backing_ns ? rec->total_ns - rec->backing_ns : 0;
+	fsp_hist_add(&s->hist[FSP_LAYER_TOTAL], rec->total_ns);
+	fsp_hist_add(&s->hist[FSP_LAYER_BACKING], rec->backing_ns);
+	fsp_hist_add(&s->hist[FSP_LAYER_LAYER], layer_ns);
+	s->bytes += rec->bytes;
+	if (rec->result != 0)
+		s->errors++;
+
+	if (log->mode == FSP_RECORD_HIST)
+		return;
+	if (log->mode == FSP_RECORD_SAMPLE) {
+		/* keep the 1st, (N+1)th, ... op of each thread: ceil(ops/N) rows */
+		if (c->sample_skip) {
+			c->sample_skip--;
+			return;
+		}
+		c->sample_skip = log->sample_n - 1;
+	}
+
+	/* read the writer's tail (a cache line it keeps dirtying) only when
+	 * the ring looks full from what we last saw */
+	uint64_t head = atomic_load_explicit(&c->head, memory_order_relaxed);
+	if (head - c->tail_seen > c->mask) {
+		c->tail_seen = atomic_load_explicit(&c->tail, memory_order_acquire);
+		if (head - c->tail_seen > c->mask) {
+			count_drop(c);
+			return;
+		}
+	}
+	c->ring[head & c->mask] = *rec;
+	atomic_store_explicit(&c->head, head + 1, memory_order_release);
+}
+
+/* Copy up to max records out of c's ring. */
+static size_t ctx_drain(struct ctx *c, struct fsp_rec *out, size_t max)
+{
+	uint64_t tail = atomic_load_explicit(&c->tail, memory_order_relaxed);
+	uint64_t head = atomic_load_explicit(&c->head, memory_order_acquire);
+	size_t n = (size_t)(head - tail);
+	if (n > max)
+		n = max;
+	for (size_t i = 0; i < n; i++)
+		out[i] = c->ring[(tail + i) & c->mask];
+	atomic_store_explicit(&c->tail, tail + n, memory_order_release);
+	return n;
+}
+
+struct writer_state {
+	struct fsp_oplog *log;
+	int in_tx;
+	uint64_t tx_rows;
+	uint64_t tx_started;
+};
+
+static void writer_error(struct fsp_oplog *log)
+{
+	if (!log->writer_failed)
+		fprintf(stderr, "fsprism: cannot store operation rows; counting them as dropped\n");
+	log->writer_failed = 1;
+}
+
+static void writer_commit(struct writer_state *w)
+{
+	struct fsp_oplog *log = w->log;
+	if (!w->in_tx)
+		return;
+	w->in_tx = 0;
+	if (fsp_store_tx_commit(log->store) == 0) {
+		atomic_fetch_add_explicit(&log->recorded, w->tx_rows, memory_order_relaxed);
+	} else {
+		writer_error(log);
+		atomic_fetch_add_explicit(&log->writer_dropped, w->tx_rows,
+					  memory_order_relaxed);
+	}
+	w->tx_rows = 0;
+}
+
+static void writer_store(struct writer_state *w, const struct fsp_rec *recs, size_t n)
+{
+	struct fsp_oplog *log = w->log;
+	if (!w->in_tx) {
+		if (fsp_store_tx_begin(log->store) != 0) {
+			writer_error(log);
+			atomic_fetch_add_explicit(&log->writer_dropped, n, memory_order_relaxed);
+			return;
+		}
+		w->in_tx = 1;
+		w->tx_started = fsp_now_ns();
+	}
+	if (fsp_store_insert_recs(log->store, log->run, recs, n) == 0) {
+		w->tx_rows += n;
+	} else {
+		writer_error(log);
+		atomic_fetch_add_explicit(&log->writer_dropped, n, memory_order_relaxed);
+	}
+	if (w->tx_rows >= COMMIT_ROWS)
+		writer_commit(w);
+}
+
+static void *writer_main(void *arg)
+{
+	struct writer_state w = { .log = arg };
+	struct fsp_oplog *log = w.log;
+	struct fsp_rec *batch = malloc(WRITER_BATCH * sizeof(*batch));
+	if (!batch) {
+		/* cannot happen in practice; producers just fill and drop */
+		writer_error(log);
+		return NULL;
+	}
+	for (;;) {
+		/* read stop before the pass: producers stopped before it was set,
+		 * so an empty pass after seeing it means everything is stored */
+		int stopping = atomic_load_explicit(&log->stop, memory_order_acquire);
+		size_t total = 0, n = 0;
+		for (struct ctx *c = atomic_load_explicit(&log->ctxs, memory_order_acquire);
+		     c; c = c->next) {
+			size_t got;
+			while ((got = ctx_drain(c, batch + n, WRITER_BATCH - n)) > 0) {
+				n += got;
+				total += got;
+				if (n == WRITER_BATCH) {
+					writer_store(&w, batch, n);
+					n = 0;
+				}
+			}
+		}
+		if (n)
+			writer_store(&w, batch, n);
+		if (w.in_tx && fsp_now_ns() - w.tx_started >= COMMIT_NS)
+			writer_commit(&w);
+		if (total == 0) {
+			if (stopping)
+				break;
+			struct timespec ts = { 0, IDLE_SLEEP_NS };
+			nanosleep(&ts, NULL);
+		}
+	}
+	writer_commit(&w);
+	free(batch);
+	return NULL;
+}
+
+static size_t round_pow2(size_t n)
+{
+	size_t p = 1;
+	while (p < n)
+		p <<= 1;
+	return p;
+}
+
+struct fsp_oplog *fsp_oplog_open(struct fsp_store *store, int64_t run_id,
+				 enum fsp_record_mode mode, unsigned sample_n,
+				 size_t ring_records)
+{
+	if (!store || mode < FSP_RECORD_OFF || mode > FSP_RECORD_FULL ||
+	    ring_records > ((size_t)1 << 30)) {
+		errno = EINVAL;
+		return NULL;
+	}
+	struct fsp_oplog *log = calloc(1, sizeof(*log));
+	if (!log)
+		return NULL;
+	log->store = store;
+	log->run = run_id;
+	log->mode = mode;
+	log->sample_n = sample_n ? sample_n : 1;
+	log->ring_cap = round_pow2(ring_records ? ring_records : DEFAULT_RING);
+	if (log->ring_cap < 2)
+		log->ring_cap = 2;
+
+	pthread_mutex_lock(&registry_lock);
+	log->id = next_log_id++;
+	log->live_next = live_logs;
+	live_logs = log;
+	pthread_mutex_unlock(&registry_lock);
+
+	if (mode == FSP_RECORD_FULL || mode == FSP_RECORD_SAMPLE) {
+		int err = pthread_create(&log->writer, NULL, writer_main, log);
+		if (err) {
+			pthread_mutex_lock(&registry_lock);
+			for (struct fsp_oplog **p = &live_logs; *p; p = &(*p)->live_next)
+				if (*p == log) {
+					*p = log->live_next;
+					break;
+				}
+			pthread_mutex_unlock(&registry_lock);
+			free(log);
+			errno = err;
+			return NULL;
+		}
+		log->writer_started = 1;
+	}
+	return log;
+}
+
+uint64_t fsp_oplog_dropped(const struct fsp_oplog *log)
+{
+	struct fsp_oplog *l = (struct fsp_oplog *)log;
+	uint64_t n = atomic_load_explicit(&l->lost, memory_order_relaxed) +
+		     atomic_load_explicit(&l->writer_dropped, memory_order_relaxed);
+	for (struct ctx *c = atomic_load_explicit(&l->ctxs, memory_order_acquire);
+	     c; c = c->next)
+		n += atomic_load_explicit(&c->dropped, memory_order_relaxed);
+	return n;
+}
+
+uint64_t fsp_oplog_recorded(const struct fsp_oplog *log)
+{
+	struct fsp_oplog *l = (struct fsp_oplog *)log;
+	return atomic_load_explicit(&l->recorded, memory_order_relaxed);
+}
+
+unsigned fsp_oplog_contexts(const struct fsp_oplog *log)
+{
+	struct fsp_oplog *l = (struct fsp_oplog *)log;
+	unsigned n = 0;
+	for (struct ctx *c = atomic_load_explicit(&l->ctxs, memory_order_acquire);
+	     c; c = c->next)
+		n++;
+	return n;
+}
+
+/* Merge every context's stats of (step, op) into one, or NULL if none. */
+static int merge_opstat(struct fsp_oplog *log, unsigned page, unsigned slot,
+			unsigned op, struct opstat *out)
+{
+	int any = 0;
+	for (int l = 0; l < FSP_LAYER__COUNT; l++)
+		fsp_hist_init(&out->hist[l]);
+	out->bytes = out->errors = 0;
+	for (struct ctx *c = atomic_load_explicit(&log->ctxs, memory_order_acquire);
+	     c; c = c->next) {
+		if (!c->stats.pages[page])
+			continue;
+		const struct opstat *s = (*c->stats.pages[page])[slot][op];
+		if (!s)
+			continue;
+		any = 1;
+		for (int l = 0; l < FSP_LAYER__COUNT; l++)
+			fsp_hist_merge(&out->hist[l], &s->hist[l]);
+		out->bytes += s->bytes;
+		out->errors += s->errors;
+	}
+	return any;
+}
+
+/* Write merged histograms per (step, op, layer). */
+static int save_hists(struct fsp_oplog *log)
+{
+	struct opstat *m = malloc(sizeof(*m));
+	int rc = 0;
+	if (!m)
+		return -1;
+	for (unsigned page = 0; page < STEP_PAGES && rc == 0; page++) {
+		int used = 0;
+		for (struct ctx *c = atomic_load_explicit(&log->ctxs, memory_order_acquire);
+		     c; c = c->next)
+			used |= c->stats.pages[page] != NULL;
+		if (!used)
+			continue;
+		for (unsigned slot = 0; slot < STEP_PAGE && rc == 0; slot++) {
+			for (unsigned op = 0; op < FSP_OP__COUNT && rc == 0; op++) {
+				if (!merge_opstat(log, page, slot, op, m) || !m->hist[0].count)
+					continue;
+				int step = (int)(page * STEP_PAGE + slot);
+				for (int l = 0; l < FSP_LAYER__COUNT && rc == 0; l++)
+					rc = fsp_store_save_hist(log->store, log->run, step,
+								 (int)op, l, &m->hist[l],
+								 m->bytes, m->errors);
+			}
+		}
+	}
+	free(m);
+	return rc;
+}
+
+int fsp_oplog_close(struct fsp_oplog *log)
+{
+	if (!log)
+		return 0;
+	int rc = 0;
+
+	if (log->writer_started) {
+		atomic_store_explicit(&log->stop, 1, memory_order_release);
+		pthread_join(log->writer, NULL);
+	}
+	/* no thread may orphan (touch) our contexts from now on */
+	pthread_mutex_lock(&registry_lock);
+	for (struct fsp_oplog **p = &live_logs; *p; p = &(*p)->live_next)
+		if (*p == log) {
+			*p = log->live_next;
+			break;
+		}
+	pthread_mutex_unlock(&registry_lock);
+
+	uint64_t recorded = fsp_oplog_recorded(log);
+	uint64_t dropped = fsp_oplog_dropped(log);
+
+	if (fsp_store_tx_begin(log->store) != 0)
+		rc = -1;
+	else {
+		if (save_hists(log) != 0 ||
+		    fsp_store_end_run(log->store, log->run, recorded, dropped) != 0)
+			rc = -1;
+		if (rc == 0)
+			rc = fsp_store_tx_commit(log->store);
+		else
+			sqlite3_exec(fsp_store_db(log->store), "ROLLBACK", NULL, NULL, NULL);
+	}
+	if (fsp_store_build_indexes(log->store) != 0)
+		rc = -1;
+	if (log->writer_failed)
+		rc = -1;
+
+	struct ctx *c = atomic_load_explicit(&log->ctxs, memory_order_acquire);
+	while (c) {
+		struct ctx *next = c->next;
+		ctx_free(c);
+		c = next;
+	}
+	free(log);
+	return rc;
+}

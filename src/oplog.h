@@ -71,5 +71,10 @@ int fsp_oplog_close(struct fsp_oplog *log);
 /* Counters so far (any thread may read them; approximate while running). */
 uint64_t fsp_oplog_dropped(const struct fsp_oplog *log);
 uint64_t fsp_oplog_recorded(const struct fsp_oplog *log);
+/*
+ * Producer contexts allocated so far: at most the peak number of threads
+ * that used the log at the same time (exited threads' contexts are reused).
+ */
+unsigned fsp_oplog_contexts(const struct fsp_oplog *log);
 
 #endif

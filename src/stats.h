@@ -1,4 +1,31 @@
-/* placeholder */
-#ifndef FSP_SRC_STATS_H
-#define FSP_SRC_STATS_H
+/*
+ * stats.h - per-operation, per-layer latency statistics of a stored run,
+ * computed from its histograms (exact counts even when op rows were
+ * sampled, dropped or not recorded). `fsprism stats` is built on these;
+ * the README demo and `compare` call them directly.
+ */
+#ifndef FSP_STATS_H
+#define FSP_STATS_H
+
+#include <stdint.h>
+#include <stdio.h>
+#include <sqlite3.h>
+
+/* The newest run in db (highest id), 0 if there is none, -1 on error. */
+int64_t fsp_stats_latest_run(sqlite3 *db);
+
+/*
+ * Print run `run`'s statistics to out in format "table", "csv" or "json"
+ * (NULL = table). Returns 0, or -1 with a one-line reason on stderr
+ * (unknown run, unknown format, database error).
+ */
+int fsp_stats_print(sqlite3 *db, int64_t run, const char *format, FILE *out);
+
+/*
+ * Quantile q (0..1) of (step, op, layer) of a run, in microseconds.
+ * Returns 0 and sets *us, 1 if that histogram does not exist, -1 on error.
+ */
+int fsp_stats_quantile_us(sqlite3 *db, int64_t run, int step, int op,
+			  int layer, double q, double *us);
+
 #endif

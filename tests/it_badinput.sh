@@ -1,3 +1,123 @@
 #!/bin/sh
-echo "it_badinput: not written yet" >&2
-exit 1
+# it_badinput.sh - every bad input to mount/umount gets a one-line message
+# naming the problem, a non-zero exit status, nothing left mounted, no stray
+# daemon and no half-written database; and an unmount right after a burst
+# of small-file work loses no records.
+. "$TESTS_SRCDIR/lib.sh"
+
+chmod 755 "$T"
+mkdir -p "$T/b" "$T/m" "$T/cwd" "$T/busy" "$T/ro"
+B=$T/b
+M=$T/m
+echo data >"$T/file"
+fsp_track_mount "$M"
+
+no_daemon() { ! pgrep -f -- "$FSPRISM mount.* $M\$" >/dev/null 2>&1; }
+
+# expect_fail DESC STATUS SUBSTRING CMD...: exit status, message, no mount, no daemon.
+expect_fail() {
+	desc=$1; want_rc=$2; want_msg=$3; shift 3
+	(cd "$T/cwd" && "$@") >"$T/out" 2>"$T/err"
+	rc=$?
+	msg=$(cat "$T/err")
+	lines=$(wc -l <"$T/err")
+	if [ "$rc" -eq "$want_rc" ] && [ "$lines" -eq 1 ] &&
+	   printf '%s' "$msg" | grep -qF -- "$want_msg"; then
+		ok "$desc: exit $rc, '$msg'"
+	else
+		not_ok "$desc: expected exit $want_rc and one line containing '$want_msg', got exit $rc, $lines line(s): '$msg'"
+	fi
+	if mountpoint -q "$M"; then
+		not_ok "$desc: something is mounted on $M"; fusermount3 -u "$M"
+	fi
+	no_daemon || not_ok "$desc: a daemon is still running"
+}
+
+F=$FSPRISM
+expect_fail "missing backing dir" 1 "backing directory $T/nope: does not exist" \
+	"$F" mount "$T/nope" "$M"
+expect_fail "backing dir is a file" 1 "backing directory $T/file is not a directory" \
+	"$F" mount "$T/file" "$M"
+mkdir -m 700 "$T/secret"
+expect_fail "unreadable backing dir (as uid 1000)" 1 "cannot read backing directory $T/secret: Permission denied" \
+	setpriv --reuid=1000 --regid=1000 --clear-groups "$F" mount --log "$T/u.db" "$T/secret" "$M"
+expect_fail "missing mountpoint" 1 "mountpoint $T/nomnt: does not exist" \
+	"$F" mount "$B" "$T/nomnt"
+expect_fail "mountpoint is a file" 1 "mountpoint $T/file is not a directory" \
+	"$F" mount "$B" "$T/file"
+mount -t tmpfs fsp-busy "$T/busy" && fsp_track_mount "$T/busy"
+expect_fail "mountpoint already a mount point" 1 "mountpoint $T/busy is already a mount point (tmpfs)" \
+	"$F" mount "$B" "$T/busy"
+check "the tmpfs is still mounted, untouched" mountpoint -q "$T/busy"
+mount -t tmpfs -o ro fsp-ro "$T/ro" && fsp_track_mount "$T/ro"
+expect_fail "database on a read-only file system" 1 "database $T/ro/x.db" \
+	"$F" mount --log "$T/ro/x.db" "$B" "$M"
+expect_fail "database in a missing directory" 1 "database $T/nodir/x.db" \
+	"$F" mount --log "$T/nodir/x.db" "$B" "$M"
+sqlite3 "$T/v99.db" "pragma user_version=99; create table keep(x); insert into keep values(1);"
+expect_fail "database of unknown schema version" 1 "$T/v99.db has schema version 99" \
+	"$F" mount --log "$T/v99.db" "$B" "$M"
+expect_eq "the foreign database is left as it was" "99 1 keep" \
+	"$(sqlite3 "$T/v99.db" 'pragma user_version; select count(*) from keep; select name from sqlite_master')" 2>/dev/null ||
+	true
+expect_fail "unknown option" 2 "unknown option '--bogus'" "$F" mount --bogus "$B" "$M"
+expect_fail "unknown short option" 2 "unknown option '-z'" "$F" mount -z "$B" "$M"
+expect_fail "bad --record" 2 "invalid --record 'sometimes'" "$F" mount --record=sometimes "$B" "$M"
+expect_fail "bad --threads" 2 "invalid --threads '0'" "$F" mount --threads 0 "$B" "$M"
+expect_fail "bad --max-write" 2 "invalid --max-write '3M'" "$F" mount --max-write 3M "$B" "$M"
+expect_fail "missing arguments" 2 "expected BACKING_DIR and MOUNTPOINT" "$F" mount "$B"
+expect_fail "unknown -o option" 1 "invalid -o options 'nosuchopt'" \
+	"$F" mount --log "$T/o.db" -o nosuchopt "$B" "$M"
+check "no database written for a bad -o option" test ! -e "$T/o.db"
+check "no database written in the cwd by any failed mount" test ! -e "$T/cwd/fsprism.db"
+
+# /dev/fuse missing, not the device, or not permitted (private mount namespaces)
+: >"$T/notdev"
+expect_fail "no /dev/fuse" 1 "no /dev/fuse" \
+	unshare -m sh -c "mount -t tmpfs none /dev && exec '$F' mount --log '$T/d.db' '$B' '$M'"
+expect_fail "/dev/fuse is not the device" 1 "/dev/fuse is not the FUSE device" \
+	unshare -m sh -c "mount --bind '$T/notdev' /dev/fuse && exec '$F' mount --log '$T/d.db' '$B' '$M'"
+mknod -m 600 "$T/fusedev" c 10 229
+expect_fail "no permission on /dev/fuse (uid 1000)" 1 "cannot open /dev/fuse: Permission denied" \
+	unshare -m sh -c "mount --bind '$T/fusedev' /dev/fuse && exec setpriv --reuid=1000 --regid=1000 --clear-groups '$F' mount --log '$T/u.db' '$B' '$M'"
+
+# umount of things that are not fsprism mounts
+expect_fail "umount of a missing path" 1 "fsprism umount: $T/nope: does not exist" "$F" umount "$T/nope"
+expect_fail "umount of a plain directory" 1 "fsprism umount: $B is not mounted" "$F" umount "$B"
+expect_fail "umount of a tmpfs" 1 "fsprism umount: $T/busy is not an fsprism mount (it is tmpfs)" \
+	"$F" umount "$T/busy"
+check "the tmpfs survived" mountpoint -q "$T/busy"
+expect_fail "umount without arguments" 2 "usage: fsprism umount MOUNTPOINT" "$F" umount
+
+# a second mount on the same mountpoint while the first runs
+DB=$T/load.db
+if fsp_mount "$B" "$M" --log "$DB"; then
+	expect_fail_keep() { :; }
+	(cd "$T/cwd" && "$F" mount --log "$T/second.db" "$B" "$M") 2>"$T/err"
+	rc=$?
+	check "mounting over a live fsprism mount fails (exit $rc: $(cat "$T/err"))" \
+		sh -c "[ $rc -eq 1 ] && grep -q 'already a mount point (fuse.fsprism)' '$T/err'"
+
+	# a burst of small-file work, then an immediate unmount: nothing lost
+	N=3000
+	python3 - "$M" "$N" <<'PY'
+import os, sys
+d, n = sys.argv[1], int(sys.argv[2])
+for i in range(n):
+    fd = os.open(f"{d}/f{i}", os.O_CREAT | os.O_WRONLY, 0o644)
+    os.write(fd, b"x" * 100)
+    os.close(fd)
+PY
+	check "fsprism umount right after the burst" fsp_umount "$M"
+	run=$(sqlite3 "$DB" "select max(id) from runs")
+	creates=$(sqlite3 "$DB" "select count(*) from ops o join op_names n on o.op=n.op where run=$run and n.name='create'")
+	writes=$(sqlite3 "$DB" "select count(*) from ops o join op_names n on o.op=n.op where run=$run and n.name='write'")
+	expect_eq "every create is in the database when umount returns" "$N" "$creates"
+	expect_eq "every write is in the database when umount returns" "$N" "$writes"
+	expect_eq "nothing dropped" 0 "$(sqlite3 "$DB" "select dropped from runs where id=$run")"
+	check "nothing mounted after umount" sh -c "! mountpoint -q '$M'"
+	check "no daemon after umount" no_daemon
+else
+	not_ok "mount for the load test"
+fi
+fsp_done

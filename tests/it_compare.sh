@@ -1,3 +1,135 @@
 #!/bin/sh
-echo "it_compare: not written yet" >&2
-exit 1
+# it_compare.sh - `fsprism compare` on the embedded default (temporary image,
+# loop device, mkfs, mount, fsprism mount): it finishes, prints the table for
+# all three targets and the per-layer split, records the runs with their
+# parents, and leaves nothing behind -- after success, after SIGINT at
+# different moments, and after bad input.
+. "$TESTS_SRCDIR/lib.sh"
+
+# compare's temporary directory lives in $T/tmp, so "nothing left behind"
+# is: no loop device on a file there, no mount there, an empty directory.
+mkdir "$T/tmp"
+TMPDIR="$T/tmp"
+export TMPDIR
+TINY="--size=512M --time=300ms --span=64M"
+
+nothing_left() {
+	desc=$1
+	loops=$(losetup -a | grep -F "$T/tmp" || true)
+	mounts=$(grep -F "$T/tmp" /proc/mounts || true)
+	files=$(ls -A "$T/tmp")
+	if [ -z "$loops$mounts$files" ]; then
+		ok "$desc: nothing left behind"
+	else
+		not_ok "$desc: left behind: loops [$loops] mounts [$mounts] files [$files]"
+		# do not let one failure leak into the next case or the host
+		for m in $(grep -F "$T/tmp" /proc/mounts | cut -d' ' -f2 | sort -r); do
+			umount -l "$m"
+		done
+		for l in $(losetup -a | grep -F "$T/tmp" | cut -d: -f1); do
+			losetup -d "$l"
+		done
+		rm -rf "${T:?}/tmp" && mkdir "$T/tmp"
+	fi
+}
+
+q() { sqlite3 "$T/c.db" "$1"; }
+
+# ---- a whole compare at tiny scale ----
+# shellcheck disable=SC2086
+"$FSPRISM" compare --db "$T/c.db" $TINY >"$T/out" 2>"$T/err"
+rc=$?
+expect_eq "compare exits 0" 0 "$rc"
+[ "$rc" -eq 0 ] || cat "$T/err"
+for t in raw ext4 fsprism; do
+	n=$(grep -c "^  $t " "$T/out")
+	expect_eq "table has a $t row for each of the 11 mixes" 11 "$n"
+done
+check "table has ratios to raw" grep -q "x raw" "$T/out"
+check "table has the mean over steps" grep -q "^mean over steps" "$T/out"
+for l in "engine (app)" "fuse total" "backing fs" "fsprism" "kernel+FUSE"; do
+	check "per-layer split has '$l' for reads" grep -q "^  read  *$l" "$T/out"
+	check "per-layer split has '$l' for writes" grep -q "^  write  *$l" "$T/out"
+done
+
+cmp=$(q "SELECT id FROM runs WHERE kind='compare'")
+expect_eq "one compare run" 1 "$(echo "$cmp" | wc -w)"
+expect_eq "three child runs, labelled" "fs fsprism raw" \
+	"$(q "SELECT label FROM runs WHERE kind='run' AND parent=$cmp ORDER BY label" | tr '\n' ' ' | sed 's/ $//')"
+expect_eq "the fsprism mount run belongs to the compare" "mount|fsprism-fuse" \
+	"$(q "SELECT kind, label FROM runs WHERE kind='mount' AND parent=$cmp")"
+expect_eq "every child run has 11 steps" "11 11 11" \
+	"$(q "SELECT count(*) FROM steps JOIN runs ON runs.id=steps.run WHERE runs.parent=$cmp AND kind='run' GROUP BY run" | tr '\n' ' ' | sed 's/ $//')"
+fuse_reads=$(q "SELECT count(*) FROM ops o JOIN runs r ON r.id=o.run WHERE r.parent=$cmp AND r.kind='mount' AND o.op=(SELECT op FROM op_names WHERE name='read')")
+[ "${fuse_reads:-0}" -gt 0 ] && ok "the FUSE log has read ops ($fuse_reads)" ||
+	not_ok "the FUSE log of the fsprism target has no read ops"
+expect_eq "compare run ended" 1 "$(q "SELECT ended_ns IS NOT NULL FROM runs WHERE id=$cmp")"
+nothing_left "after a complete compare"
+
+# ---- Ctrl-C: early (setup / raw run), and with the fsprism mount up ----
+interrupt_after() {
+	idesc=$1 wait_for=$2; shift 2
+	"$FSPRISM" compare --db "$T/i.db" --size=512M --time=2s --span=64M "$@" \
+		>"$T/iout" 2>"$T/ierr" &
+	pid=$!
+	i=0
+	case $wait_for in
+	fuse)	# until the fsprism mount is up (at most 60 s)
+		while ! grep -F "$T/tmp" /proc/mounts | grep -q fuse &&
+		      [ $i -lt 600 ] && kill -0 $pid 2>/dev/null; do
+			sleep 0.1; i=$((i + 1))
+		done ;;
+	*)	sleep "$wait_for" ;;
+	esac
+	kill -INT $pid
+	wait $pid
+	rc=$?
+	[ "$rc" -ne 0 ] && ok "$idesc: exit status $rc" || not_ok "$idesc: exit status 0"
+	check "$idesc: says it was interrupted" grep -q "interrupted" "$T/ierr"
+	nothing_left "$idesc"
+}
+interrupt_after "SIGINT after 2 s" 2
+# only the fsprism target, so that its mount is up within seconds
+interrupt_after "SIGINT with the fsprism mount up" fuse --targets fsprism
+# SIGTERM too (what a timeout or systemd sends)
+"$FSPRISM" compare --db "$T/i.db" --size=512M --time=2s --span=64M >/dev/null 2>"$T/ierr" &
+pid=$!
+sleep 3
+kill -TERM $pid
+wait $pid
+rc=$?
+[ "$rc" -ne 0 ] && ok "SIGTERM: exit status $rc" || not_ok "SIGTERM: exit status 0"
+nothing_left "SIGTERM"
+
+# ---- bad input: one line, non-zero, nothing set up ----
+bad() {
+	desc=$1 want=$2; shift 2
+	"$FSPRISM" compare --db "$T/b.db" "$@" >"$T/bout" 2>"$T/berr"
+	rc=$?
+	if [ "$rc" -ne 0 ] && [ "$(wc -l < "$T/berr")" -eq 1 ] &&
+	   grep -q "^fsprism compare: .*$want" "$T/berr"; then
+		ok "$desc: $(cat "$T/berr")"
+	else
+		not_ok "$desc: status $rc, message: $(cat "$T/berr")"
+	fi
+	nothing_left "$desc"
+}
+bad "missing device" "/nonexistent" --device /nonexistent
+bad "unsupported fs" "zfs" --fs zfs
+bad "unknown profile" "nosuch" --profile nosuch
+bad "unknown parameter" "--bogus" --bogus=1
+bad "impossible parameter" "qd" --qd=0
+bad "unknown target" "disk" --targets raw,disk
+bad "too small image" "--size" --size=1M
+
+# a real device that holds data or is in use is refused before anything runs
+D=$(fsp_loop_new 128M)
+fsp_track_loop "$D"
+mkfs.ext4 -q "$D"
+bad "device with ext4" "$D carries an ext4" --device "$D"
+mkdir "$T/m"
+mount "$D" "$T/m" && fsp_track_mount "$T/m"
+bad "mounted device, --destroy-data" "$D is mounted" --device "$D" --destroy-data
+umount "$T/m"
+
+fsp_done

@@ -1,3 +1,224 @@
 #!/bin/sh
-echo "it_run: not written yet" >&2
-exit 1
+# it_run.sh - `fsprism run` end to end: every profile at a tiny scale on a
+# raw loop device and on a file on ext4, what lands in the database, the
+# data actually written, the raw-write refusal, and bad input.
+. "$TESTS_SRCDIR/lib.sh"
+
+DB=$T/run.db
+TINY="--time=200ms --span=64M --idle=0 --quiet"
+
+q() { sqlite3 "$DB" "$1"; }
+
+# run_ok DESC ARGS...: fsprism run ARGS, expects success; sets RUN to the run id.
+run_ok() {
+	desc=$1; shift
+	if "$FSPRISM" run "$@" --db "$DB" >"$T/out" 2>"$T/err"; then
+		RUN=$(sed -n 's/^run \([0-9]*\) stored in .*/\1/p' "$T/out")
+		if [ -n "$RUN" ]; then ok "$desc"; return 0; fi
+		not_ok "$desc: no 'run N stored' line: $(cat "$T/out")"
+	else
+		not_ok "$desc: exit $? ($(cat "$T/err"))"
+	fi
+	RUN=
+	return 1
+}
+
+# check_run PROFILE EXPECTED_STEPS: the stored run is complete and consistent.
+check_run() {
+	name=$1; want=$2
+	expect_eq "$name: steps" "$want" "$(q "SELECT count(*) FROM steps WHERE run=$RUN")"
+	expect_eq "$name: every step did IO" 0 \
+		"$(q "SELECT count(*) FROM steps WHERE run=$RUN AND read_ios+write_ios=0")"
+	expect_eq "$name: histograms for every step" "$want" \
+		"$(q "SELECT count(DISTINCT step) FROM hist WHERE run=$RUN AND layer=0")"
+	# bytes in steps == histogram counts x block size, per step
+	expect_eq "$name: step bytes = hist count x bs" 0 "$(q "
+		SELECT count(*) FROM steps s WHERE run=$RUN AND s.read_bytes + s.write_bytes !=
+		  s.block_size * (SELECT sum(count) FROM hist h
+		                  WHERE h.run=s.run AND h.step=s.step AND h.layer=0)")"
+	expect_eq "$name: read/write ios match hist per op" 0 "$(q "
+		SELECT count(*) FROM steps s WHERE run=$RUN AND (
+		  s.read_ios != coalesce((SELECT count FROM hist h WHERE h.run=s.run AND
+		     h.step=s.step AND h.layer=0 AND h.op=13), 0) OR
+		  s.write_ios != coalesce((SELECT count FROM hist h WHERE h.run=s.run AND
+		     h.step=s.step AND h.layer=0 AND h.op=14), 0))")"
+	expect_eq "$name: profile recorded" "$name" \
+		"$(q "SELECT value FROM run_attrs WHERE run=$RUN AND key='profile'")"
+	expect_eq "$name: kind" run "$(q "SELECT kind FROM runs WHERE id=$RUN")"
+	score=$(q "SELECT value FROM run_attrs WHERE run=$RUN AND key='score'")
+	if [ -n "$score" ] && awk "BEGIN{exit !($score > 0)}"; then
+		ok "$name: score $score"
+	else
+		not_ok "$name: no positive score ('$score')"
+	fi
+}
+
+steps_of() {
+	case $1 in
+	sustained-*) echo 6 ;;
+	mixed-*) echo 11 ;;
+	*) echo 1 ;;
+	esac
+}
+
+PROFILES="burst-randread sustained-randread burst-randwrite sustained-randwrite
+mixed-random burst-seqread sustained-seqread burst-seqwrite sustained-seqwrite
+mixed-seq fill"
+
+loops_before=$(losetup -a | wc -l)
+
+# ---- a raw loop device --------------------------------------------------
+RAW=$(fsp_loop_new 256M) || { not_ok "losetup"; fsp_done; exit 1; }
+fsp_track_loop "$RAW"
+
+for p in $PROFILES; do
+	extra=
+	[ "$p" = fill ] && extra="--segment=16M --tail=32M"
+	if run_ok "raw: $p" "$p" "$RAW" --destroy-data $TINY $extra; then
+		check_run "$p" "$(steps_of "$p")"
+	fi
+done
+# the fill wrote the whole 64M span in 16M segments
+expect_eq "raw: fill segments" 4 "$(q "SELECT count(*) FROM segments WHERE run=$RUN")"
+expect_eq "raw: fill segment bytes" $((64 << 20)) \
+	"$(q "SELECT sum(bytes) FROM segments WHERE run=$RUN")"
+expect_eq "raw: fill wrote the span" $((64 << 20)) \
+	"$(q "SELECT write_bytes FROM steps WHERE run=$RUN")"
+
+# ---- what was written -----------------------------------------------------
+# A fresh sparse loop device reads as zeros; after a sequential random-data
+# write the region is non-zero and incompressible; compress:50 halves.
+DATA=$(fsp_loop_new 64M) || not_ok "losetup (data)"
+fsp_track_loop "$DATA"
+run_ok "raw: seq write, random pattern" sustained-seqwrite "$DATA" --destroy-data \
+	--qd=4 --bytes=8M --span=8M --pattern=random --quiet
+if cmp -s -n 8388608 "$DATA" /dev/zero; then
+	not_ok "written region is still zeros"
+else
+	ok "written region is not zeros"
+fi
+gz=$(head -c 8388608 "$DATA" | gzip -c | wc -c)
+if [ "$gz" -gt 8300000 ]; then ok "random data is incompressible ($gz bytes gzipped)"
+else not_ok "random data compressed to $gz bytes"; fi
+run_ok "raw: seq write, compress:50" sustained-seqwrite "$DATA" --destroy-data \
+	--qd=4 --bytes=8M --span=8M --pattern=compress:50 --quiet
+gz=$(head -c 8388608 "$DATA" | gzip -c | wc -c)
+if [ "$gz" -gt 3500000 ] && [ "$gz" -lt 5500000 ]; then
+	ok "compress:50 data gzips to about half ($gz bytes)"
+else
+	not_ok "compress:50 data gzipped to $gz bytes"
+fi
+expect_eq "pattern recorded" compress:50 \
+	"$(q "SELECT pattern FROM steps WHERE run=$RUN")"
+
+# ---- every IO recorded with --record=full, parent and label stored ----------
+run_ok "raw: record=full" sustained-randread "$RAW" --qd=2 --time=200ms --span=16M \
+	--record=full --parent 1 --label raw --quiet
+expect_eq "full: one op row per IO" "$(q "SELECT sum(read_ios) FROM steps WHERE run=$RUN")" \
+	"$(q "SELECT count(*) FROM ops WHERE run=$RUN AND op=13")"
+expect_eq "full: backing_ns = total_ns" 0 \
+	"$(q "SELECT count(*) FROM ops WHERE run=$RUN AND backing_ns != total_ns")"
+expect_eq "full: parent and label" "1|raw" \
+	"$(q "SELECT parent, label FROM runs WHERE id=$RUN")"
+
+# ---- a file on ext4 -----------------------------------------------------------
+FSDEV=$(fsp_loop_new 1G) || not_ok "losetup (ext4)"
+fsp_track_loop "$FSDEV"
+mkfs.ext4 -q -F "$FSDEV" >/dev/null 2>&1
+mkdir -p "$T/mnt"
+fsp_track_mount "$T/mnt"
+mount "$FSDEV" "$T/mnt" || not_ok "mount ext4"
+for p in $PROFILES; do
+	extra=
+	[ "$p" = fill ] && extra="--segment=16M --tail=32M"
+	if run_ok "ext4 file: $p" "$p" "$T/mnt/target" $TINY $extra; then
+		check_run "$p" "$(steps_of "$p")"
+	fi
+done
+expect_eq "ext4 file: target kind" file \
+	"$(q "SELECT value FROM run_attrs WHERE run=$RUN AND key='target_kind'")"
+size=$(stat -c %s "$T/mnt/target")
+expect_eq "ext4 file: allocated to the span" $((64 << 20)) "$size"
+
+# a job file
+cat >"$T/job.ini" <<'EOF'
+# 70/30 mixed sequential, 64 KiB, QD2
+profile = mixed-seq
+bs = 64k
+qd = 2
+mix = 70
+time = 200ms
+span = 32M
+EOF
+if run_ok "job file" "$T/job.ini" "$T/mnt/target" --quiet; then
+	expect_eq "job file: one step qd=2 70/30" "1|2|70|65536" \
+		"$(q "SELECT count(*), qd, read_pct, block_size FROM steps WHERE run=$RUN")"
+	r=$(q "SELECT read_ios * 10 / (read_ios + write_ios) FROM steps WHERE run=$RUN")
+	expect_eq "job file: 70% reads" 7 "$r"
+fi
+umount "$T/mnt"
+
+# ---- refusals and bad input -----------------------------------------------------
+# expect_fail DESC SUBSTRING ARGS...: fsprism run fails, message has SUBSTRING.
+expect_fail() {
+	desc=$1; want=$2; shift 2
+	"$FSPRISM" run "$@" >"$T/out" 2>"$T/err"
+	rc=$?
+	if [ "$rc" -ne 0 ] && grep -qF -- "$want" "$T/err"; then
+		ok "$desc (exit $rc)"
+	else
+		not_ok "$desc: exit $rc, stderr '$(cat "$T/err")', wanted '$want'"
+	fi
+}
+
+# the ext4 loop device is unmounted but carries a signature: refused
+expect_fail "ext4 signature refused" "ext4" sustained-seqwrite "$FSDEV" --db "$DB" $TINY
+expect_eq "ext4 signature intact" ext4 "$(blkid -o value -s TYPE "$FSDEV")"
+# reading it is harmless and allowed
+run_ok "reading a device with a signature" sustained-seqread "$FSDEV" --qd=1 $TINY
+
+runs_before=$(q "SELECT count(*) FROM runs")
+expect_fail "unknown profile" "fsprism run: unknown profile 'nope'" nope "$RAW" --db "$DB"
+expect_fail "unknown parameter" "fsprism run: frob: unknown parameter" \
+	mixed-seq "$RAW" --frob=1 --db "$DB"
+expect_fail "qd 0" "fsprism run: qd: '0' is not a queue depth" \
+	sustained-randread "$RAW" --qd=0 --db "$DB"
+expect_fail "bs not a multiple of 512" \
+	"fsprism run: bs: 1000 is not a multiple of the logical block size (512) of $RAW" \
+	sustained-randread "$RAW" --bs=1000 --db "$DB"
+expect_fail "span beyond the device" "fsprism run: span: 1G at offset 0 is beyond the end of $RAW" \
+	sustained-randread "$RAW" --span=1G --db "$DB"
+expect_fail "missing device" "fsprism run: /dev/fsprism-nonesuch: no such device" \
+	sustained-randread /dev/fsprism-nonesuch --db "$DB"
+expect_fail "missing target argument" "fsprism run: missing TARGET" sustained-randread
+expect_fail "bad size" "fsprism run: span: 'big' is not a size" \
+	sustained-randread "$RAW" --span=big --db "$DB"
+expect_fail "bad scale" "fsprism run: scale: 'huge'" \
+	sustained-randread "$RAW" --scale=huge --db "$DB"
+printf 'profile = fill\nqd 4\n' >"$T/bad.ini"
+expect_fail "bad job file" "$T/bad.ini:2: missing '='" "$T/bad.ini" "$RAW" --db "$DB"
+expect_fail "span beyond a file's free space" "fsprism run: span: 100T" \
+	sustained-randread "$T/newfile" --span=100T --db "$DB"
+if [ -e "$T/newfile" ]; then not_ok "refused run left $T/newfile"; else ok "refused run left no file"; fi
+expect_eq "refused runs stored nothing" "$runs_before" "$(q "SELECT count(*) FROM runs")"
+
+# ---- Ctrl-C: the step stops, what was measured is stored, exit 130 ----------------
+"$FSPRISM" run mixed-seq "$RAW" --destroy-data --span=32M --time=2s --db "$DB" \
+	>"$T/out" 2>"$T/err" &
+pid=$!
+sleep 1.5
+kill -INT $pid
+wait $pid
+expect_eq "interrupted run exits 130" 130 "$?"
+RUN=$(sed -n 's/.*run \([0-9]*\) stored in .*/\1/p' "$T/out")
+expect_eq "interrupted run marked" 1 \
+	"$(q "SELECT value FROM run_attrs WHERE run=$RUN AND key='interrupted'")"
+n=$(q "SELECT count(*) FROM steps WHERE run=$RUN AND read_ios+write_ios > 0")
+if [ "$n" -ge 1 ] && [ "$n" -lt 11 ]; then ok "interrupted run kept $n measured step(s)"
+else not_ok "interrupted run has $n steps"; fi
+
+# ---- nothing left behind ---------------------------------------------------------
+losetup -d "$RAW" "$DATA" "$FSDEV"
+expect_eq "no loop devices left" "$loops_before" "$(losetup -a | wc -l)"
+
+fsp_done

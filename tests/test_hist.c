@@ -1,7 +1,281 @@
+/*
+ * test_hist.c - histogram quantiles against exact sorted nearest-rank
+ * quantiles, on random and adversarial data; bucket bounds; merging.
+ */
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <setjmp.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
 #include <cmocka.h>
-static void placeholder(void **s) { fail_msg("not written"); }
-int main(void) { const struct CMUnitTest t[] = { cmocka_unit_test(placeholder) }; return cmocka_run_group_tests(t, NULL, NULL); }
+#include "hist.h"
+
+/* Deterministic generator (splitmix64), so failures reproduce. */
+static uint64_t rng_state = 0x1234567887654321ull;
+static uint64_t rnd(void)
+{
+	uint64_t z = (rng_state += 0x9e3779b97f4a7c15ull);
+	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+	z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+	return z ^ (z >> 31);
+}
+static double rnd01(void)
+{
+	return (double)(rnd() >> 11) / 9007199254740992.0;
+}
+
+static int cmp_u64(const void *a, const void *b)
+{
+	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+	return x < y ? -1 : x > y;
+}
+
+/* Exact nearest-rank quantile of sorted v[0..n). */
+static uint64_t exact_quantile(const uint64_t *v, size_t n, double q)
+{
+	size_t rank = (size_t)ceil(q * (double)n);
+	if (rank < 1)
+		rank = 1;
+	if (rank > n)
+		rank = n;
+	return v[rank - 1];
+}
+
+static struct fsp_hist *hist_new(void)
+{
+	struct fsp_hist *h = malloc(sizeof(*h));
+	assert_non_null(h);
+	fsp_hist_init(h);
+	return h;
+}
+
+static const double qs[] = { 0, 0.001, 0.01, 0.1, 0.25, 0.5, 0.75, 0.9, 0.95,
+			     0.99, 0.995, 0.999, 0.9999, 1 };
+
+/*
+ * Every quantile within 1% of the exact one (values below 2^48, the
+ * histogram's range); q=0 and q=1 exactly min and max; count/sum/min/max
+ * exact.
+ */
+static void check_against_exact(uint64_t *v, size_t n)
+{
+	struct fsp_hist *h = hist_new();
+	uint64_t sum = 0;
+	for (size_t i = 0; i < n; i++) {
+		fsp_hist_add(h, v[i]);
+		sum += v[i];
+	}
+	qsort(v, n, sizeof(*v), cmp_u64);
+	assert_int_equal(h->count, n);
+	assert_int_equal(h->sum, sum);
+	assert_int_equal(h->min, v[0]);
+	assert_int_equal(h->max, v[n - 1]);
+	assert_int_equal(fsp_hist_quantile(h, 0), v[0]);
+	assert_int_equal(fsp_hist_quantile(h, 1), v[n - 1]);
+	for (size_t i = 0; i < sizeof(qs) / sizeof(qs[0]); i++) {
+		uint64_t want = exact_quantile(v, n, qs[i]);
+		uint64_t got = fsp_hist_quantile(h, qs[i]);
+		double err = fabs((double)got - (double)want);
+		if (err > 0.01 * (double)want) {
+			fail_msg("q=%g: got %llu, exact %llu (rel err %g)", qs[i],
+				 (unsigned long long)got, (unsigned long long)want,
+				 err / (double)want);
+		}
+	}
+	/* and at 1000 evenly spaced quantiles */
+	for (int k = 0; k <= 1000; k++) {
+		double q = k / 1000.0;
+		uint64_t want = exact_quantile(v, n, q);
+		uint64_t got = fsp_hist_quantile(h, q);
+		assert_true(fabs((double)got - (double)want) <= 0.01 * (double)want);
+	}
+	assert_true(fabs(fsp_hist_mean(h) - (double)sum / (double)n) < 1e-6 * (double)sum / (double)n + 1e-9);
+	free(h);
+}
+
+#define N 200000
+
+static void test_uniform(void **state)
+{
+	uint64_t *v = malloc(N * sizeof(*v));
+	for (size_t i = 0; i < N; i++)
+		v[i] = 1000 + rnd() % 10000000; /* 1 us .. 10 ms */
+	check_against_exact(v, N);
+	free(v);
+}
+
+static void test_lognormal(void **state)
+{
+	uint64_t *v = malloc(N * sizeof(*v));
+	for (size_t i = 0; i < N; i++) {
+		/* Box-Muller normal, exp'd: median ~ 50 us, wide spread */
+		double u1 = rnd01() + 1e-12, u2 = rnd01();
+		double z = sqrt(-2 * log(u1)) * cos(2 * M_PI * u2);
+		v[i] = (uint64_t)exp(log(50000.0) + 1.5 * z);
+	}
+	check_against_exact(v, N);
+	free(v);
+}
+
+static void test_heavy_tail(void **state)
+{
+	uint64_t *v = malloc(N * sizeof(*v));
+	for (size_t i = 0; i < N; i++) {
+		/* Pareto alpha=1.1 from 10 us: tail spans many octaves */
+		double x = 10000.0 / pow(rnd01() + 1e-15, 1 / 1.1);
+		if (x > 1e14)
+			x = 1e14; /* stay below 2^48 */
+		v[i] = (uint64_t)x;
+	}
+	check_against_exact(v, N);
+	free(v);
+}
+
+static void test_small_values_exact(void **state)
+{
+	/* below 256 every value has its own bucket: quantiles are exact */
+	uint64_t *v = malloc(10000 * sizeof(*v));
+	for (size_t i = 0; i < 10000; i++)
+		v[i] = rnd() % 256;
+	struct fsp_hist *h = hist_new();
+	for (size_t i = 0; i < 10000; i++)
+		fsp_hist_add(h, v[i]);
+	qsort(v, 10000, sizeof(*v), cmp_u64);
+	for (int k = 0; k <= 1000; k++)
+		assert_int_equal(fsp_hist_quantile(h, k / 1000.0),
+				 exact_quantile(v, 10000, k / 1000.0));
+	free(h);
+	free(v);
+}
+
+static void test_all_equal(void **state)
+{
+	uint64_t vals[] = { 0, 1, 255, 256, 257, 12345, 1ull << 30, (1ull << 47) + 7 };
+	for (size_t k = 0; k < sizeof(vals) / sizeof(vals[0]); k++) {
+		struct fsp_hist *h = hist_new();
+		for (int i = 0; i < 1000; i++)
+			fsp_hist_add(h, vals[k]);
+		/* clamped to [min,max] = that value: exact */
+		for (size_t i = 0; i < sizeof(qs) / sizeof(qs[0]); i++)
+			assert_int_equal(fsp_hist_quantile(h, qs[i]), vals[k]);
+		assert_true(fsp_hist_mean(h) == (double)vals[k]);
+		free(h);
+	}
+}
+
+static void test_boundaries(void **state)
+{
+	/* values exactly at and around every power of two */
+	size_t n = 0;
+	uint64_t *v = malloc(48 * 3 * 20 * sizeof(*v));
+	for (int rep = 0; rep < 20; rep++)
+		for (int k = 0; k < 48; k++) {
+			v[n++] = 1ull << k;
+			v[n++] = (1ull << k) - 1;
+			v[n++] = (1ull << k) + 1;
+		}
+	check_against_exact(v, n);
+	free(v);
+}
+
+static void test_bucket_bounds(void **state)
+{
+	/* buckets tile [0, 2^48) without gaps or overlap; values map into
+	 * their own bucket; width <= lo/128 above the linear part */
+	assert_int_equal(fsp_hist_bucket_lo(0), 0);
+	for (unsigned b = 0; b < FSP_HIST_NBUCKETS; b++) {
+		uint64_t lo = fsp_hist_bucket_lo(b), hi = fsp_hist_bucket_hi(b);
+		assert_true(lo <= hi);
+		assert_int_equal(fsp_hist_bucket(lo), b);
+		assert_int_equal(fsp_hist_bucket(hi), b);
+		if (b + 1 < FSP_HIST_NBUCKETS)
+			assert_int_equal(fsp_hist_bucket_lo(b + 1), hi + 1);
+		if (lo >= FSP_HIST_LINEAR)
+			assert_true((hi - lo + 1) * 128 <= lo);
+	}
+	assert_int_equal(fsp_hist_bucket_hi(FSP_HIST_NBUCKETS - 1), (1ull << 48) - 1);
+	assert_int_equal(fsp_hist_bucket(1ull << 48), FSP_HIST_NBUCKETS - 1);
+	assert_int_equal(fsp_hist_bucket(UINT64_MAX), FSP_HIST_NBUCKETS - 1);
+}
+
+static void test_huge_values(void **state)
+{
+	/* >= 2^48 clamps into the last bucket, but count/min/max stay exact */
+	struct fsp_hist *h = hist_new();
+	uint64_t big[] = { 1ull << 48, 1ull << 50, (1ull << 62) + 3, UINT64_MAX / 4 };
+	for (int i = 0; i < 100; i++)
+		fsp_hist_add(h, 1000);
+	for (size_t i = 0; i < 4; i++)
+		fsp_hist_add(h, big[i]);
+	assert_int_equal(h->count, 104);
+	assert_int_equal(h->max, (1ull << 62) + 3);
+	assert_int_equal(h->min, 1000);
+	assert_int_equal(fsp_hist_quantile(h, 1), (1ull << 62) + 3);
+	/* 1000's bucket is [1000,1003]: its midpoint, within 1% */
+	assert_int_equal(fsp_hist_quantile(h, 0.5), 1001);
+	assert_int_equal(h->buckets[FSP_HIST_NBUCKETS - 1], 4);
+	/* a rank inside the clamped bucket reads back within [min,max] */
+	uint64_t q = fsp_hist_quantile(h, 0.98);
+	assert_true(q >= h->min && q <= h->max);
+	free(h);
+}
+
+static void test_empty_and_q_range(void **state)
+{
+	struct fsp_hist *h = hist_new();
+	assert_int_equal(h->min, UINT64_MAX);
+	assert_int_equal(fsp_hist_quantile(h, 0.5), 0);
+	assert_true(fsp_hist_mean(h) == 0);
+	fsp_hist_add(h, 500);
+	fsp_hist_add(h, 70000);
+	/* out-of-range q are clamped to [0,1] */
+	assert_int_equal(fsp_hist_quantile(h, -1), 500);
+	assert_int_equal(fsp_hist_quantile(h, 2), 70000);
+	assert_int_equal(fsp_hist_quantile(h, NAN), 500);
+	/* rank = ceil(q*n): q=0.5 of 2 values is rank 1 */
+	assert_int_equal(fsp_hist_quantile(h, 0.5), 500);
+	assert_int_equal(fsp_hist_quantile(h, 0.51), 70000);
+	free(h);
+}
+
+static void test_merge(void **state)
+{
+	struct fsp_hist *a = hist_new(), *b = hist_new(), *all = hist_new();
+	struct fsp_hist *empty = hist_new();
+	for (int i = 0; i < 50000; i++) {
+		uint64_t x = rnd() % 5000000, y = 100 + rnd() % 100000000;
+		fsp_hist_add(a, x);
+		fsp_hist_add(all, x);
+		fsp_hist_add(b, y);
+		fsp_hist_add(all, y);
+	}
+	fsp_hist_merge(a, b);
+	fsp_hist_merge(a, empty); /* merging an empty one changes nothing */
+	assert_memory_equal(a, all, sizeof(*a));
+	fsp_hist_merge(empty, all); /* into an empty one: a copy */
+	assert_memory_equal(empty, all, sizeof(*a));
+	free(a);
+	free(b);
+	free(all);
+	free(empty);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_bucket_bounds),
+		cmocka_unit_test(test_uniform),
+		cmocka_unit_test(test_lognormal),
+		cmocka_unit_test(test_heavy_tail),
+		cmocka_unit_test(test_small_values_exact),
+		cmocka_unit_test(test_all_equal),
+		cmocka_unit_test(test_boundaries),
+		cmocka_unit_test(test_huge_values),
+		cmocka_unit_test(test_empty_and_q_range),
+		cmocka_unit_test(test_merge),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}

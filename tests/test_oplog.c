@@ -1,7 +1,412 @@
+/*
+ * test_oplog.c - the per-thread rings and the background writer under many
+ * threads, on real SQLite files: every record arrives exactly once, drops
+ * are counted exactly, sampling keeps ceil(n/N) rows per thread, and the
+ * histograms count every operation in every mode.
+ */
+#include "config.h"
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <setjmp.h>
+#include <ftw.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
 #include <cmocka.h>
-static void placeholder(void **s) { fail_msg("not written"); }
-int main(void) { const struct CMUnitTest t[] = { cmocka_unit_test(placeholder) }; return cmocka_run_group_tests(t, NULL, NULL); }
+#include "oplog.h"
+#include "store.h"
+
+static char tmpdir[64];
+
+static int rm_entry(const char *p, const struct stat *sb, int flag, struct FTW *ftw)
+{
+	return remove(p);
+}
+
+static int setup(void **state)
+{
+	strcpy(tmpdir, "/tmp/fsprism-test-oplog.XXXXXX");
+	return mkdtemp(tmpdir) ? 0 : -1;
+}
+
+static int teardown(void **state)
+{
+	return nftw(tmpdir, rm_entry, 16, FTW_DEPTH | FTW_PHYS);
+}
+
+static struct fsp_store *open_store(const char *name, int64_t *run)
+{
+	char path[128], err[512];
+	snprintf(path, sizeof(path), "%s/%s", tmpdir, name);
+	struct fsp_store *st = fsp_store_open(path, err, sizeof(err));
+	if (!st)
+		fail_msg("%s", err);
+	struct fsp_run_info info = { .kind = "run", .record_mode = "test" };
+	*run = fsp_store_begin_run(st, &info);
+	assert_true(*run > 0);
+	return st;
+}
+
+static int64_t q_int(struct fsp_store *st, const char *fmt, ...)
+{
+	char sql[512];
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(sql, sizeof(sql), fmt, ap);
+	va_end(ap);
+	sqlite3_stmt *s;
+	int64_t v = -12345;
+	assert_int_equal(sqlite3_prepare_v2(fsp_store_db(st), sql, -1, &s, NULL), SQLITE_OK);
+	if (sqlite3_step(s) == SQLITE_ROW)
+		v = sqlite3_column_int64(s, 0);
+	sqlite3_finalize(s);
+	return v;
+}
+
+/* The record a thread makes for its seq-th operation: unique (node, offset). */
+static void make_rec(struct fsp_rec *r, unsigned thread, uint64_t seq)
+{
+	memset(r, 0, sizeof(*r));
+	r->node = thread;
+	r->offset = seq;
+	r->op = (uint16_t)(seq % 3 == 0 ? FSP_OP_READ : seq % 3 == 1 ? FSP_OP_WRITE : FSP_OP_GETATTR);
+	r->step = (uint16_t)(thread % 4 == 3 ? 60000 + thread : 0); /* far pages too */
+	r->total_ns = 1000 + (seq * 7919 + thread * 104729) % 5000000;
+	r->backing_ns = r->total_ns * 3 / 4;
+	r->length = 4096;
+	r->bytes = r->op == FSP_OP_GETATTR ? 0 : 4096;
+	r->result = seq % 101 == 0 ? 5 : 0;
+	r->pid = thread;
+	r->start_ns = seq;
+}
+
+struct producer {
+	struct fsp_oplog *log;
+	unsigned thread;
+	uint64_t n;
+	pthread_barrier_t *all_registered; /* NULL: threads may exit any time */
+};
+
+static void *produce(void *arg)
+{
+	struct producer *p = arg;
+	struct fsp_rec r;
+	for (uint64_t i = 0; i < p->n; i++) {
+		make_rec(&r, p->thread, i);
+		fsp_oplog_add(p->log, &r);
+	}
+	/* no thread exits (and so hands its context on) before all have one */
+	if (p->all_registered)
+		pthread_barrier_wait(p->all_registered);
+	return NULL;
+}
+
+static void run_producers(struct fsp_oplog *log, unsigned nthreads, uint64_t (*count)(unsigned))
+{
+	pthread_t tid[64];
+	struct producer p[64];
+	pthread_barrier_t barrier;
+	pthread_barrier_init(&barrier, NULL, nthreads);
+	for (unsigned t = 0; t < nthreads; t++) {
+		p[t] = (struct producer){ log, t, count(t), &barrier };
+		assert_int_equal(pthread_create(&tid[t], NULL, produce, &p[t]), 0);
+	}
+	for (unsigned t = 0; t < nthreads; t++)
+		pthread_join(tid[t], NULL);
+	pthread_barrier_destroy(&barrier);
+}
+
+/*
+ * The stored histograms hold exactly every op the producers made: count,
+ * sums of total/backing/layer, bytes and errors per (step, op).
+ */
+static void check_hists(struct fsp_store *st, int64_t run, unsigned nthreads,
+			uint64_t (*count)(unsigned))
+{
+	uint64_t total_count = 0;
+	for (unsigned t = 0; t < nthreads; t++)
+		total_count += count(t);
+	assert_int_equal(q_int(st, "SELECT sum(count) FROM hist WHERE run=%lld AND layer=0",
+			       (long long)run), total_count);
+	assert_int_equal(q_int(st, "SELECT sum(count) FROM hist_bins WHERE run=%lld AND layer=2",
+			       (long long)run), total_count);
+
+	/* per (step, op): recompute what the producers made, in one pass */
+	struct expect {
+		int step, op;
+		uint64_t n, sum_total, sum_backing, bytes, errors;
+	} *ex = calloc(4096, sizeof(*ex));
+	size_t nex = 0;
+	for (unsigned u = 0; u < nthreads; u++) {
+		for (uint64_t i = 0; i < count(u); i++) {
+			struct fsp_rec r;
+			make_rec(&r, u, i);
+			size_t k = 0;
+			while (k < nex && (ex[k].step != r.step || ex[k].op != r.op))
+				k++;
+			if (k == nex) {
+				assert_true(nex < 4096);
+				ex[nex].step = r.step;
+				ex[nex++].op = r.op;
+			}
+			ex[k].n++;
+			ex[k].sum_total += r.total_ns;
+			ex[k].sum_backing += r.backing_ns;
+			ex[k].bytes += r.bytes;
+			ex[k].errors += r.result != 0;
+		}
+	}
+	assert_int_equal(q_int(st, "SELECT count(*) FROM hist WHERE run=%lld", (long long)run),
+			 nex * FSP_LAYER__COUNT);
+	struct fsp_hist *h = malloc(sizeof(*h));
+	for (size_t k = 0; k < nex; k++) {
+		uint64_t b, e;
+		assert_int_equal(fsp_store_load_hist(st, run, ex[k].step, ex[k].op,
+						     FSP_LAYER_TOTAL, h, &b, &e), 1);
+		assert_int_equal(h->count, ex[k].n);
+		assert_int_equal(h->sum, ex[k].sum_total);
+		assert_int_equal(b, ex[k].bytes);
+		assert_int_equal(e, ex[k].errors);
+		assert_int_equal(fsp_store_load_hist(st, run, ex[k].step, ex[k].op,
+						     FSP_LAYER_BACKING, h, NULL, NULL), 1);
+		assert_int_equal(h->sum, ex[k].sum_backing);
+		assert_int_equal(h->count, ex[k].n);
+		assert_int_equal(fsp_store_load_hist(st, run, ex[k].step, ex[k].op,
+						     FSP_LAYER_LAYER, h, NULL, NULL), 1);
+		assert_int_equal(h->sum, ex[k].sum_total - ex[k].sum_backing);
+		assert_int_equal(h->count, ex[k].n);
+	}
+	free(ex);
+	free(h);
+}
+
+#define FULL_N 20000
+static uint64_t count_full(unsigned t) { return FULL_N; }
+
+static void test_full_16_threads(void **state)
+{
+	int64_t run;
+	struct fsp_store *st = open_store("full.db", &run);
+	/* ring > records per thread: nothing can be dropped however slow the writer */
+	struct fsp_oplog *log = fsp_oplog_open(st, run, FSP_RECORD_FULL, 0, 32768);
+	assert_non_null(log);
+	run_producers(log, 16, count_full);
+	assert_int_equal(fsp_oplog_contexts(log), 16);
+	assert_int_equal(fsp_oplog_close(log), 0);
+
+	const uint64_t total = 16ull * FULL_N;
+	assert_int_equal(q_int(st, "SELECT count(*) FROM ops WHERE run=%lld", (long long)run), total);
+	assert_int_equal(q_int(st, "SELECT count(DISTINCT node * 1000000 + offset) FROM ops"), total);
+	/* sum over threads of 0..N-1, and of thread ids */
+	assert_int_equal(q_int(st, "SELECT sum(offset) FROM ops"),
+			 16ull * FULL_N * (FULL_N - 1) / 2);
+	assert_int_equal(q_int(st, "SELECT sum(node) FROM ops"), FULL_N * (15ull * 16 / 2));
+	assert_int_equal(q_int(st, "SELECT count(*) FROM ops WHERE layer_ns != total_ns - backing_ns"), 0);
+	for (unsigned t = 0; t < 16; t++)
+		assert_int_equal(q_int(st, "SELECT count(*) FROM ops WHERE node=%u AND step=%d",
+				       t, t % 4 == 3 ? 60000 + t : 0), FULL_N);
+	assert_int_equal(q_int(st, "SELECT recorded FROM runs WHERE id=%lld", (long long)run), total);
+	assert_int_equal(q_int(st, "SELECT dropped FROM runs WHERE id=%lld", (long long)run), 0);
+	assert_true(q_int(st, "SELECT ended_ns FROM runs WHERE id=%lld", (long long)run) > 0);
+	/* indexes were built after capture */
+	assert_int_equal(q_int(st, "SELECT count(*) FROM sqlite_master WHERE name='ops_run_op'"), 1);
+	check_hists(st, run, 16, count_full);
+	fsp_store_close(st);
+}
+
+#define TINY_N 50000
+static uint64_t count_tiny(unsigned t) { return TINY_N; }
+
+static void test_tiny_ring_drops_counted(void **state)
+{
+	int64_t run;
+	struct fsp_store *st = open_store("tiny.db", &run);
+	struct fsp_oplog *log = fsp_oplog_open(st, run, FSP_RECORD_FULL, 0, 4);
+	assert_non_null(log);
+	run_producers(log, 8, count_tiny);
+	uint64_t dropped_before_close = fsp_oplog_dropped(log);
+	assert_int_equal(fsp_oplog_close(log), 0);
+
+	const uint64_t added = 8ull * TINY_N;
+	int64_t rows = q_int(st, "SELECT count(*) FROM ops WHERE run=%lld", (long long)run);
+	int64_t recorded = q_int(st, "SELECT recorded FROM runs WHERE id=%lld", (long long)run);
+	int64_t dropped = q_int(st, "SELECT dropped FROM runs WHERE id=%lld", (long long)run);
+	assert_int_equal(rows, recorded);
+	assert_int_equal(recorded + dropped, added);
+	assert_true(dropped > 0);
+	assert_int_equal((uint64_t)dropped, dropped_before_close); /* producers had stopped */
+	/* rows that did arrive arrived once */
+	assert_int_equal(q_int(st, "SELECT count(DISTINCT node * 1000000 + offset) FROM ops"), rows);
+	/* the histograms still count every op */
+	check_hists(st, run, 8, count_tiny);
+	fsp_store_close(st);
+}
+
+static uint64_t count_sample(unsigned t) { return 1000 + t * 13; }
+
+static void test_sample(void **state)
+{
+	int64_t run;
+	struct fsp_store *st = open_store("sample.db", &run);
+	struct fsp_oplog *log = fsp_oplog_open(st, run, FSP_RECORD_SAMPLE, 7, 4096);
+	assert_non_null(log);
+	run_producers(log, 8, count_sample);
+	assert_int_equal(fsp_oplog_close(log), 0);
+	for (unsigned t = 0; t < 8; t++) {
+		uint64_t n = count_sample(t);
+		/* the 1st, 8th, 15th, ... op of each thread: ceil(n/7) rows */
+		assert_int_equal(q_int(st, "SELECT count(*) FROM ops WHERE node=%u", t), (n + 6) / 7);
+		assert_int_equal(q_int(st, "SELECT count(*) FROM ops WHERE node=%u AND offset %% 7 != 0", t), 0);
+	}
+	assert_int_equal(q_int(st, "SELECT dropped FROM runs"), 0);
+	assert_int_equal(q_int(st, "SELECT recorded FROM runs"), q_int(st, "SELECT count(*) FROM ops"));
+	check_hists(st, run, 8, count_sample);
+	fsp_store_close(st);
+}
+
+static uint64_t count_hist(unsigned t) { return 3000 + t; }
+
+static void test_hist_only(void **state)
+{
+	int64_t run;
+	struct fsp_store *st = open_store("hist.db", &run);
+	struct fsp_oplog *log = fsp_oplog_open(st, run, FSP_RECORD_HIST, 0, 0);
+	assert_non_null(log);
+	run_producers(log, 6, count_hist);
+	assert_int_equal(fsp_oplog_close(log), 0);
+	assert_int_equal(q_int(st, "SELECT count(*) FROM ops"), 0);
+	assert_int_equal(q_int(st, "SELECT recorded FROM runs"), 0);
+	assert_int_equal(q_int(st, "SELECT dropped FROM runs"), 0);
+	check_hists(st, run, 6, count_hist);
+	fsp_store_close(st);
+}
+
+static void test_off(void **state)
+{
+	int64_t run;
+	struct fsp_store *st = open_store("off.db", &run);
+	struct fsp_oplog *log = fsp_oplog_open(st, run, FSP_RECORD_OFF, 0, 0);
+	assert_non_null(log);
+	run_producers(log, 4, count_hist);
+	assert_int_equal(fsp_oplog_contexts(log), 0); /* nothing at all was done */
+	assert_int_equal(fsp_oplog_close(log), 0);
+	assert_int_equal(q_int(st, "SELECT count(*) FROM ops"), 0);
+	assert_int_equal(q_int(st, "SELECT count(*) FROM hist"), 0);
+	assert_true(q_int(st, "SELECT ended_ns FROM runs") > 0);
+	fsp_store_close(st);
+}
+
+static uint64_t count_short(unsigned t) { return 1000; }
+
+static void test_orphans_adopted(void **state)
+{
+	int64_t run;
+	struct fsp_store *st = open_store("orphans.db", &run);
+	/* the ring holds all 100 threads' records: none may be lost */
+	struct fsp_oplog *log = fsp_oplog_open(st, run, FSP_RECORD_FULL, 0, 1 << 17);
+	assert_non_null(log);
+	for (unsigned t = 0; t < 100; t++) {
+		pthread_t tid;
+		struct producer p = { log, t, count_short(t), NULL };
+		assert_int_equal(pthread_create(&tid, NULL, produce, &p), 0);
+		pthread_join(tid, NULL);
+	}
+	/* each thread exited before the next started: one context, reused */
+	assert_int_equal(fsp_oplog_contexts(log), 1);
+	assert_int_equal(fsp_oplog_close(log), 0);
+	assert_int_equal(q_int(st, "SELECT count(*) FROM ops"), 100000);
+	assert_int_equal(q_int(st, "SELECT count(DISTINCT node * 1000000 + offset) FROM ops"), 100000);
+	assert_int_equal(q_int(st, "SELECT dropped FROM runs"), 0);
+	check_hists(st, run, 100, count_short);
+	fsp_store_close(st);
+}
+
+/* One thread feeding two logs at once (the per-thread context cache). */
+struct two_logs {
+	struct fsp_oplog *a, *b;
+	unsigned thread;
+	pthread_barrier_t *all_registered;
+};
+
+static void *produce_two(void *arg)
+{
+	struct two_logs *p = arg;
+	struct fsp_rec r;
+	for (uint64_t i = 0; i < 5000; i++) {
+		make_rec(&r, p->thread, i);
+		fsp_oplog_add(i % 2 ? p->b : p->a, &r);
+	}
+	pthread_barrier_wait(p->all_registered);
+	return NULL;
+}
+
+static void test_two_logs(void **state)
+{
+	int64_t run_a, run_b;
+	struct fsp_store *sa = open_store("a.db", &run_a), *sb = open_store("b.db", &run_b);
+	struct two_logs p[4];
+	pthread_t tid[4];
+	pthread_barrier_t barrier;
+	pthread_barrier_init(&barrier, NULL, 4);
+	struct fsp_oplog *a = fsp_oplog_open(sa, run_a, FSP_RECORD_FULL, 0, 8192);
+	struct fsp_oplog *b = fsp_oplog_open(sb, run_b, FSP_RECORD_FULL, 0, 8192);
+	assert_non_null(a);
+	assert_non_null(b);
+	for (unsigned t = 0; t < 4; t++) {
+		p[t] = (struct two_logs){ a, b, t, &barrier };
+		assert_int_equal(pthread_create(&tid[t], NULL, produce_two, &p[t]), 0);
+	}
+	for (unsigned t = 0; t < 4; t++)
+		pthread_join(tid[t], NULL);
+	pthread_barrier_destroy(&barrier);
+	assert_int_equal(fsp_oplog_contexts(a), 4);
+	assert_int_equal(fsp_oplog_contexts(b), 4);
+	assert_int_equal(fsp_oplog_close(a), 0);
+	assert_int_equal(fsp_oplog_close(b), 0);
+	assert_int_equal(q_int(sa, "SELECT count(*) FROM ops WHERE offset %% 2 = 0"), 4 * 2500);
+	assert_int_equal(q_int(sa, "SELECT count(*) FROM ops WHERE offset %% 2 = 1"), 0);
+	assert_int_equal(q_int(sb, "SELECT count(*) FROM ops WHERE offset %% 2 = 1"), 4 * 2500);
+	assert_int_equal(q_int(sb, "SELECT sum(count) FROM hist WHERE layer=0"), 4 * 2500);
+	fsp_store_close(sa);
+	fsp_store_close(sb);
+}
+
+static void test_mode_parse(void **state)
+{
+	enum fsp_record_mode m;
+	unsigned n = 0;
+	assert_int_equal(fsp_record_mode_parse("full", &m, &n), 0);
+	assert_int_equal(m, FSP_RECORD_FULL);
+	assert_int_equal(fsp_record_mode_parse("hist", &m, &n), 0);
+	assert_int_equal(m, FSP_RECORD_HIST);
+	assert_int_equal(fsp_record_mode_parse("off", &m, &n), 0);
+	assert_int_equal(m, FSP_RECORD_OFF);
+	assert_int_equal(fsp_record_mode_parse("sample:10", &m, &n), 0);
+	assert_int_equal(m, FSP_RECORD_SAMPLE);
+	assert_int_equal(n, 10);
+	assert_int_equal(fsp_record_mode_parse("sample:1", &m, &n), 0);
+	assert_int_equal(n, 1);
+	const char *bad[] = { "", "Full", "sample", "sample:", "sample:0", "sample:-3",
+			      "sample:1x", "sample: 5", "sample:99999999999", "hist ", NULL };
+	for (int i = 0; bad[i]; i++)
+		assert_int_equal(fsp_record_mode_parse(bad[i], &m, &n), -1);
+	assert_int_equal(fsp_record_mode_parse(NULL, &m, &n), -1);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_mode_parse),
+		cmocka_unit_test_setup_teardown(test_full_16_threads, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_tiny_ring_drops_counted, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_sample, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_hist_only, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_off, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_orphans_adopted, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_two_logs, setup, teardown),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}

@@ -1,7 +1,436 @@
+/*
+ * test_store.c - the SQLite store on real database files in a temp dir:
+ * creation, reopening, refusals (schema version, non-database, unwritable
+ * locations), runs, op-row and histogram round trips.
+ */
+#include "config.h"
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <setjmp.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <ftw.h>
+#include <sched.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mount.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+#include <dirent.h>
 #include <cmocka.h>
-static void placeholder(void **s) { fail_msg("not written"); }
-int main(void) { const struct CMUnitTest t[] = { cmocka_unit_test(placeholder) }; return cmocka_run_group_tests(t, NULL, NULL); }
+#include "schema.h"
+#include "store.h"
+
+static char tmpdir[64];
+
+static int rm_entry(const char *p, const struct stat *sb, int flag, struct FTW *ftw)
+{
+	return remove(p);
+}
+
+static int setup(void **state)
+{
+	strcpy(tmpdir, "/tmp/fsprism-test-store.XXXXXX");
+	return mkdtemp(tmpdir) ? 0 : -1;
+}
+
+static int teardown(void **state)
+{
+	chmod(tmpdir, 0700);
+	return nftw(tmpdir, rm_entry, 16, FTW_DEPTH | FTW_PHYS);
+}
+
+static void path_in(char *buf, size_t len, const char *name)
+{
+	snprintf(buf, len, "%s/%s", tmpdir, name);
+}
+
+static int64_t q_int(sqlite3 *db, const char *sql)
+{
+	sqlite3_stmt *s;
+	int64_t v = -12345;
+	assert_int_equal(sqlite3_prepare_v2(db, sql, -1, &s, NULL), SQLITE_OK);
+	if (sqlite3_step(s) == SQLITE_ROW)
+		v = sqlite3_column_int64(s, 0);
+	sqlite3_finalize(s);
+	return v;
+}
+
+static void test_create_reopen(void **state)
+{
+	char path[128], err[512] = "";
+	path_in(path, sizeof(path), "new.db");
+	struct fsp_store *st = fsp_store_open(path, err, sizeof(err));
+	assert_non_null(st);
+	sqlite3 *db = fsp_store_db(st);
+	assert_int_equal(q_int(db, "PRAGMA user_version"), FSP_SCHEMA_VERSION);
+	assert_int_equal(q_int(db, "SELECT count(*) FROM op_names"), FSP_OP__COUNT);
+	assert_int_equal(q_int(db, "SELECT count(*) FROM layer_names"), FSP_LAYER__COUNT);
+	assert_int_equal(q_int(db, "SELECT count(*) FROM sqlite_master WHERE name IN"
+			       "('runs','run_attrs','ops','hist','hist_bins','steps','timeline','segments')"), 8);
+	assert_int_equal(q_int(db, "SELECT op FROM op_names WHERE name='copy_file_range'"),
+			 FSP_OP_COPY_FILE_RANGE);
+
+	struct fsp_run_info info = { .kind = "mount", .options = "mount -f a b",
+				     .backing_path = tmpdir, .record_mode = "full" };
+	int64_t run = fsp_store_begin_run(st, &info);
+	assert_true(run > 0);
+	assert_int_equal(fsp_store_set_attr(st, run, "threads", "4"), 0);
+	assert_int_equal(fsp_store_end_run(st, run, 10, 3), 0);
+	assert_int_equal(fsp_store_end_run(st, run + 100, 10, 3), -1); /* no such run */
+	fsp_store_close(st);
+
+	/* reopen: same schema, the run is still there, nothing re-created */
+	st = fsp_store_open(path, err, sizeof(err));
+	assert_non_null(st);
+	db = fsp_store_db(st);
+	assert_int_equal(q_int(db, "SELECT count(*) FROM runs"), 1);
+	sqlite3_stmt *s;
+	assert_int_equal(sqlite3_prepare_v2(db,
+		"SELECT kind, host, kernel, version, backing_device, backing_fstype,"
+		" started_at, recorded, dropped, ended_ns >= started_ns, journal_mode"
+		" FROM runs, pragma_journal_mode WHERE id=?", -1, &s, NULL), SQLITE_OK);
+	sqlite3_bind_int64(s, 1, run);
+	assert_int_equal(sqlite3_step(s), SQLITE_ROW);
+	assert_string_equal(sqlite3_column_text(s, 0), "mount");
+	assert_non_null(sqlite3_column_text(s, 1));
+	assert_non_null(sqlite3_column_text(s, 2));
+	assert_string_equal(sqlite3_column_text(s, 3), FSP_VERSION);
+	/* the mount holding /tmp is found in /proc/self/mountinfo */
+	assert_non_null(sqlite3_column_text(s, 4));
+	assert_non_null(sqlite3_column_text(s, 5));
+	const char *started = (const char *)sqlite3_column_text(s, 6);
+	assert_int_equal(strlen(started), strlen("2026-11-30T08:41:07.123Z"));
+	assert_int_equal(started[10], 'T');
+	assert_int_equal(started[23], 'Z');
+	assert_int_equal(sqlite3_column_int64(s, 7), 10);
+	assert_int_equal(sqlite3_column_int64(s, 8), 3);
+	assert_int_equal(sqlite3_column_int64(s, 9), 1);
+	assert_string_equal(sqlite3_column_text(s, 10), "wal");
+	sqlite3_finalize(s);
+	assert_int_equal(q_int(db, "SELECT value FROM run_attrs WHERE key='threads'"), 4);
+	fsp_store_close(st);
+
+	/* the reader open sees the same database and never creates one */
+	sqlite3 *rd = fsp_store_open_existing(path, err, sizeof(err));
+	assert_non_null(rd);
+	assert_int_equal(q_int(rd, "SELECT count(*) FROM runs"), 1);
+	sqlite3_close(rd);
+	char missing[128];
+	path_in(missing, sizeof(missing), "missing.db");
+	assert_null(fsp_store_open_existing(missing, err, sizeof(err)));
+	assert_non_null(strstr(err, "no database at"));
+	assert_non_null(strstr(err, missing));
+	assert_int_equal(access(missing, F_OK), -1);
+}
+
+/* A raw block device as the backing path is its own device, no fstype. */
+static void test_run_on_block_device(void **state)
+{
+	char path[128], err[512], dev[300] = "";
+	DIR *d = opendir("/dev");
+	struct dirent *e;
+	struct stat sb;
+	while (d && (e = readdir(d))) {
+		snprintf(dev, sizeof(dev), "/dev/%s", e->d_name);
+		if (stat(dev, &sb) == 0 && S_ISBLK(sb.st_mode) && !strchr(e->d_name, '.'))
+			break;
+		dev[0] = 0;
+	}
+	if (d)
+		closedir(d);
+	if (!dev[0])
+		skip(); /* no block device visible here */
+	path_in(path, sizeof(path), "blk.db");
+	struct fsp_store *st = fsp_store_open(path, err, sizeof(err));
+	assert_non_null(st);
+	struct fsp_run_info info = { .kind = "run", .backing_path = dev };
+	int64_t run = fsp_store_begin_run(st, &info);
+	sqlite3_stmt *s;
+	assert_int_equal(sqlite3_prepare_v2(fsp_store_db(st),
+		"SELECT backing_device, backing_fstype IS NULL FROM runs WHERE id=?",
+		-1, &s, NULL), SQLITE_OK);
+	sqlite3_bind_int64(s, 1, run);
+	assert_int_equal(sqlite3_step(s), SQLITE_ROW);
+	char real[PATH_MAX];
+	assert_non_null(realpath(dev, real));
+	assert_string_equal(sqlite3_column_text(s, 0), real);
+	assert_int_equal(sqlite3_column_int(s, 1), 1);
+	sqlite3_finalize(s);
+	fsp_store_close(st);
+}
+
+static void make_versioned_db(const char *path, int version)
+{
+	sqlite3 *db;
+	char sql[128];
+	assert_int_equal(sqlite3_open(path, &db), SQLITE_OK);
+	snprintf(sql, sizeof(sql), "CREATE TABLE runs(id); PRAGMA user_version=%d", version);
+	assert_int_equal(sqlite3_exec(db, sql, NULL, NULL, NULL), SQLITE_OK);
+	sqlite3_close(db);
+}
+
+static void test_version_mismatch(void **state)
+{
+	char path[128], err[512] = "";
+	path_in(path, sizeof(path), "v99.db");
+	make_versioned_db(path, 99);
+	assert_null(fsp_store_open(path, err, sizeof(err)));
+	assert_non_null(strstr(err, path));
+	assert_non_null(strstr(err, "99"));
+	assert_non_null(strstr(err, "version 1"));
+	assert_null(strchr(err, '\n'));
+	/* refused, not migrated or touched */
+	sqlite3 *db;
+	assert_int_equal(sqlite3_open(path, &db), SQLITE_OK);
+	assert_int_equal(q_int(db, "PRAGMA user_version"), 99);
+	assert_int_equal(q_int(db, "SELECT count(*) FROM sqlite_master"), 1);
+	sqlite3_close(db);
+	err[0] = 0;
+	assert_null(fsp_store_open_existing(path, err, sizeof(err)));
+	assert_non_null(strstr(err, "99"));
+
+	/* tables but no version: someone else's database */
+	path_in(path, sizeof(path), "other.db");
+	make_versioned_db(path, 0);
+	assert_null(fsp_store_open(path, err, sizeof(err)));
+	assert_non_null(strstr(err, "not an fsprism database"));
+	assert_non_null(strstr(err, path));
+}
+
+static void test_not_a_database(void **state)
+{
+	char path[128], err[512] = "", buf[256];
+	static const char text[] = "precious user data, not a database\n"
+		"padding padding padding padding padding padding padding padding\n";
+	path_in(path, sizeof(path), "notes.txt");
+	int fd = open(path, O_CREAT | O_WRONLY | O_TRUNC, 0644);
+	assert_true(fd >= 0);
+	for (int i = 0; i < 20; i++)
+		assert_int_equal(write(fd, text, sizeof(text) - 1), (ssize_t)sizeof(text) - 1);
+	close(fd);
+	assert_null(fsp_store_open(path, err, sizeof(err)));
+	assert_non_null(strstr(err, path));
+	assert_non_null(strstr(err, "not a SQLite database"));
+	/* the file is left exactly as it was */
+	fd = open(path, O_RDONLY);
+	assert_int_equal(read(fd, buf, sizeof(text) - 1), (ssize_t)sizeof(text) - 1);
+	close(fd);
+	assert_memory_equal(buf, text, sizeof(text) - 1);
+	struct stat sb;
+	assert_int_equal(stat(path, &sb), 0);
+	assert_int_equal(sb.st_size, 20 * (sizeof(text) - 1));
+
+	/* a directory is not a database either */
+	assert_null(fsp_store_open(tmpdir, err, sizeof(err)));
+	assert_non_null(strstr(err, tmpdir));
+}
+
+/*
+ * An unwritable directory must fail at open, naming the path. Root ignores
+ * permission bits, so as root the check runs in a child with its own mount
+ * namespace and a read-only tmpfs (gone when the child exits).
+ */
+static int unwritable_child(const char *dir, const char *existing_dir)
+{
+	char path[256], err[512] = "";
+	snprintf(path, sizeof(path), "%s/x.db", dir);
+	if (fsp_store_open(path, err, sizeof(err)))
+		return 10;
+	if (!strstr(err, "cannot create database") || !strstr(err, path))
+		return 11;
+	if (access(path, F_OK) == 0)
+		return 12;
+	if (existing_dir) {
+		/* an existing database on a read-only file system: refused at
+		 * open, not at the first insert */
+		snprintf(path, sizeof(path), "%s/old.db", existing_dir);
+		if (fsp_store_open(path, err, sizeof(err)))
+			return 13;
+		if (!strstr(err, path))
+			return 14;
+	}
+	return 0;
+}
+
+static void test_unwritable(void **state)
+{
+	char dir[128], err[512] = "", path[256];
+	path_in(dir, sizeof(dir), "ro");
+	assert_int_equal(mkdir(dir, 0755), 0);
+
+	/* a directory that does not exist */
+	snprintf(path, sizeof(path), "%s/missing/x.db", tmpdir);
+	assert_null(fsp_store_open(path, err, sizeof(err)));
+	assert_non_null(strstr(err, "cannot create database"));
+	assert_non_null(strstr(err, path));
+	assert_non_null(strstr(err, "No such file or directory"));
+
+	if (geteuid() != 0) {
+		assert_int_equal(chmod(dir, 0555), 0);
+		assert_int_equal(unwritable_child(dir, NULL), 0);
+		chmod(dir, 0755);
+		return;
+	}
+	/* an existing database, to be made read-only below */
+	char olddir[128];
+	path_in(olddir, sizeof(olddir), "olddir");
+	assert_int_equal(mkdir(olddir, 0755), 0);
+	snprintf(path, sizeof(path), "%s/old.db", olddir);
+	struct fsp_store *st = fsp_store_open(path, err, sizeof(err));
+	assert_non_null(st);
+	fsp_store_close(st);
+
+	pid_t pid = fork();
+	assert_true(pid >= 0);
+	if (pid == 0) {
+		if (unshare(CLONE_NEWNS) != 0 ||
+		    mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) != 0 ||
+		    mount("tmpfs", dir, "tmpfs", MS_RDONLY, "size=1m") != 0 ||
+		    mount(olddir, olddir, NULL, MS_BIND, NULL) != 0 ||
+		    mount(NULL, olddir, NULL, MS_BIND | MS_REMOUNT | MS_RDONLY, NULL) != 0)
+			_exit(99);
+		_exit(unwritable_child(dir, olddir));
+	}
+	int status;
+	assert_int_equal(waitpid(pid, &status, 0), pid);
+	assert_true(WIFEXITED(status));
+	if (WEXITSTATUS(status) == 99)
+		skip(); /* no mount namespaces here (container without CAP_SYS_ADMIN) */
+	assert_int_equal(WEXITSTATUS(status), 0);
+}
+
+static void test_recs_roundtrip(void **state)
+{
+	char path[128], err[512];
+	path_in(path, sizeof(path), "recs.db");
+	struct fsp_store *st = fsp_store_open(path, err, sizeof(err));
+	assert_non_null(st);
+	struct fsp_run_info info = { .kind = "run", .backing_path = "/nonexistent/x" };
+	int64_t run = fsp_store_begin_run(st, &info);
+	assert_true(run > 0);
+
+	enum { N = 64 * 20 + 37 }; /* full multi-row statements plus a remainder */
+	struct fsp_rec *r = calloc(N, sizeof(*r));
+	for (int i = 0; i < N; i++) {
+		r[i].start_ns = 1000000000ull + (uint64_t)i * 7;
+		r[i].total_ns = 5000 + (uint64_t)i;
+		/* every 10th: backing > total (clock skew), layer must clamp to 0 */
+		r[i].backing_ns = i % 10 == 0 ? r[i].total_ns + 5 : 3000 + (uint64_t)i / 2;
+		r[i].node = 0x7f0000000000ull + (uint64_t)i;
+		r[i].offset = (uint64_t)i << 32;
+		r[i].length = 4096 + (uint32_t)i;
+		r[i].pid = 100 + (uint32_t)i;
+		r[i].result = i % 13 == 0 ? 5 : 0;
+		r[i].op = (uint16_t)(i % FSP_OP__COUNT);
+		r[i].step = (uint16_t)(i % 3);
+		r[i].bytes = (uint64_t)i * 3;
+	}
+	assert_int_equal(fsp_store_tx_begin(st), 0);
+	assert_int_equal(fsp_store_insert_recs(st, run, r, 5), 0);     /* remainder only */
+	assert_int_equal(fsp_store_insert_recs(st, run, r + 5, N - 5), 0);
+	assert_int_equal(fsp_store_insert_recs(st, run, r, 0), 0);     /* nothing */
+	assert_int_equal(fsp_store_tx_commit(st), 0);
+	assert_int_equal(fsp_store_build_indexes(st), 0);
+
+	sqlite3_stmt *s;
+	assert_int_equal(sqlite3_prepare_v2(fsp_store_db(st),
+		"SELECT run, step, op, node, pid, offset, length, bytes, result,"
+		" start_ns, total_ns, backing_ns, layer_ns FROM ops ORDER BY rowid",
+		-1, &s, NULL), SQLITE_OK);
+	int i = 0;
+	while (sqlite3_step(s) == SQLITE_ROW) {
+		assert_true(i < N);
+		const struct fsp_rec *e = &r[i];
+		uint64_t layer = e->total_ns > e->backing_ns ? e->total_ns - e->backing_ns : 0;
+		assert_int_equal(sqlite3_column_int64(s, 0), run);
+		assert_int_equal(sqlite3_column_int64(s, 1), e->step);
+		assert_int_equal(sqlite3_column_int64(s, 2), e->op);
+		assert_int_equal((uint64_t)sqlite3_column_int64(s, 3), e->node);
+		assert_int_equal(sqlite3_column_int64(s, 4), e->pid);
+		assert_int_equal((uint64_t)sqlite3_column_int64(s, 5), e->offset);
+		assert_int_equal(sqlite3_column_int64(s, 6), e->length);
+		assert_int_equal((uint64_t)sqlite3_column_int64(s, 7), e->bytes);
+		assert_int_equal(sqlite3_column_int64(s, 8), e->result);
+		assert_int_equal((uint64_t)sqlite3_column_int64(s, 9), e->start_ns);
+		assert_int_equal((uint64_t)sqlite3_column_int64(s, 10), e->total_ns);
+		assert_int_equal((uint64_t)sqlite3_column_int64(s, 11), e->backing_ns);
+		assert_int_equal((uint64_t)sqlite3_column_int64(s, 12), layer);
+		i++;
+	}
+	sqlite3_finalize(s);
+	assert_int_equal(i, N);
+	free(r);
+	fsp_store_close(st);
+}
+
+static void test_hist_roundtrip(void **state)
+{
+	char path[128], err[512];
+	path_in(path, sizeof(path), "hist.db");
+	struct fsp_store *st = fsp_store_open(path, err, sizeof(err));
+	assert_non_null(st);
+	struct fsp_run_info info = { .kind = "mount" };
+	int64_t run = fsp_store_begin_run(st, &info);
+
+	struct fsp_hist *h = malloc(sizeof(*h)), *back = malloc(sizeof(*back));
+	fsp_hist_init(h);
+	uint64_t x = 88172645463325252ull;
+	for (int i = 0; i < 100000; i++) {
+		x ^= x << 13; x ^= x >> 7; x ^= x << 17;
+		fsp_hist_add(h, x % (1ull << (i % 49))); /* every octave, 0..2^48 */
+	}
+	fsp_hist_add(h, 0);
+	fsp_hist_add(h, (1ull << 48) - 1);
+	fsp_hist_add(h, 1ull << 55); /* clamps into the last bucket */
+	assert_int_equal(fsp_store_tx_begin(st), 0);
+	assert_int_equal(fsp_store_save_hist(st, run, 3, FSP_OP_READ, FSP_LAYER_BACKING,
+					     h, 123456789, 42), 0);
+	/* saving again replaces, never duplicates */
+	assert_int_equal(fsp_store_save_hist(st, run, 3, FSP_OP_READ, FSP_LAYER_BACKING,
+					     h, 123456789, 42), 0);
+	assert_int_equal(fsp_store_tx_commit(st), 0);
+	fsp_store_close(st);
+
+	st = fsp_store_open(path, err, sizeof(err));
+	uint64_t bytes = 0, errors = 0;
+	assert_int_equal(fsp_store_load_hist(st, run, 3, FSP_OP_READ, FSP_LAYER_BACKING,
+					     back, &bytes, &errors), 1);
+	assert_memory_equal(h, back, sizeof(*h));
+	assert_int_equal(bytes, 123456789);
+	assert_int_equal(errors, 42);
+	unsigned nonempty = 0;
+	for (unsigned b = 0; b < FSP_HIST_NBUCKETS; b++)
+		nonempty += h->buckets[b] != 0;
+	char sql[160];
+	snprintf(sql, sizeof(sql), "SELECT count(*) FROM hist_bins WHERE run=%lld",
+		 (long long)run);
+	assert_int_equal(q_int(fsp_store_db(st), sql), nonempty);
+	/* bins carry their bucket bounds */
+	assert_int_equal(q_int(fsp_store_db(st),
+		"SELECT count(*) FROM hist_bins WHERE hi_ns < lo_ns"), 0);
+	assert_int_equal(fsp_store_load_hist(st, run, 3, FSP_OP_READ, FSP_LAYER_LAYER,
+					     back, &bytes, &errors), 0);
+	assert_int_equal(back->count, 0);
+	free(h);
+	free(back);
+	fsp_store_close(st);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test_setup_teardown(test_create_reopen, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_run_on_block_device, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_version_mismatch, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_not_a_database, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_unwritable, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_recs_roundtrip, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_hist_roundtrip, setup, teardown),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
