@@ -39,9 +39,9 @@ trap cleanup EXIT
 trap 'exit 1' INT TERM
 
 # A RAM-backed device, written once so that reads return real pages.
-dd if=/dev/urandom of="$IMG" bs=1M count="$(echo "$SIZE" | sed 's/G$//')"024 \
-	status=none 2>/dev/null || truncate -s "$SIZE" "$IMG"
 truncate -s "$SIZE" "$IMG"
+dd if=/dev/urandom of="$IMG" bs=1M count=$(($(stat -c %s "$IMG") >> 20)) \
+	conv=notrunc status=none
 DEV=$(losetup --find --show "$IMG")
 BYTES=$(blockdev --getsize64 "$DEV")
 
@@ -132,6 +132,6 @@ for job in $JOBS; do
 			rc[n] = fc[k] > 0 ? sc[k] / fc[k] : 0 }
 		mr = median(rr, n); mw = median(rw, n)
 		printf "%-18s %8.3f %8s %8s %10.3f\n", job, median(ri, n),
-			mr > 0 ? sprintf("%.3f", mr) : "-", mw > 0 ? sprintf("%.3f", mw) : "-",
+			(mr > 0 ? sprintf("%.3f", mr) : "-"), (mw > 0 ? sprintf("%.3f", mw) : "-"),
 			median(rc, n) }' "$W/results"
 done

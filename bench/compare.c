@@ -112,7 +112,8 @@ static void usage(FILE *f)
 	fprintf(f,
 "usage: fsprism compare [--profile P] [--device DEV] [--fs ext4|xfs|btrfs]\n"
 "                       [--targets raw,fs,fsprism] [--db FILE] [--scale S]\n"
-"                       [--size SIZE] [--destroy-data] [--PARAM=VALUE ...]\n"
+"                       [--size SIZE] [--destroy-data] [--quiet]\n"
+"                       [--PARAM=VALUE ...]\n"
 "\n"
 "Run one profile (default " DEFAULT_PROFILE ") on a raw block device, on a file of a\n"
 "native file system made on it, and on a file of an fsprism mount of that\n"
@@ -122,35 +123,11 @@ static void usage(FILE *f)
 "(default /var/tmp) is attached with losetup --direct-io=on and removed again.\n"
 "With --device, the device is refused if it or a partition of it is mounted\n"
 "or in use, and, unless --destroy-data, if it carries any signature.\n"
-"Other --PARAM=VALUE options are passed to 'fsprism run' unchanged.\n");
+"Other --PARAM=VALUE options are passed to 'fsprism run' unchanged.\n"
+"On a terminal, progress is shown unless --quiet. See docs/compare.md.\n");
 }
 
 /* ---- small helpers ------------------------------------------------------ */
-
-static int parse_size(const char *s, uint64_t *out)
-{
-	char *end;
-	errno = 0;
-	double v = strtod(s, &end);
-	if (errno || end == s || v <= 0)
-		return -1;
-	uint64_t mult = 1;
-	switch (*end) {
-	case 'k': case 'K': mult = 1ull << 10; end++; break;
-	case 'm': case 'M': mult = 1ull << 20; end++; break;
-	case 'g': case 'G': mult = 1ull << 30; end++; break;
-	case 't': case 'T': mult = 1ull << 40; end++; break;
-	default: break;
-	}
-	if (*end == 'i' || *end == 'I')
-		end++;
-	if (*end == 'b' || *end == 'B')
-		end++;
-	if (*end)
-		return -1;
-	*out = (uint64_t)(v * (double)mult);
-	return 0;
-}
 
 static void fmt_size(uint64_t b, char *buf, size_t len)
 {
@@ -197,9 +174,22 @@ static int spawn(char *const argv[], int forward, int quiet_stdout,
 	int pfd[2] = { -1, -1 };
 	if (out && pipe2(pfd, O_CLOEXEC))
 		return -1;
+	/*
+	 * Signals stay blocked until the child's pid is known to the handler
+	 * (parent) or the handlers are back to default (child), so that a
+	 * forwarded Ctrl-C can neither be lost nor be swallowed by compare's
+	 * handler in the child before exec.
+	 */
+	sigset_t block, old;
+	sigemptyset(&block);
+	sigaddset(&block, SIGINT);
+	sigaddset(&block, SIGTERM);
+	sigaddset(&block, SIGHUP);
+	sigprocmask(SIG_BLOCK, &block, &old);
 	fflush(NULL);
 	pid_t pid = fork();
 	if (pid < 0) {
+		sigprocmask(SIG_SETMASK, &old, NULL);
 		if (out) {
 			close(pfd[0]);
 			close(pfd[1]);
@@ -208,7 +198,11 @@ static int spawn(char *const argv[], int forward, int quiet_stdout,
 	}
 	if (pid == 0) {
 		setpgid(0, 0);
+		signal(SIGINT, SIG_DFL);
+		signal(SIGTERM, SIG_DFL);
+		signal(SIGHUP, SIG_DFL);
 		signal(SIGPIPE, SIG_DFL);
+		sigprocmask(SIG_SETMASK, &old, NULL);
 		int nul = open("/dev/null", O_RDWR);
 		if (nul >= 0)
 			dup2(nul, 0);
@@ -226,30 +220,30 @@ static int spawn(char *const argv[], int forward, int quiet_stdout,
 	}
 	if (forward) {
 		forward_to = pid;
-		if (stop_sig) /* arrived between fork and here */
+		if (stop_sig) /* arrived before the fork */
 			kill(pid, stop_sig);
 	}
+	sigprocmask(SIG_SETMASK, &old, NULL);
 	if (out) {
 		size_t n = 0;
 		close(pfd[1]);
 		for (;;) {
-			ssize_t r = read(pfd[0], out + n, n + 1 < outlen ? outlen - n - 1 : 0);
+			size_t room = n + 1 < outlen ? outlen - n - 1 : 0;
+			char sink[256];
+			ssize_t r = room ? read(pfd[0], out + n, room)
+					 : read(pfd[0], sink, sizeof sink); /* drain */
 			if (r > 0) {
-				n += (size_t)r;
+				if (room)
+					n += (size_t)r;
 				continue;
 			}
 			if (r < 0 && errno == EINTR)
 				continue;
-			if (r > 0 || n + 1 >= outlen) { /* full: drain the rest */
-				char sink[256];
-				while (read(pfd[0], sink, sizeof sink) > 0)
-					;
-			}
 			break;
 		}
 		close(pfd[0]);
 		if (outlen)
-			out[n < outlen ? n : outlen - 1] = 0;
+			out[n] = 0;
 	}
 	int status = 0;
 	for (;;) {
@@ -284,7 +278,8 @@ static const char *first_line(char *out)
 
 /* ---- setup and teardown ------------------------------------------------- */
 
-static int make_image(struct setup *su, const struct opts *o)
+/* The directory for the image and the mount points, in $TMPDIR. */
+static int make_workdir(struct setup *su)
 {
 	const char *tmp = getenv("TMPDIR");
 	if (!tmp || !*tmp)
@@ -304,6 +299,14 @@ static int make_image(struct setup *su, const struct opts *o)
 	const char *dir = realpath(tmpl, real) && strlen(real) < 1000 ? real : tmpl;
 	snprintf(su->workdir, sizeof su->workdir, "%.1000s", dir);
 	su->workdir_made = 1;
+	return 0;
+}
+
+static int make_image(struct setup *su, const struct opts *o)
+{
+	const char *tmp = getenv("TMPDIR");
+	if (!tmp || !*tmp)
+		tmp = "/var/tmp";
 
 	struct statvfs vfs;
 	if (!statvfs(su->workdir, &vfs) &&
@@ -338,9 +341,12 @@ static int make_image(struct setup *su, const struct opts *o)
 		     rc == 127 ? "losetup not found" : first_line(out));
 		return -1;
 	}
-	const char *dev = first_line(out);
-	if (strncmp(dev, "/dev/", 5) || strlen(dev) >= sizeof su->loopdev) {
-		fail("losetup printed '%s', not a device", dev);
+	/* the device line; a warning (no direct IO on tmpfs) may come first */
+	char *dev = strstr(out, "/dev/");
+	if (dev)
+		dev[strcspn(dev, "\n")] = 0;
+	if (!dev || strlen(dev) >= sizeof su->loopdev) {
+		fail("losetup printed '%s', not a device", first_line(out));
 		return -1;
 	}
 	snprintf(su->loopdev, sizeof su->loopdev, "%s", dev);
@@ -623,6 +629,8 @@ static int run_target(const struct opts *o, const char *db, int64_t parent,
 	if (show)
 		fprintf(stderr, "compare: %s target: %s\n", target_label[t], target);
 	int rc = spawn(argv, 1, 1, NULL, 0);
+	if (show) /* the child's progress line may be left standing */
+		fprintf(stderr, "\r\033[K");
 	if (rc && !stop_sig)
 		fail("the %s run on %s failed (status %d; its reason is above)",
 		     target_label[t], target, rc);
@@ -1133,7 +1141,8 @@ static int parse_args(int argc, char **argv, struct opts *o)
 			     "be used with --device");
 			return -1;
 		}
-		if (parse_size(size, &o->image_size) || o->image_size < (64ull << 20)) {
+		if (fsp_parse_size(size, &o->image_size) ||
+		    (o->image_size &= ~((1ull << 20) - 1)) < (64ull << 20)) {
 			fail("bad --size '%s' (at least 64M, e.g. 512M or 2G)", size);
 			return -1;
 		}
@@ -1309,7 +1318,7 @@ int cmd_compare(int argc, char **argv)
 	memset(&su, 0, sizeof su);
 	int64_t cmp_run = -1, mount_run = 0;
 	su.device = o.device;
-	if (!o.device && make_image(&su, &o))
+	if (make_workdir(&su) || (!o.device && make_image(&su, &o)))
 		goto out;
 
 	char cmdline[4096];

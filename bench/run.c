@@ -33,8 +33,7 @@ static volatile sig_atomic_t run_stop;
 
 static void on_signal(int sig)
 {
-	(void)sig;
-	run_stop = 1;
+	run_stop = sig; /* exit status 128 + sig, as a shell reports it */
 }
 
 /* ---- command line ----------------------------------------------------------- */
@@ -386,6 +385,10 @@ static int check_against_target(struct fsp_params *p, const struct target *t)
 		}
 		p->span = room; /* a profile default adapts to a small target */
 	}
+	/* an existing file keeps its size unless a span was asked for */
+	if (!t->raw && !p->span_set && t->file_size > p->offset &&
+	    p->span > t->file_size - p->offset)
+		p->span = t->file_size - p->offset;
 	p->span -= p->span % p->bs;
 	if (p->span < p->bs) {
 		fprintf(stderr, "fsprism run: span: %s is smaller than one block\n", t->path);
@@ -456,13 +459,23 @@ static int target_open(struct target *t, const struct fsp_params *p, int quiet)
 	uint64_t end = p->offset + p->span;
 	if (fstat(t->fd, &st) != 0)
 		return 1;
-	int sparse = (uint64_t)st.st_blocks * 512 < end;
-	if ((uint64_t)st.st_size >= end && !sparse)
+	/*
+	 * Existing data is never overwritten here: only the part of the span
+	 * beyond the file's end is allocated and, for a job that reads, written.
+	 * A file with no block allocated at all (new, or made by truncate) holds
+	 * no data, so all of it is prepared.
+	 */
+	uint64_t old = (uint64_t)st.st_size;
+	int empty = st.st_blocks == 0;
+	if (old >= end && !(empty && reads))
 		return 0;
+	uint64_t from = empty ? 0 : (old + 4095) & ~4095ull;
+	if (from >= end) /* only a partial block to add: extending is enough */
+		return ftruncate(t->fd, (off_t)end) == 0 ? 0 : 1;
 	if (!quiet && isatty(2))
 		fprintf(stderr, "preparing %s: allocating %llu MiB%s\n", t->path,
-			(unsigned long long)(end >> 20), reads ? " and writing it" : "");
-	int rc = fallocate(t->fd, 0, 0, (off_t)end);
+			(unsigned long long)((end - from) >> 20), reads ? " and writing it" : "");
+	int rc = fallocate(t->fd, 0, (off_t)from, (off_t)(end - from));
 	if (rc != 0 && errno != EOPNOTSUPP && errno != ENOSYS) {
 		fprintf(stderr, "fsprism run: %s: cannot allocate %llu bytes: %s\n",
 			t->path, (unsigned long long)end, strerror(errno));
@@ -470,12 +483,11 @@ static int target_open(struct target *t, const struct fsp_params *p, int quiet)
 	}
 	/* no fallocate (e.g. some FUSE file systems): writing allocates */
 	if (rc != 0 || reads) {
-		uint64_t from = rc != 0 && !reads ? ((uint64_t)st.st_size & ~4095ull) : 0;
 		if (prefill(t->fd, from, end, &p->pattern) != 0) {
 			fprintf(stderr, "fsprism run: %s: cannot write %llu bytes: %s\n",
 				t->path, (unsigned long long)end,
 				run_stop ? "interrupted" : strerror(errno));
-			return run_stop ? 130 : 1;
+			return run_stop ? 128 + run_stop : 1;
 		}
 		if (fdatasync(t->fd) != 0) {
 			fprintf(stderr, "fsprism run: %s: fdatasync: %s\n", t->path, strerror(errno));
@@ -689,6 +701,7 @@ struct score {
 	double value;      /* MB/s or IOPS */
 	const char *unit;
 	const char *how;
+	char how_buf[64];
 	double tail, overall; /* fill */
 	int have;
 };
@@ -713,28 +726,33 @@ static double seg_rate(const struct fsp_params *p, const struct fsp_segment *g)
 	return mbps(g->bytes, g->ns);
 }
 
-static struct score compute_score(const struct fsp_params *p, const struct step *steps,
-				  unsigned nsteps)
+static void compute_score(const struct fsp_params *p, const struct step *steps,
+			  unsigned nsteps, struct score *sc)
 {
-	struct score sc = { 0 };
+	memset(sc, 0, sizeof(*sc));
 	double sum = 0;
 	unsigned n = 0;
-	sc.unit = p->iops_score ? "IOPS" : "MB/s";
+	sc->unit = p->iops_score ? "IOPS" : "MB/s";
 	switch (p->score) {
 	case FSP_SCORE_QD124:
-		sc.how = "mean of QD1, QD2, QD4";
+		strcpy(sc->how_buf, "mean of");
 		for (unsigned i = 0; i < nsteps; i++)
 			if (steps[i].ran && (steps[i].qd == 1 || steps[i].qd == 2 || steps[i].qd == 4)) {
+				size_t len = strlen(sc->how_buf);
+				snprintf(sc->how_buf + len, sizeof(sc->how_buf) - len, "%s QD%u",
+					 n ? "," : "", steps[i].qd);
 				sum += step_rate(p, &steps[i]);
 				n++;
 			}
-		if (n)
+		if (n) {
+			sc->how = sc->how_buf;
 			break;
-		sc.how = "mean over steps (no QD1/2/4 step)";
+		}
+		sc->how = "mean over steps (no QD1/2/4 step)";
 		/* fall through */
 	case FSP_SCORE_STEPS:
 		if (p->score == FSP_SCORE_STEPS)
-			sc.how = nsteps > 1 ? "mean over steps" : "the step";
+			sc->how = nsteps > 1 ? "mean over steps" : "the step";
 		for (unsigned i = 0; i < nsteps; i++)
 			if (steps[i].ran) {
 				sum += step_rate(p, &steps[i]);
@@ -742,7 +760,7 @@ static struct score compute_score(const struct fsp_params *p, const struct step 
 			}
 		break;
 	case FSP_SCORE_BURSTS:
-		sc.how = "mean over bursts";
+		sc->how = "mean over bursts";
 		for (unsigned i = 0; i < nsteps; i++)
 			for (size_t g = 0; steps[i].ran && g < steps[i].res.nsegments; g++) {
 				sum += seg_rate(p, &steps[i].res.segments[g]);
@@ -750,7 +768,7 @@ static struct score compute_score(const struct fsp_params *p, const struct step 
 			}
 		break;
 	case FSP_SCORE_FILL: {
-		sc.how = "mean of the tail";
+		sc->how = "mean of the tail";
 		uint64_t tb = 0, tn = 0, all_b = 0, all_n = 0;
 		for (unsigned i = 0; i < nsteps; i++) {
 			const struct fsp_step_result *r = &steps[i].res;
@@ -763,19 +781,18 @@ static struct score compute_score(const struct fsp_params *p, const struct step 
 				tn += r->segments[g].ns;
 			}
 		}
-		sc.tail = mbps(tb, tn);
-		sc.overall = mbps(all_b, all_n);
-		sc.unit = "MB/s";
-		sc.value = sc.tail;
-		sc.have = all_n > 0;
-		return sc;
+		sc->tail = mbps(tb, tn);
+		sc->overall = mbps(all_b, all_n);
+		sc->unit = "MB/s";
+		sc->value = sc->tail;
+		sc->have = all_n > 0;
+		return;
 	}
 	}
 	if (n) {
-		sc.value = sum / n;
-		sc.have = 1;
+		sc->value = sum / n;
+		sc->have = 1;
 	}
-	return sc;
 }
 
 static double us(uint64_t ns)
@@ -872,7 +889,7 @@ static void step_label(struct step *s, const struct fsp_params *p)
 		snprintf(s->label, sizeof(s->label), "qd=%u", s->qd);
 }
 
-/* Run every step; returns 0, 1 (IO error) or 130 (interrupted). */
+/* Run every step; returns 0, 1 (IO error) or 128+signal (130 for Ctrl-C). */
 static int run_steps(const struct run_opts *o, const struct fsp_params *p,
 		     const struct target *t, struct fsp_oplog *log, struct step *steps,
 		     unsigned nsteps)
@@ -919,7 +936,7 @@ static int run_steps(const struct run_opts *o, const struct fsp_params *p,
 	}
 	if (pr.shown)
 		fprintf(stderr, "\r%100s\r", "");
-	return run_stop ? 130 : 0;
+	return run_stop ? 128 + run_stop : 0;
 }
 
 int cmd_run(int argc, char **argv)
@@ -1017,7 +1034,7 @@ int cmd_run(int argc, char **argv)
 		rc = 1;
 	struct score sc = { 0 };
 	if (steps) {
-		sc = compute_score(&p, steps, nsteps);
+		compute_score(&p, steps, nsteps, &sc);
 		if (sc.have) {
 			set_attr_double(st, run, "score", sc.value);
 			fsp_store_set_attr(st, run, "score_unit", sc.unit);
@@ -1026,13 +1043,13 @@ int cmd_run(int argc, char **argv)
 				set_attr_double(st, run, "score_overall", sc.overall);
 		}
 	}
-	if (rc == 130)
+	if (rc > 128)
 		fsp_store_set_attr(st, run, "interrupted", "1");
 	else if (rc)
 		fsp_store_set_attr(st, run, "failed", "1");
 	if (steps && !o.quiet)
 		print_summary(&o, &p, &t, steps, nsteps, &sc);
-	if (rc == 130)
+	if (rc > 128)
 		printf("interrupted: ");
 	printf("run %lld stored in %s\n", (long long)run, o.db);
 	fflush(stdout);

@@ -135,8 +135,9 @@ const char *emu_alloc_policy_name(enum emu_alloc_policy policy)
 /*
  * Free runs are visited in policy order: next-fit starts at the frontier and
  * wraps, first-fit starts at 0. A run is found by its start; its end is
- * searched to the end of the store so a run straddling the frontier is seen
- * whole from its start.
+ * searched past the frontier (so a run straddling it is seen whole from its
+ * start) but no further than the caller needs: measuring the whole free
+ * tail of a large store for a one-block request would cost a scan of it.
  */
 struct run_iter {
 	const struct emu_alloc *a;
@@ -153,13 +154,15 @@ static void iter_init(struct run_iter *it, const struct emu_alloc *a)
 	it->pos = it->lo;
 }
 
-static int iter_next(struct run_iter *it, struct emu_run *r)
+/* the next free run, measured up to want blocks */
+static int iter_next(struct run_iter *it, uint64_t want, struct emu_run *r)
 {
 	const struct emu_alloc *a = it->a;
 	for (;;) {
 		uint64_t s = find_bit(a->used, it->pos, it->hi, 0);
 		if (s < it->hi) {
-			uint64_t e = find_bit(a->used, s, a->nblocks, 1);
+			uint64_t lim = want < a->nblocks - s ? s + want : a->nblocks;
+			uint64_t e = find_bit(a->used, s, lim, 1);
 			r->start = s;
 			r->len = e - s;
 			it->pos = e;
@@ -195,7 +198,7 @@ int64_t emu_alloc_get(struct emu_alloc *a, uint64_t n, struct emu_run *out,
 	if (n > a->nfree)
 		return -ENOSPC;
 	iter_init(&it, a);
-	while (iter_next(&it, &r)) {
+	while (iter_next(&it, n, &r)) {
 		if (r.len >= n) {
 			take(a, r.start, n);
 			out[0] = (struct emu_run){ r.start, n };
@@ -205,7 +208,7 @@ int64_t emu_alloc_get(struct emu_alloc *a, uint64_t n, struct emu_run *out,
 	}
 	/* No single run holds it: take runs in search order. */
 	iter_init(&it, a);
-	while (got < n && k < max_runs && iter_next(&it, &r)) {
+	while (got < n && k < max_runs && iter_next(&it, n - got, &r)) {
 		uint64_t len = r.len < n - got ? r.len : n - got;
 		take(a, r.start, len);
 		out[k++] = (struct emu_run){ r.start, len };

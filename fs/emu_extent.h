@@ -3,8 +3,12 @@
  * table of the copy-on-write emulation (issue 4).
  *
  * An extent map sends logical blocks of one file to physical blocks:
- * a sorted array of non-overlapping extents {lblk, pblk, len, txid}, found
- * by binary search. txid is the allocator transaction that wrote the
+ * non-overlapping extents {lblk, pblk, len, txid} kept in logical order in
+ * leaves of up to EMU_EMAP_LEAF extents, themselves in a sorted array of
+ * leaf pointers (a two-level B+-tree). Lookups are two binary searches;
+ * an edit moves at most one leaf's worth of extents plus leaf pointers, so
+ * a file fragmented into 100k extents still costs microseconds per write,
+ * not a 3 MB memmove. txid is the allocator transaction that wrote the
  * extent's blocks; it implements "a block moves at most once per open
  * transaction": a write to blocks whose txid is the open transaction lands
  * in place (nothing durable references them), a write to older blocks moves
@@ -35,9 +39,19 @@ struct emu_ext {
 	uint64_t txid;
 };
 
+#define EMU_EMAP_LEAF 64
+
+struct emu_emap_leaf {
+	uint32_t n;
+	struct emu_ext e[EMU_EMAP_LEAF];
+};
+
 struct emu_emap {
-	struct emu_ext *v;
-	size_t n, cap;
+	struct emu_emap_leaf **leaf; /* in logical order, none empty */
+	size_t nleaf, leaf_cap;
+	struct emu_emap_leaf **spare; /* preallocated, so edits never fail half-way */
+	size_t nspare, spare_cap;
+	size_t n;                     /* extents */
 	uint64_t max_len; /* longest extent built by merging; 0 = no limit */
 };
 
@@ -89,6 +103,15 @@ uint64_t emu_emap_lookup(const struct emu_emap *m, uint64_t lblk, uint64_t len,
 /* Extents stored (entries), and extents as FIEMAP would list them after
  * joining entries that are logically and physically contiguous. */
 size_t emu_emap_count(const struct emu_emap *m);
+/* The i-th stored extent (walks the leaves: for tests and tools). */
+int emu_emap_nth(const struct emu_emap *m, size_t i, struct emu_ext *out);
+/* Visit stored extents in logical order (e.g. to write map nodes); a
+ * non-zero return from fn stops the walk and is returned. */
+typedef int (*emu_ext_visit_fn)(void *ctx, const struct emu_ext *e);
+int emu_emap_foreach(const struct emu_emap *m, emu_ext_visit_fn fn, void *ctx);
+/* Structural self-check (order, no overlap, leaf fill, counts, max_len):
+ * 0 when sound, -EUCLEAN otherwise. */
+int emu_emap_check(const struct emu_emap *m);
 size_t emu_emap_count_physical(const struct emu_emap *m);
 uint64_t emu_emap_mapped_blocks(const struct emu_emap *m);
 /* One past the last mapped logical block (0 when empty). */

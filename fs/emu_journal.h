@@ -57,6 +57,37 @@ struct emu_io {
 
 const char *emu_io_kind_name(enum emu_io_kind kind);
 
+/*
+ * struct emu_io over a file descriptor (a block device or a file). pwrite
+ * and pread loop over short transfers; a short read (end of file) is -EIO.
+ * flush is fdatasync(fd). A FUA write goes to fua_fd when it is >= 0 (the
+ * caller opens it with O_DSYNC, which the kernel turns into a FUA write on
+ * devices that support it) and is otherwise emulated as pwrite + fdatasync.
+ */
+struct emu_fd_io {
+	int fd;
+	int fua_fd;
+};
+void emu_io_from_fd(struct emu_io *io, struct emu_fd_io *ctx, int fd, int fua_fd);
+
+/*
+ * Accounting wrapper: counts every IO passed to an inner struct emu_io by
+ * kind (writes, bytes; flushes under EMU_IO_FLUSH), FUA writes, reads, and
+ * writes that start exactly where the previous write ended (sequential at
+ * the device). Not thread-safe: one emulation instance serialises its IO
+ * issue, or each thread wraps its own.
+ */
+struct emu_io_acct {
+	struct emu_io inner;
+	uint64_t writes[EMU_IO_NKINDS]; /* writes[EMU_IO_FLUSH] counts flushes */
+	uint64_t bytes[EMU_IO_NKINDS];
+	uint64_t fua_writes;
+	uint64_t seq_writes;
+	uint64_t reads, read_bytes;
+	uint64_t last_end; /* end offset of the previous write (UINT64_MAX: none) */
+};
+void emu_io_acct_init(struct emu_io *io, struct emu_io_acct *acct, const struct emu_io *inner);
+
 /* CRC32C (Castagnoli, reflected, as iSCSI/ext4/btrfs): table driven.
  * crc32c of "123456789" is 0xe3069283. Start with crc = 0. */
 uint32_t emu_crc32c(uint32_t crc, const void *buf, size_t len);
@@ -128,7 +159,8 @@ uint32_t emu_journal_block_size(const struct emu_journal *j);
 /*
  * Write the open transaction. Returns its sequence number (> 0) via *seq, 0
  * on success; -ENOSPC when the log lacks room (the transaction stays open:
- * write the logged blocks home, emu_journal_checkpoint(), retry); -EINVAL
+ * write the logged blocks home, emu_journal_checkpoint(), retry); -EFBIG
+ * when it could never fit the log (split it); -EINVAL
  * when the journal still needs replay; an IO error otherwise (the journal is
  * then unusable until reopened and replayed). An empty transaction writes
  * nothing and returns seq 0.

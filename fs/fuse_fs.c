@@ -650,6 +650,13 @@ static void do_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t offset
 				e.attr.st_mode = (mode_t)d->entry->d_type << 12;
 			} else {
 				err = do_lookup(&o, n, name, &e);
+				if (err == ENOENT) {
+					/* removed since getdents: skip it, as ls would */
+					err = 0;
+					d->entry = NULL;
+					d->offset = next;
+					continue;
+				}
 				if (err)
 					break;
 			}

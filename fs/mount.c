@@ -300,6 +300,40 @@ static int validate_dir(const char *what, const char *arg, char *real, int need_
 	return 0;
 }
 
+/* The database must be creatable or writable: say so before forking. */
+static int check_db_path(const char *path)
+{
+	if (!path)
+		return 0; /* out of memory, reported by the caller */
+	if (access(path, F_OK) == 0) {
+		if (access(path, R_OK | W_OK) < 0) {
+			fprintf(stderr, "fsprism mount: database %s is not writable: %s\n", path,
+				strerror(errno));
+			return -1;
+		}
+		return 0;
+	}
+	char dir[PATH_MAX];
+	snprintf(dir, sizeof(dir), "%s", path);
+	char *slash = strrchr(dir, '/');
+	if (slash == dir)
+		slash[1] = '\0';
+	else if (slash)
+		*slash = '\0';
+	struct stat st;
+	if (stat(dir, &st) < 0 || !S_ISDIR(st.st_mode)) {
+		fprintf(stderr, "fsprism mount: cannot create database %s: directory %s does not exist\n",
+			path, dir);
+		return -1;
+	}
+	if (access(dir, W_OK) < 0) {
+		fprintf(stderr, "fsprism mount: cannot create database %s: %s\n", path,
+			strerror(errno));
+		return -1;
+	}
+	return 0;
+}
+
 static char *join_cmdline(int argc, char **argv)
 {
 	size_t len = 16;
@@ -455,6 +489,8 @@ static int parse_mount_args(int argc, char **argv, struct mount_opts *o)
 		if (o->log_path)
 			sprintf(o->log_path, "%s/%s", cwd, log);
 	}
+	if (check_db_path(o->log_path))
+		return 1;
 	o->cmdline = join_cmdline(argc, argv);
 	if (!o->log_path || !o->cmdline) {
 		fprintf(stderr, "fsprism mount: out of memory\n");

@@ -13,6 +13,7 @@
  * another: memory stays bounded by the peak number of live producers.
  * Contexts are freed only by fsp_oplog_close().
  */
+#include "config.h"
 #include <errno.h>
 #include <pthread.h>
 #include <stdatomic.h>
@@ -463,6 +464,7 @@ struct fsp_oplog *fsp_oplog_open(struct fsp_store *store, int64_t run_id,
 			errno = err;
 			return NULL;
 		}
+		pthread_setname_np(log->writer, "fsprism-writer");
 		log->writer_started = 1;
 	}
 	return log;

@@ -10,6 +10,18 @@
 # fusermount3 -u as well.
 . "$TESTS_SRCDIR/lib.sh"
 
+# The daemon's stderr is /dev/null: its sanitizer reports (sanitized builds)
+# go to files, checked at the end.
+ASAN_OPTIONS="${ASAN_OPTIONS:-}:log_path=$T/asan"; export ASAN_OPTIONS
+UBSAN_OPTIONS="${UBSAN_OPTIONS:-}:log_path=$T/ubsan"; export UBSAN_OPTIONS
+no_sanitizer_reports() {
+	if ls "$T"/asan.* "$T"/ubsan.* >/dev/null 2>&1; then
+		not_ok "sanitizer reports:"; cat "$T"/asan.* "$T"/ubsan.* 2>/dev/null | head -60
+	else
+		ok "no sanitizer reports"
+	fi
+}
+
 POSIX_OPS=$TESTS_BUILDDIR/posix_ops
 SRC=/usr/include/linux
 DB=$T/mount.db
@@ -150,4 +162,5 @@ done
 expect_eq "run closed after an external unmount" 1 "$(sqlite3 "$DB" "select ended_at is not null from runs order by id desc limit 1")"
 n=$(sqlite3 "$DB" "select count(*) from ops o join op_names n on o.op=n.op where n.name='read' and o.run=(select max(id) from runs)")
 check "reads stored after an external unmount ($n)" test "$n" -ge 100
+no_sanitizer_reports
 fsp_done

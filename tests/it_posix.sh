@@ -9,6 +9,18 @@
 # directory of the same file system. The two outputs must be identical.
 . "$TESTS_SRCDIR/lib.sh"
 
+# The daemon's stderr is /dev/null: its sanitizer reports (sanitized builds)
+# go to files, checked at the end.
+ASAN_OPTIONS="${ASAN_OPTIONS:-}:log_path=$T/asan"; export ASAN_OPTIONS
+UBSAN_OPTIONS="${UBSAN_OPTIONS:-}:log_path=$T/ubsan"; export UBSAN_OPTIONS
+no_sanitizer_reports() {
+	if ls "$T"/asan.* "$T"/ubsan.* >/dev/null 2>&1; then
+		not_ok "sanitizer reports:"; cat "$T"/asan.* "$T"/ubsan.* 2>/dev/null | head -60
+	else
+		ok "no sanitizer reports"
+	fi
+}
+
 POSIX_OPS=$TESTS_BUILDDIR/posix_ops
 chmod 755 "$T"   # other user ids must reach the directories below
 
@@ -50,4 +62,5 @@ if fsp_mount "$T/ext4/backing" "$T/mnt" --log "$T/posix.db" -o allow_other,defau
 else
 	not_ok "mount with allow_other,default_permissions"
 fi
+no_sanitizer_reports
 fsp_done

@@ -65,8 +65,6 @@ PROFILES="burst-randread sustained-randread burst-randwrite sustained-randwrite
 mixed-random burst-seqread sustained-seqread burst-seqwrite sustained-seqwrite
 mixed-seq fill"
 
-loops_before=$(losetup -a | wc -l)
-
 # ---- a raw loop device --------------------------------------------------
 RAW=$(fsp_loop_new 256M) || { not_ok "losetup"; fsp_done; exit 1; }
 fsp_track_loop "$RAW"
@@ -156,6 +154,36 @@ if run_ok "job file" "$T/job.ini" "$T/mnt/target" --quiet; then
 	r=$(q "SELECT read_ios * 10 / (read_ios + write_ios) FROM steps WHERE run=$RUN")
 	expect_eq "job file: 70% reads" 7 "$r"
 fi
+# existing files: data is never overwritten by the preparation, and a file
+# keeps its size unless --span asks for more
+printf precious >"$T/mnt/user"
+run_ok "read job on a file with data" sustained-seqread "$T/mnt/user" --qd=1 \
+	--time=100ms --span=8M --quiet
+expect_eq "existing data kept" precious "$(head -c 8 "$T/mnt/user")"
+truncate -s 16M "$T/mnt/small"
+run_ok "default span on a 16M file" sustained-randread "$T/mnt/small" --qd=1 \
+	--time=100ms --quiet
+expect_eq "span capped to the file" $((16 << 20)) \
+	"$(q "SELECT value FROM run_attrs WHERE run=$RUN AND key='span_bytes'")"
+expect_eq "file keeps its size" $((16 << 20)) "$(stat -c %s "$T/mnt/small")"
+
+# ---- a file on an fsprism mount of that ext4 -----------------------------------------
+mkdir -p "$T/mnt/back" "$T/fuse"
+if fsp_mount "$T/mnt/back" "$T/fuse" --log "$T/fuse.db" --record hist; then
+	for p in sustained-randread mixed-seq; do
+		if run_ok "fsprism mount: $p" "$p" "$T/fuse/target" --qd=1,4 $TINY; then
+			n=2 # qd 1 and 4
+			[ "$p" = mixed-seq ] && n=22 # x 11 mixes
+			check_run "$p" "$n"
+		fi
+	done
+	fsp_umount "$T/fuse" || not_ok "fsprism umount"
+	n=$(sqlite3 "$T/fuse.db" "SELECT sum(count) FROM hist WHERE layer=0 AND op=14")
+	if [ "${n:-0}" -gt 0 ]; then ok "the mount saw the run's writes ($n)"
+	else not_ok "the mount logged no writes"; fi
+else
+	not_ok "fsprism mount"
+fi
 umount "$T/mnt"
 
 # ---- refusals and bad input -----------------------------------------------------
@@ -219,6 +247,7 @@ else not_ok "interrupted run has $n steps"; fi
 
 # ---- nothing left behind ---------------------------------------------------------
 losetup -d "$RAW" "$DATA" "$FSDEV"
-expect_eq "no loop devices left" "$loops_before" "$(losetup -a | wc -l)"
+# (only ours: other tests may attach and detach their own meanwhile)
+expect_eq "no loop devices left" 0 "$(losetup -a | grep -c "$T/")"
 
 fsp_done

@@ -32,11 +32,14 @@ new_loop() {
 # EXPECTED_TEXT, device unchanged.
 refused() {
 	desc=$1 dev=$2 want=$3; shift 3
+	sync
+	runs_before=$(runs_stored)
 	before=$(md5sum < "$dev")
 	# shellcheck disable=SC2086
 	"$FSPRISM" run $JOB "$dev" --db "$T/s.db" "$@" >"$T/out" 2>"$T/err"
 	rc=$?
 	after=$(md5sum < "$dev")
+	runs_after=$(runs_stored)
 	msg=$(head -n 1 "$T/err")
 	if [ "$rc" -eq 0 ]; then
 		not_ok "$desc: was not refused"
@@ -48,7 +51,15 @@ refused() {
 		ok "$desc ($msg)"
 	fi
 	expect_eq "$desc: device unchanged" "$before" "$after"
+	expect_eq "$desc: no run stored" "$runs_before" "$runs_after"
 }
+
+runs_stored() {
+	if [ -e "$T/s.db" ]; then sqlite3 "$T/s.db" "SELECT count(*) FROM runs"; else echo 0; fi
+}
+
+# no lazy initialisation: a mounted, idle ext4 must not write on its own
+mkext4() { mkfs.ext4 -q -E lazy_itable_init=0,lazy_journal_init=0 "$1"; }
 
 accepted() {
 	desc=$1 dev=$2; shift 2
@@ -86,9 +97,11 @@ fi
 i=0
 while [ ! -b "${A}p1" ] && [ $i -lt 20 ]; do sleep 0.1; i=$((i + 1)); done
 if [ -b "${A}p1" ]; then
-	mkfs.ext4 -q "${A}p1"
+	mkext4 "${A}p1"
 	mkdir "$T/m1"
-	mount "${A}p1" "$T/m1" && fsp_track_mount "$T/m1"
+	# read-only: a read-write ext4 may touch its own metadata while mounted,
+	# which would blur the "device unchanged" check
+	mount -o ro,noload "${A}p1" "$T/m1" && fsp_track_mount "$T/m1"
 	refused "mounted partition" "$A" "mounted partition ${A}p1"
 	refused "mounted partition, --destroy-data" "$A" "mounted partition ${A}p1" --destroy-data
 	refused "the mounted partition itself" "${A}p1" "${A}p1 is mounted on $T/m1" --destroy-data
@@ -101,15 +114,15 @@ fi
 
 # (b) an ext4 signature, not mounted: refused, accepted with --destroy-data
 new_loop B
-mkfs.ext4 -q "$B"
+mkext4 "$B"
 refused "ext4 signature" "$B" "$B carries an ext4 file system signature"
 accepted "ext4 signature, --destroy-data" "$B" --destroy-data
 
 # (c) a mounted device: refused, also with --destroy-data
 new_loop C
-mkfs.ext4 -q "$C"
+mkext4 "$C"
 mkdir "$T/m3"
-mount "$C" "$T/m3" && fsp_track_mount "$T/m3"
+mount -o ro,noload "$C" "$T/m3" && fsp_track_mount "$T/m3"
 refused "mounted device" "$C" "$C is mounted on $T/m3"
 refused "mounted device, --destroy-data" "$C" "$C is mounted on $T/m3" --destroy-data
 umount "$T/m3"

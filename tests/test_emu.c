@@ -13,6 +13,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 #include <cmocka.h>
 
 #include "emu_alloc.h"
@@ -470,10 +471,19 @@ static void log_release(void *ctx, uint64_t pblk, uint64_t len, uint64_t txid)
 
 static void assert_ext(const struct emu_emap *m, size_t i, uint64_t l, uint64_t p, uint64_t len)
 {
-	assert_true(i < m->n);
-	assert_int_equal(m->v[i].lblk, l);
-	assert_int_equal(m->v[i].pblk, p);
-	assert_int_equal(m->v[i].len, len);
+	struct emu_ext e;
+	assert_int_equal(emu_emap_nth(m, i, &e), 0);
+	assert_int_equal(e.lblk, l);
+	assert_int_equal(e.pblk, p);
+	assert_int_equal(e.len, len);
+	assert_int_equal(emu_emap_check(m), 0);
+}
+
+static uint64_t ext_txid(const struct emu_emap *m, size_t i)
+{
+	struct emu_ext e;
+	assert_int_equal(emu_emap_nth(m, i, &e), 0);
+	return e.txid;
 }
 
 static void test_emap_split_merge(void **state)
@@ -617,11 +627,11 @@ static void test_emap_txid(void **state)
 	emu_emap_insert(&m, 20, 120, 5, 3, 6, NULL, NULL);
 	assert_int_equal(emu_emap_count(&m), 2); /* [0,10) is not touched */
 	assert_ext(&m, 1, 10, 110, 15);
-	assert_int_equal(m.v[1].txid, 5);
+	assert_int_equal(ext_txid(&m, 1), 5);
 	emu_emap_insert(&m, 5, 105, 10, 4, 6, NULL, NULL);
 	assert_int_equal(emu_emap_count(&m), 1);
 	assert_ext(&m, 0, 0, 100, 25);
-	assert_int_equal(m.v[0].txid, 5);
+	assert_int_equal(ext_txid(&m, 0), 5);
 	emu_emap_classify(&m, 12, 1, 6, &mp);
 	assert_int_equal(mp.kind, EMU_MAP_MOVE);
 	/* max_len splits long inserts and bounds merges */
@@ -634,6 +644,33 @@ static void test_emap_txid(void **state)
 	emu_emap_insert(&m, 20, 20, 4, 1, 1, NULL, NULL);
 	assert_int_equal(emu_emap_count(&m), 3);
 	assert_ext(&m, 2, 16, 16, 8);
+	emu_emap_free(&m);
+}
+
+/* leaves drained by punches are merged again, so a map that shrinks does
+ * not keep one leaf per surviving extent */
+static void test_emap_leaves(void **state)
+{
+	enum { N = 40 * EMU_EMAP_LEAF };
+	struct emu_emap m;
+	(void)state;
+	emu_emap_init(&m, 0);
+	for (uint64_t i = 0; i < N; i++) /* every other block: nothing merges */
+		assert_int_equal(emu_emap_insert(&m, 2 * i, 10 * i, 1, 1, 1, NULL, NULL), 0);
+	assert_int_equal(emu_emap_count(&m), N);
+	assert_true(m.nleaf >= N / EMU_EMAP_LEAF);
+	assert_int_equal(emu_emap_check(&m), 0);
+	for (uint64_t i = 0; i < N; i++)
+		if (i % EMU_EMAP_LEAF)
+			assert_int_equal(emu_emap_punch(&m, 2 * i, 1, NULL, NULL), 0);
+	assert_int_equal(emu_emap_count(&m), 40);
+	assert_int_equal(emu_emap_check(&m), 0);
+	assert_true(m.nleaf <= 2);
+	/* and the survivors are the right ones */
+	for (size_t i = 0; i < 40; i++)
+		assert_ext(&m, i, 2 * i * EMU_EMAP_LEAF, 10 * i * EMU_EMAP_LEAF, 1);
+	assert_int_equal(emu_emap_truncate(&m, 0, NULL, NULL), 0);
+	assert_int_equal(m.nleaf, 0);
 	emu_emap_free(&m);
 }
 
@@ -674,19 +711,26 @@ static int fiemap_cb(void *ctx, uint64_t l, uint64_t p, uint64_t len)
 
 static void test_emap_random_model(void **state)
 {
-	enum { L = 400 };
+	/* {logical blocks, max_len, longest op, steps}: the last one builds
+	 * hundreds of extents, so leaves split, drain and merge */
+	static const uint64_t variants[][4] = {
+		{ 400, 0, 24, 6000 }, { 400, 16, 24, 6000 }, { 4000, 0, 6, 4000 },
+	};
 	(void)state;
-	for (int variant = 0; variant < 2; variant++) {
-		uint64_t p[L], t[L], nextp = 10, cur = 1;
-		uint64_t exp_p[L], exp_t[L];
+	for (size_t variant = 0; variant < sizeof(variants) / sizeof(variants[0]); variant++) {
+		const uint64_t L = variants[variant][0], maxop = variants[variant][2];
+		uint64_t *p = malloc(L * sizeof(*p)), *t = malloc(L * sizeof(*t));
+		uint64_t *exp_p = malloc(L * sizeof(*p)), *exp_t = malloc(L * sizeof(*t));
+		uint64_t nextp = 10, cur = 1;
+		size_t most = 0;
 		struct emu_emap m;
 		struct flat_rel f = { malloc(L * sizeof(uint64_t)), malloc(L * sizeof(uint64_t)), 0, L };
-		emu_emap_init(&m, variant ? 16 : 0);
-		for (int i = 0; i < L; i++)
+		emu_emap_init(&m, variants[variant][1]);
+		for (uint64_t i = 0; i < L; i++)
 			p[i] = t[i] = UINT64_MAX;
 		rng_seed(1234 + (uint64_t)variant);
-		for (int step = 0; step < 6000; step++) {
-			uint64_t op = rnd(10), l = rnd(L), len = 1 + rnd(24), nexp = 0;
+		for (uint64_t step = 0; step < variants[variant][3]; step++) {
+			uint64_t op = rnd(10), l = rnd(L), len = 1 + rnd(maxop), nexp = 0;
 			if (l + len > L)
 				len = L - l;
 			f.n = 0;
@@ -719,7 +763,8 @@ static void test_emap_random_model(void **state)
 				}
 				assert_int_equal(emu_emap_punch(&m, l, len, flat_release, &f), 0);
 			} else if (op == 8) {
-				uint64_t nb = L - rnd(L / 4);
+				/* truncate (rarely deep, so the map can grow) */
+				uint64_t nb = L - rnd(rnd(64) ? L / 50 + 1 : L);
 				for (uint64_t i = nb; i < L; i++) {
 					if (p[i] != UINT64_MAX) {
 						exp_p[nexp] = p[i];
@@ -738,13 +783,9 @@ static void test_emap_random_model(void **state)
 				assert_int_equal(f.txid[i], exp_t[i]);
 			}
 			/* structure and lookups match the model */
-			for (size_t i = 0; i < m.n; i++) {
-				assert_true(m.v[i].len > 0);
-				if (m.max_len)
-					assert_true(m.v[i].len <= m.max_len);
-				if (i)
-					assert_true(m.v[i - 1].lblk + m.v[i - 1].len <= m.v[i].lblk);
-			}
+			assert_int_equal(emu_emap_check(&m), 0);
+			if (emu_emap_count(&m) > most)
+				most = emu_emap_count(&m);
 			for (uint64_t i = 0; i < L;) {
 				struct emu_map mp;
 				uint64_t n = emu_emap_classify(&m, i, L - i, cur, &mp);
@@ -766,9 +807,15 @@ static void test_emap_random_model(void **state)
 				assert_int_equal(c.runs, model_runs(p, L));
 			}
 		}
+		if (L > 1000)
+			assert_true(most > 8 * EMU_EMAP_LEAF); /* really many leaves */
 		emu_emap_free(&m);
 		free(f.pblk);
 		free(f.txid);
+		free(p);
+		free(t);
+		free(exp_p);
+		free(exp_t);
 	}
 }
 
@@ -1269,6 +1316,12 @@ static void test_journal_wrap(void **state)
 		assert_int_equal(seq, t);
 	}
 	assert_true(enospc >= 5);
+	/* a transaction larger than the whole log can never commit */
+	for (int i = 0; i < NJ; i++) {
+		fill_block(blk, 77, (uint64_t)i);
+		assert_int_equal(emu_journal_log(j, 1, blk), 0);
+	}
+	assert_int_equal(emu_journal_commit(j, NULL), -EFBIG);
 	assert_non_null(strstr(d.trace, "WWF")); /* a commit split at the wrap */
 	emu_journal_close(j);
 
@@ -1388,6 +1441,45 @@ static void test_journal_idempotent(void **state)
 	free(d.buf);
 }
 
+static int failing_apply(void *ctx, uint64_t seq, uint64_t tag, const void *block)
+{
+	int *calls = ctx;
+	(void)seq;
+	(void)tag;
+	(void)block;
+	return ++*calls == 2 ? -EIO : 0;
+}
+
+/* an apply error stops replay, is returned, and leaves the log as it was */
+static void test_journal_apply_error(void **state)
+{
+	struct memdev d;
+	struct emu_io io;
+	struct emu_journal_cfg cfg = jcfg(64, 1);
+	struct emu_journal *j;
+	struct emu_replay_report rep;
+	static struct home h;
+	int calls = 0;
+	(void)state;
+	md_init(&d, &io, JBASE_BLOCKS + 64);
+	memset(&h, 0, sizeof(h));
+	assert_int_equal(emu_journal_format(&io, &cfg, &j), 0);
+	commit_txn(j, NULL, 1, (uint64_t[]){ 1, 2 }, 2, 1);
+	emu_journal_close(j);
+	assert_int_equal(emu_journal_open(&io, &cfg, &j), 0);
+	md_reset_stats(&d);
+	assert_int_equal(emu_journal_replay(j, failing_apply, &calls, 1, &rep), -EIO);
+	assert_int_equal(d.writes[EMU_IO_JOURNAL], 0); /* no reset written */
+	log_txn(j, NULL, 2, (uint64_t[]){ 3 }, 1);
+	assert_int_equal(emu_journal_commit(j, NULL), -EINVAL); /* still needs replay */
+	assert_int_equal(emu_journal_replay(j, home_apply, &h, 1, &rep), 0);
+	assert_int_equal(rep.txns_replayed, 1);
+	assert_int_equal(h.applied, 2);
+	assert_int_equal(emu_journal_commit(j, NULL), 0);
+	emu_journal_close(j);
+	free(d.buf);
+}
+
 /* a re-format ignores the previous journal's transactions */
 static void test_journal_stale_uuid(void **state)
 {
@@ -1420,6 +1512,80 @@ static void test_journal_stale_uuid(void **state)
 	free(d.buf);
 }
 
+/* the same journal on a real file through the fd backend and the
+ * accounting wrapper; replay writes home through the same IO path */
+struct file_home {
+	const struct emu_io *io;
+	uint64_t home_base;
+	uint32_t bs;
+};
+
+static int file_apply(void *ctx, uint64_t seq, uint64_t tag, const void *block)
+{
+	struct file_home *fh = ctx;
+	(void)seq;
+	return fh->io->pwrite(fh->io->ctx, block, fh->bs, fh->home_base + tag * fh->bs,
+			      EMU_IO_METADATA, 0);
+}
+
+static void test_journal_on_file(void **state)
+{
+	enum { BS = 4096, NJB = 64, NTAG = 16 };
+	char path[] = "/tmp/test_emu_journal.XXXXXX";
+	struct emu_journal_cfg cfg = { BS, NJB, BS, 1, 0 };
+	struct emu_fd_io fdctx;
+	struct emu_io fdio, io;
+	struct emu_io_acct acct;
+	struct emu_journal *j;
+	struct emu_replay_report rep;
+	struct file_home fh = { &io, BS + NJB * BS, BS };
+	static uint8_t model[NTAG][BS], blk[BS];
+	int fd = mkstemp(path);
+	(void)state;
+
+	assert_true(fd >= 0);
+	unlink(path); /* removed whatever happens next */
+	memset(model, 0, sizeof(model));
+	assert_int_equal(ftruncate(fd, (off_t)(fh.home_base + NTAG * BS)), 0);
+	emu_io_from_fd(&fdio, &fdctx, fd, -1);
+	emu_io_acct_init(&io, &acct, &fdio);
+	assert_int_equal(emu_journal_format(&io, &cfg, &j), 0);
+	for (uint64_t t = 1; t <= 5; t++) {
+		for (uint64_t i = 0; i < t; i++) {
+			uint64_t tag = (t * 3 + i) % NTAG;
+			for (int b = 0; b < BS; b++)
+				blk[b] = (uint8_t)(t * 11 + i * 5 + (uint64_t)b);
+			assert_int_equal(emu_journal_log(j, tag, blk), 0);
+			memcpy(model[tag], blk, BS);
+		}
+		assert_int_equal(emu_journal_commit(j, NULL), 0);
+	}
+	emu_journal_close(j);
+	/* superblock + 5 x (body, commit); every write continues the last */
+	assert_int_equal(acct.writes[EMU_IO_JOURNAL], 11);
+	assert_int_equal(acct.bytes[EMU_IO_JOURNAL], (uint64_t)(1 + 5 * 2 + 15) * BS);
+	assert_int_equal(acct.writes[EMU_IO_FLUSH], 5);
+	assert_int_equal(acct.fua_writes, 6);
+	assert_int_equal(acct.seq_writes, 10);
+
+	/* recover from the file alone */
+	emu_io_acct_init(&io, &acct, &fdio);
+	assert_int_equal(emu_journal_open(&io, &cfg, &j), 0);
+	assert_int_equal(emu_journal_replay(j, file_apply, &fh, 1, &rep), 0);
+	assert_int_equal(rep.txns_replayed, 5);
+	assert_int_equal(rep.blocks_replayed, 15);
+	assert_int_equal(acct.writes[EMU_IO_METADATA], 15);
+	assert_int_equal(acct.reads, 1 + 5 * 2 + 15 + 1); /* sb, txns, end probe */
+	emu_journal_close(j);
+	for (int t = 0; t < NTAG; t++) {
+		assert_int_equal(pread(fd, blk, BS, (off_t)(fh.home_base + (uint64_t)t * BS)), BS);
+		assert_memory_equal(blk, model[t], BS);
+	}
+	/* a read past the end of the file is an error, not zeros */
+	assert_int_equal(fdio.pread(fdio.ctx, blk, BS, fh.home_base + NTAG * BS), -EIO);
+	close(fd);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -1433,6 +1599,7 @@ int main(void)
 		cmocka_unit_test(test_emap_lookup_holes),
 		cmocka_unit_test(test_emap_truncate_punch),
 		cmocka_unit_test(test_emap_txid),
+		cmocka_unit_test(test_emap_leaves),
 		cmocka_unit_test(test_emap_random_model),
 		cmocka_unit_test(test_refs),
 		cmocka_unit_test(test_crc32c),
@@ -1444,6 +1611,8 @@ int main(void)
 		cmocka_unit_test(test_journal_checkpoint_partial),
 		cmocka_unit_test(test_journal_idempotent),
 		cmocka_unit_test(test_journal_stale_uuid),
+		cmocka_unit_test(test_journal_apply_error),
+		cmocka_unit_test(test_journal_on_file),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

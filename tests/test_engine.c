@@ -242,6 +242,97 @@ static void engine_mixed_seq_real_io(void **state)
 	assert_int_equal(rmdir(dir), 0);
 }
 
+/* A step on an O_DIRECT temp file without records; skips without O_DIRECT. */
+static int run_file_step(struct fsp_step_spec *spec, uint64_t file_size,
+			 struct fsp_step_result *res)
+{
+	char path[] = "/var/tmp/fsp-test-step.XXXXXX", err[256];
+	int fd = mkstemp(path);
+	assert_true(fd >= 0);
+	close(fd);
+	fd = open(path, O_RDWR | O_DIRECT);
+	unlink(path);
+	if (fd < 0)
+		return -1;
+	assert_int_equal(ftruncate(fd, (off_t)file_size), 0);
+	spec->fd = fd;
+	int rc = fsp_engine_step(spec, res, err, sizeof(err));
+	if (rc != 0)
+		fail_msg("step failed: %s", err);
+	close(fd);
+	return 0;
+}
+
+static void engine_bursts_and_segments(void **state)
+{
+	(void)state;
+	volatile sig_atomic_t stop = 0;
+	struct fsp_step_result res;
+	/* 64 KiB in bursts of 16 KiB: four bursts, each a segment row */
+	struct fsp_step_spec burst = {
+		.bs = 4096, .qd = 2, .read_pct = 0, .access = FSP_ACCESS_RANDOM,
+		.seed = 5, .span_size = 1 << 20, .bytes = 64 << 10, .burst = 16 << 10,
+		.duty = 90, .pattern = { FSP_PATTERN_ZEROS, 100 }, .stop = &stop,
+	};
+	if (run_file_step(&burst, 1 << 20, &res) != 0)
+		skip();
+	assert_int_equal(res.write_ios, 16);
+	assert_int_equal(res.read_ios, 0);
+	assert_int_equal(res.nsegments, 4);
+	uint64_t busy = 0;
+	for (size_t i = 0; i < res.nsegments; i++) {
+		assert_int_equal(res.segments[i].bytes, 16 << 10);
+		assert_int_equal(res.segments[i].offset, i * (16 << 10));
+		busy += res.segments[i].ns;
+	}
+	assert_int_equal(busy, res.busy_ns); /* idle is not busy time */
+	assert_true(res.ended_ns - res.started_ns >= res.busy_ns);
+	fsp_step_result_free(&res);
+
+	/* a fill of 1 MiB in 256 KiB segments, sequential, QD 8 */
+	struct fsp_step_spec fill = {
+		.bs = 65536, .qd = 8, .read_pct = 0, .access = FSP_ACCESS_SEQ,
+		.seed = 1, .span_off = 1 << 20, .span_size = 1 << 20,
+		.bytes = 1 << 20, .segment = 256 << 10, .duty = 100,
+		.timeline_ns = 1000000000ull,
+		.pattern = { FSP_PATTERN_RANDOM, 0 }, .stop = &stop,
+	};
+	if (run_file_step(&fill, 2 << 20, &res) != 0)
+		skip();
+	assert_int_equal(res.write_bytes, 1 << 20);
+	assert_int_equal(res.nsegments, 4);
+	for (size_t i = 0; i < res.nsegments; i++) {
+		assert_int_equal(res.segments[i].offset, (1 << 20) + i * (256 << 10));
+		assert_int_equal(res.segments[i].bytes, 256 << 10);
+	}
+	uint64_t tl_bytes = 0;
+	for (size_t i = 0; i < res.ntimeline; i++)
+		tl_bytes += res.timeline[i].write_bytes;
+	assert_int_equal(tl_bytes, 1 << 20); /* every completion in the timeline */
+	fsp_step_result_free(&res);
+
+	/* a time limit ends a step with no byte limit; the stop flag too */
+	struct fsp_step_spec timed = {
+		.bs = 4096, .qd = 4, .read_pct = 100, .access = FSP_ACCESS_RANDOM,
+		.seed = 2, .span_size = 1 << 20, .time_ns = 20000000ull, .duty = 100,
+		.pattern = { FSP_PATTERN_RANDOM, 0 }, .stop = &stop,
+	};
+	if (run_file_step(&timed, 1 << 20, &res) != 0)
+		skip();
+	assert_true(res.busy_ns >= timed.time_ns);
+	assert_true(res.read_ios > 0);
+	assert_false(res.interrupted);
+	fsp_step_result_free(&res);
+	stop = 1;
+	timed.time_ns = 0;
+	timed.bytes = 1ull << 40;
+	if (run_file_step(&timed, 1 << 20, &res) != 0)
+		skip();
+	assert_true(res.interrupted);
+	assert_int_equal(res.read_ios, 0);
+	fsp_step_result_free(&res);
+}
+
 /* ---- duty cycle -------------------------------------------------------------- */
 
 static void duty_cycle_arithmetic(void **state)
@@ -527,6 +618,7 @@ int main(void)
 		cmocka_unit_test(mix_ratio_exact),
 		cmocka_unit_test(mixed_sequential_shares_one_offset),
 		cmocka_unit_test(engine_mixed_seq_real_io),
+		cmocka_unit_test(engine_bursts_and_segments),
 		cmocka_unit_test(duty_cycle_arithmetic),
 		cmocka_unit_test(pattern_compressibility),
 		cmocka_unit_test(pattern_refresh_defeats_dedup),

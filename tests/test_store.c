@@ -23,6 +23,7 @@
 #include <dirent.h>
 #include <cmocka.h>
 #include "schema.h"
+#include "stats.h"
 #include "store.h"
 
 static char tmpdir[64];
@@ -413,6 +414,13 @@ static void test_hist_roundtrip(void **state)
 	/* bins carry their bucket bounds */
 	assert_int_equal(q_int(fsp_store_db(st),
 		"SELECT count(*) FROM hist_bins WHERE hi_ns < lo_ns"), 0);
+	/* the helper compare uses reads the same quantiles */
+	double us = -1;
+	assert_int_equal(fsp_stats_quantile_us(fsp_store_db(st), run, 3, FSP_OP_READ,
+					       FSP_LAYER_BACKING, 0.99, &us), 0);
+	assert_true(us == (double)fsp_hist_quantile(h, 0.99) / 1e3);
+	assert_int_equal(fsp_stats_quantile_us(fsp_store_db(st), run, 3, FSP_OP_WRITE,
+					       FSP_LAYER_BACKING, 0.99, &us), 1);
 	assert_int_equal(fsp_store_load_hist(st, run, 3, FSP_OP_READ, FSP_LAYER_LAYER,
 					     back, &bytes, &errors), 0);
 	assert_int_equal(back->count, 0);
