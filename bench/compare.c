@@ -1004,6 +1004,13 @@ static void report(FILE *out, struct fsp_store *st, const struct opts *o,
 		if (tr[t].run)
 			load_target(st, h, &tr[t]);
 	}
+	int measured = 0;
+	for (int t = 0; t < T__COUNT; t++)
+		measured += tr[t].nrows;
+	if (!measured) { /* failed or interrupted before any step */
+		free(h);
+		return;
+	}
 	char sz[32];
 	fmt_size(o->image_size, sz, sizeof sz);
 	fprintf(out, "\nfsprism compare: profile %s on %s (%s%s), %s; compare run %"
@@ -1405,9 +1412,13 @@ out:
 	if (teardown(&su))
 		rc = 1;
 	if (cmp_run > 0) {
+		if (stop_sig)
+			fsp_store_set_attr(st, cmp_run, "interrupted", "1");
+		else if (rc)
+			fsp_store_set_attr(st, cmp_run, "failed", "1");
 		fsp_store_end_run(st, cmp_run, 0, 0);
-		if (!rc)
-			report(stdout, st, &o, su.device, cmp_run, mount_run);
+		/* also after Ctrl-C or a failure: what was measured is shown */
+		report(stdout, st, &o, su.device, cmp_run, mount_run);
 	}
 	if (stop_sig) {
 		fail("interrupted by signal %d; everything it set up was removed",

@@ -879,7 +879,8 @@ static void step_label(struct step *s, const struct fsp_params *p)
 {
 	if (p->fill)
 		snprintf(s->label, sizeof(s->label), "fill");
-	else if (p->nmix > 1 && p->nqd > 1)
+	else if ((p->nmix > 1 && p->nqd > 1) ||
+		 (p->nmix == 1 && s->read_pct % 100 != 0))
 		snprintf(s->label, sizeof(s->label), "qd=%u mix=%u/%u", s->qd,
 			 s->read_pct, 100 - s->read_pct);
 	else if (p->nmix > 1)

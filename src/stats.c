@@ -300,6 +300,7 @@ static void print_table(const struct run_hdr *h, const struct op_row *rows,
 		fprintf(out, "\nno operations in this run's histograms\n");
 		return;
 	}
+	fprintf(out, "latencies in microseconds; total = backing + layer (fsprism's own work)\n");
 	fprintf(out, "\n%-15s %9s %10s %8s %6s %-7s", "op", "count", "bytes", "MB/s",
 		"errors", "layer");
 	fprintf(out, " %8s", "mean");

@@ -132,4 +132,15 @@ mount "$D" "$T/m" && fsp_track_mount "$T/m"
 bad "mounted device, --destroy-data" "$D is mounted" --device "$D" --destroy-data
 umount "$T/m"
 
+# ---- --device: the ext4 on it is overwritten with --destroy-data ----
+"$FSPRISM" compare --db "$T/d.db" --device "$D" --destroy-data --targets raw,fs \
+	--time=200ms --span=32M >"$T/dout" 2>"$T/derr"
+rc=$?
+expect_eq "compare --device --destroy-data exits 0" 0 "$rc"
+[ "$rc" -eq 0 ] || cat "$T/derr"
+expect_eq "--device: raw and ext4 rows for 11 mixes" "11 11" \
+	"$(grep -c "^  raw " "$T/dout") $(grep -c "^  ext4 " "$T/dout")"
+check "--device: nothing of compare mounted" sh -c "! grep -q '$D' /proc/mounts"
+nothing_left "compare --device"
+
 fsp_done

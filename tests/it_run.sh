@@ -71,7 +71,7 @@ fsp_track_loop "$RAW"
 
 for p in $PROFILES; do
 	extra=
-	[ "$p" = fill ] && extra="--segment=16M --tail=32M"
+	[ "$p" = fill ] && extra="--segment=16M --tail=32M --time=0"
 	if run_ok "raw: $p" "$p" "$RAW" --destroy-data $TINY $extra; then
 		check_run "$p" "$(steps_of "$p")"
 	fi
@@ -128,7 +128,7 @@ fsp_track_mount "$T/mnt"
 mount "$FSDEV" "$T/mnt" || not_ok "mount ext4"
 for p in $PROFILES; do
 	extra=
-	[ "$p" = fill ] && extra="--segment=16M --tail=32M"
+	[ "$p" = fill ] && extra="--segment=16M --tail=32M --time=0"
 	if run_ok "ext4 file: $p" "$p" "$T/mnt/target" $TINY $extra; then
 		check_run "$p" "$(steps_of "$p")"
 	fi
