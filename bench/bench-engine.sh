@@ -4,7 +4,9 @@
 # so that drift (thermal, other load) hits both alike.
 #
 # Jobs: 4 KiB random read QD1 and QD32, 128 KiB sequential read QD1,
-# 50/50 mixed sequential 128 KiB QD1 (fio rw=rw, one shared offset).
+# 50/50 mixed sequential 128 KiB QD1 (fio rw=rw, one shared offset). QD32
+# runs twice: against fio's defaults (one io_submit per IO) and against fio
+# told to batch submissions the way fsprism's engine does.
 # Per job and round: IOPS, p50 latency (fio: `lat`, submission to
 # completion, like fsprism's), CPU time per IO (user+system of the process
 # doing the IO; fio: usr_cpu+sys_cpu of the job). Prints every round, then
@@ -20,7 +22,7 @@ FSPRISM=${1:-./fsprism}
 ROUNDS=${ROUNDS:-3}
 SECS=${SECS:-5}
 SIZE=${SIZE:-1G}
-JOBS=${JOBS:-"randread-4k-qd1 randread-4k-qd32 seqread-128k-qd1 mixseq-128k-qd1"}
+JOBS=${JOBS:-"randread-4k-qd1 randread-4k-qd32 randread-4k-qd32-batch seqread-128k-qd1 mixseq-128k-qd1"}
 
 [ "$(id -u)" = 0 ] || { echo "bench-engine.sh: needs root (loop device)" >&2; exit 1; }
 command -v fio >/dev/null || { echo "bench-engine.sh: fio not found" >&2; exit 1; }
@@ -50,6 +52,9 @@ fio_args() {
 	case $1 in
 	randread-4k-qd1)  echo "--rw=randread --bs=4k --iodepth=1 --norandommap" ;;
 	randread-4k-qd32) echo "--rw=randread --bs=4k --iodepth=32 --norandommap" ;;
+	# fio submitting like fsprism does: every free slot in one io_submit
+	randread-4k-qd32-batch) echo "--rw=randread --bs=4k --iodepth=32 --norandommap" \
+		"--iodepth_batch_submit=32 --iodepth_batch_complete_max=32" ;;
 	seqread-128k-qd1) echo "--rw=read --bs=128k --iodepth=1" ;;
 	mixseq-128k-qd1)  echo "--rw=rw --rwmixread=50 --bs=128k --iodepth=1" ;;
 	esac
@@ -57,7 +62,7 @@ fio_args() {
 fsp_args() {
 	case $1 in
 	randread-4k-qd1)  echo "sustained-randread --qd=1" ;;
-	randread-4k-qd32) echo "sustained-randread --qd=32" ;;
+	randread-4k-qd32*) echo "sustained-randread --qd=32" ;;
 	seqread-128k-qd1) echo "sustained-seqread --qd=1" ;;
 	mixseq-128k-qd1)  echo "mixed-seq --mix=50 --duty=100" ;;
 	esac
@@ -97,7 +102,7 @@ run_fsp() {
 
 echo "# bench-engine: fio vs fsprism run on $DEV (RAM-backed, $SIZE), $ROUNDS rounds of ${SECS}s"
 echo "# $(uname -r), $(nproc) CPUs, $(fio --version), $("$FSPRISM" version)"
-printf "%-18s %5s %-8s %10s %10s %10s %10s\n" job round tool IOPS p50r_us p50w_us cpu_ns/io
+printf "%-22s %5s %-8s %10s %10s %10s %10s\n" job round tool IOPS p50r_us p50w_us cpu_ns/io
 : >"$W/results"
 for round in $(seq 1 "$ROUNDS"); do
 	for job in $JOBS; do
@@ -107,7 +112,7 @@ for round in $(seq 1 "$ROUNDS"); do
 			if [ "$tool" = fio ]; then r=$(run_fio "$job"); else r=$(run_fsp "$job"); fi
 			echo "$job $round $tool $r" >>"$W/results"
 			# shellcheck disable=SC2086
-			printf "%-18s %5s %-8s %10s %10s %10s %10s\n" "$job" "$round" "$tool" $r
+			printf "%-22s %5s %-8s %10s %10s %10s %10s\n" "$job" "$round" "$tool" $r
 		done
 	done
 done
@@ -115,7 +120,7 @@ done
 # Ratios fsprism/fio per round, then their median over rounds.
 echo
 echo "# ratios fsprism/fio (median over rounds; target IOPS >= 1.00, p50 within 0.95..1.05, CPU/IO <= 1.00)"
-printf "%-18s %8s %8s %8s %10s\n" job IOPS p50r p50w cpu/io
+printf "%-22s %8s %8s %8s %10s\n" job IOPS p50r p50w cpu/io
 for job in $JOBS; do
 	awk -v job="$job" '
 	$1 == job { k = $2; if ($3 == "fio") { fi[k] = $4; fr[k] = $5; fw[k] = $6; fc[k] = $7 }
@@ -131,7 +136,7 @@ for job in $JOBS; do
 			rw[n] = fw[k] > 0 ? sw[k] / fw[k] : 0;
 			rc[n] = fc[k] > 0 ? sc[k] / fc[k] : 0 }
 		mr = median(rr, n); mw = median(rw, n)
-		printf "%-18s %8.3f %8s %8s %10.3f\n", job, median(ri, n),
+		printf "%-22s %8.3f %8s %8s %10.3f\n", job, median(ri, n),
 			(mr > 0 ? sprintf("%.3f", mr) : "-"), (mw > 0 ? sprintf("%.3f", mw) : "-"),
 			median(rc, n) }' "$W/results"
 done

@@ -540,10 +540,11 @@ static int prefill_raw(const char *dev, const struct fsp_params *p,
 	uint64_t span = p->span;
 	if (span_arg[0])
 		span = strtoull(span_arg + strlen("--span="), NULL, 10);
-	if (p->offset >= dev_size)
-		return 0; /* run reports it */
+	if (p->offset >= dev_size || p->offset % 4096)
+		return 0; /* run reports what is wrong with it */
 	if (!span || span > dev_size - p->offset)
 		span = dev_size - p->offset;
+	span &= ~4095ull; /* whole O_DIRECT blocks */
 	const size_t chunk = 1u << 20;
 	uint64_t *buf;
 	if (posix_memalign((void **)&buf, 4096, chunk))
@@ -1250,181 +1251,206 @@ static void install_signals(void)
 	signal(SIGPIPE, SIG_IGN); /* a closed stdout must not skip cleanup */
 }
 
-static void join_args(int argc, char **argv, char *buf, size_t len)
-{
-	size_t n = 0;
-	buf[0] = 0;
-	for (int i = 0; i < argc && n + 1 < len; i++)
-		n += (size_t)snprintf(buf + n, len - n, "%s%s", i ? " " : "", argv[i]);
-}
 
-int cmd_compare(int argc, char **argv)
-{
+/* Everything one compare invocation works with. */
+struct compare {
 	struct opts o;
 	struct fsp_params params;
-	int prc = parse_args(argc, argv, &o);
-	if (prc)
-		return prc > 0 ? 0 : 2;
-	if (validate_params(&o, &params))
-		return 2;
+	struct setup su;
+	struct fsp_store *st;
+	char db[2 * PATH_MAX + 2];
+	uint64_t dev_size;
+	int64_t run, mount_run;
+	int show;                 /* progress on a terminal */
+};
 
+/* Checks that need no setup: root, tools, the device. Returns 0 or 1. */
+static int preflight(struct compare *c)
+{
+	const struct opts *o = &c->o;
 	if (geteuid() != 0) {
 		fail("must run as root (it attaches loop devices, makes and mounts "
 		     "file systems)");
 		return 1;
 	}
 	char mkfs[64];
-	snprintf(mkfs, sizeof mkfs, "mkfs.%s", o.fs);
-	if ((o.want[T_FS] || o.want[T_FSPRISM]) && !have_program(mkfs)) {
-		fail("%s not found (needed for --fs %s)", mkfs, o.fs);
+	snprintf(mkfs, sizeof mkfs, "mkfs.%s", o->fs);
+	if ((o->want[T_FS] || o->want[T_FSPRISM]) && !have_program(mkfs)) {
+		fail("%s not found (needed for --fs %s)", mkfs, o->fs);
 		return 1;
 	}
-	if (!o.device && !have_program("losetup")) {
+	if (!o->device && !have_program("losetup")) {
 		fail("losetup not found (needed for the temporary image)");
 		return 1;
 	}
-	uint64_t dev_size = o.image_size;
-	if (o.device) {
+	c->dev_size = o->image_size;
+	if (o->device) {
 		char err[1024];
 		unsigned lbs;
-		if (fsp_target_check_raw_write(o.device, o.destroy_data, err,
+		if (fsp_target_check_raw_write(o->device, o->destroy_data, err,
 					       sizeof err)) {
 			fail("%s", err);
 			return 1;
 		}
-		if (fsp_target_geometry(o.device, &dev_size, &lbs)) {
-			fail("cannot get the size of %s: %s", o.device, strerror(errno));
+		if (fsp_target_geometry(o->device, &c->dev_size, &lbs)) {
+			fail("cannot get the size of %s: %s", o->device, strerror(errno));
 			return 1;
 		}
 	}
-	choose_span(&params, dev_size, o.span_arg, sizeof o.span_arg);
-
 	/* absolute: the mount daemon does not run in our directory */
-	char db[2 * PATH_MAX + 2];
-	if (o.db[0] == '/') {
-		snprintf(db, sizeof db, "%s", o.db);
+	if (o->db[0] == '/') {
+		snprintf(c->db, sizeof c->db, "%s", o->db);
 	} else {
 		char cwd[PATH_MAX];
 		if (!getcwd(cwd, sizeof cwd)) {
 			fail("cannot get the current directory: %s", strerror(errno));
 			return 1;
 		}
-		snprintf(db, sizeof db, "%s/%s", cwd, o.db);
+		snprintf(c->db, sizeof c->db, "%s/%s", cwd, o->db);
 	}
+	return 0;
+}
+
+/* The compare's own runs row and attributes. Returns 0 or -1. */
+static int record_compare(struct compare *c, int argc, char **argv)
+{
+	char options[4096];
+	int n = snprintf(options, sizeof options, "fsprism");
+	for (int i = 0; i < argc && n > 0 && (size_t)n < sizeof options; i++)
+		n += snprintf(options + n, sizeof options - (size_t)n, " %s", argv[i]);
+	struct fsp_run_info info = {
+		.kind = "compare", .options = options,
+		.backing_path = c->su.device, .backing_device = c->su.device,
+		.backing_fstype = c->o.fs, .label = "compare",
+	};
+	c->run = fsp_store_begin_run(c->st, &info);
+	if (c->run < 0) {
+		fail("cannot record the compare run in %s", c->db);
+		return -1;
+	}
+	fsp_store_set_attr(c->st, c->run, "profile", c->o.profile);
+	fsp_store_set_attr(c->st, c->run, "fs", c->o.fs);
+	fsp_store_set_attr(c->st, c->run, "device", c->su.device);
+	if (!c->o.device) {
+		char sz[32];
+		snprintf(sz, sizeof sz, "%" PRIu64, c->o.image_size);
+		fsp_store_set_attr(c->st, c->run, "image", c->su.image);
+		fsp_store_set_attr(c->st, c->run, "image_size", sz);
+	}
+	return 0;
+}
+
+/* The fsprism target: mount, adopt the mount's run, measure, unmount. */
+static int measure_fsprism(struct compare *c)
+{
+	sqlite3 *db = fsp_store_db(c->st);
+	struct setup *su = &c->su;
+	if (mount_fsprism(su, c->db))
+		return -1;
+	for (int i = 0; i < 30 && !c->mount_run; i++) {
+		c->mount_run = find_mount_run(db, su->backing, c->run);
+		if (!c->mount_run)
+			sleep_ms(100);
+	}
+	if (c->mount_run)
+		adopt_mount_run(db, c->mount_run, c->run);
+	char file[PATH_MAX + 16];
+	snprintf(file, sizeof file, "%s/target.dat", su->fusedir);
+	int r = run_target(&c->o, c->db, c->run, T_FSPRISM, file, c->show);
+	unlink(file);
+	/* wait until the daemon has stored every record */
+	if (umount_fsprism(su)) {
+		fail("fsprism umount %s failed; the FUSE log may be incomplete",
+		     su->fusedir);
+		return -1;
+	}
+	if (!c->mount_run) {
+		c->mount_run = find_mount_run(db, su->backing, c->run);
+		if (c->mount_run)
+			adopt_mount_run(db, c->mount_run, c->run);
+	}
+	return r;
+}
+
+/* raw, then mkfs, fs, fsprism; stops at the first failure or signal. */
+static int measure(struct compare *c)
+{
+	const struct opts *o = &c->o;
+	struct setup *su = &c->su;
+	if (o->want[T_RAW] && !stop_sig) {
+		if (params_read(&c->params) &&
+		    prefill_raw(su->device, &c->params, o->span_arg, c->dev_size,
+				c->show))
+			return -1;
+		if (!stop_sig &&
+		    run_target(o, c->db, c->run, T_RAW, su->device, c->show))
+			return -1;
+	}
+	if ((o->want[T_FS] || o->want[T_FSPRISM]) && !stop_sig && make_fs(su, o))
+		return -1;
+	if (o->want[T_FS] && !stop_sig) {
+		char file[PATH_MAX + 16];
+		snprintf(file, sizeof file, "%s/target.dat", su->fsdir);
+		int r = run_target(o, c->db, c->run, T_FS, file, c->show);
+		unlink(file); /* room for the fsprism target's file */
+		if (r)
+			return -1;
+	}
+	if (o->want[T_FSPRISM] && !stop_sig && measure_fsprism(c))
+		return -1;
+	return stop_sig ? -1 : 0;
+}
+
+int cmd_compare(int argc, char **argv)
+{
+	static struct compare c; /* large; one per process */
+	memset(&c, 0, sizeof c);
+	int prc = parse_args(argc, argv, &c.o);
+	if (prc)
+		return prc > 0 ? 0 : 2;
+	if (validate_params(&c.o, &c.params))
+		return 2;
+	if (preflight(&c))
+		return 1;
+	choose_span(&c.params, c.dev_size, c.o.span_arg, sizeof c.o.span_arg);
+
 	char err[1024];
-	struct fsp_store *st = fsp_store_open(db, err, sizeof err);
-	if (!st) {
+	c.st = fsp_store_open(c.db, err, sizeof err);
+	if (!c.st) {
 		fail("%s", err);
 		return 1;
 	}
-	sqlite3 *sdb = fsp_store_db(st);
-
 	install_signals();
+	c.su.device = c.o.device;
+	c.show = !c.o.quiet && isatty(2);
 	int rc = 1;
-	struct setup su;
-	memset(&su, 0, sizeof su);
-	int64_t cmp_run = -1, mount_run = 0;
-	su.device = o.device;
-	if (make_workdir(&su) || (!o.device && make_image(&su, &o)))
+	if (make_workdir(&c.su) || (!c.o.device && make_image(&c.su, &c.o)) ||
+	    record_compare(&c, argc, argv))
 		goto out;
-
-	char cmdline[4096];
-	join_args(argc, argv, cmdline, sizeof cmdline);
-	char options[4200];
-	snprintf(options, sizeof options, "compare%s%s", argc > 1 ? " " : "",
-		 argc > 1 ? strchr(cmdline, ' ') + 1 : "");
-	struct fsp_run_info info = {
-		.kind = "compare", .options = options,
-		.backing_path = su.device, .backing_device = su.device,
-		.backing_fstype = o.fs, .label = "compare",
-	};
-	cmp_run = fsp_store_begin_run(st, &info);
-	if (cmp_run < 0) {
-		fail("cannot record the compare run in %s", db);
-		goto out;
-	}
-	fsp_store_set_attr(st, cmp_run, "profile", o.profile);
-	fsp_store_set_attr(st, cmp_run, "fs", o.fs);
-	fsp_store_set_attr(st, cmp_run, "device", su.device);
-	if (!o.device) {
-		char sz[32];
-		snprintf(sz, sizeof sz, "%" PRIu64, o.image_size);
-		fsp_store_set_attr(st, cmp_run, "image", su.image);
-		fsp_store_set_attr(st, cmp_run, "image_size", sz);
-	}
-
-	int show = !o.quiet && isatty(2);
-	if (show)
+	if (c.show)
 		fprintf(stderr, "fsprism compare: profile %s on %s, %s, db %s\n",
-			o.profile, su.device, o.fs, db);
-
-	if (o.want[T_RAW] && !stop_sig) {
-		if (params_read(&params) &&
-		    prefill_raw(su.device, &params, o.span_arg, dev_size, show))
-			goto out;
-		if (!stop_sig &&
-		    run_target(&o, db, cmp_run, T_RAW, su.device, show))
-			goto out;
-	}
-	if ((o.want[T_FS] || o.want[T_FSPRISM]) && !stop_sig) {
-		if (make_fs(&su, &o))
-			goto out;
-	}
-	if (o.want[T_FS] && !stop_sig) {
-		char file[PATH_MAX + 16];
-		snprintf(file, sizeof file, "%s/target.dat", su.fsdir);
-		int r = run_target(&o, db, cmp_run, T_FS, file, show);
-		unlink(file); /* room for the fsprism target's file */
-		if (r)
-			goto out;
-	}
-	if (o.want[T_FSPRISM] && !stop_sig) {
-		if (mount_fsprism(&su, db))
-			goto out;
-		for (int i = 0; i < 30 && !mount_run; i++) {
-			mount_run = find_mount_run(sdb, su.backing, cmp_run);
-			if (!mount_run)
-				sleep_ms(100);
-		}
-		if (mount_run)
-			adopt_mount_run(sdb, mount_run, cmp_run);
-		char file[PATH_MAX + 16];
-		snprintf(file, sizeof file, "%s/target.dat", su.fusedir);
-		int r = run_target(&o, db, cmp_run, T_FSPRISM, file, show);
-		unlink(file);
-		/* wait until the daemon has stored every record */
-		if (umount_fsprism(&su)) {
-			fail("fsprism umount %s failed; the FUSE log may be incomplete",
-			     su.fusedir);
-			goto out;
-		}
-		if (!mount_run) {
-			mount_run = find_mount_run(sdb, su.backing, cmp_run);
-			if (mount_run)
-				adopt_mount_run(sdb, mount_run, cmp_run);
-		}
-		if (r)
-			goto out;
-	}
-	if (!stop_sig)
+			c.o.profile, c.su.device, c.o.fs, c.db);
+	if (!measure(&c))
 		rc = 0;
-out:
-	if (teardown(&su))
+out:;
+	int torn = teardown(&c.su);
+	if (torn)
 		rc = 1;
-	if (cmp_run > 0) {
+	if (c.run > 0) {
 		if (stop_sig)
-			fsp_store_set_attr(st, cmp_run, "interrupted", "1");
+			fsp_store_set_attr(c.st, c.run, "interrupted", "1");
 		else if (rc)
-			fsp_store_set_attr(st, cmp_run, "failed", "1");
-		fsp_store_end_run(st, cmp_run, 0, 0);
+			fsp_store_set_attr(c.st, c.run, "failed", "1");
+		fsp_store_end_run(c.st, c.run, 0, 0);
 		/* also after Ctrl-C or a failure: what was measured is shown */
-		report(stdout, st, &o, su.device, cmp_run, mount_run);
+		report(stdout, c.st, &c.o, c.su.device, c.run, c.mount_run);
 	}
 	if (stop_sig) {
-		fail("interrupted by signal %d; everything it set up was removed",
-		     (int)stop_sig);
+		fail("interrupted by signal %d; %s", (int)stop_sig, torn ?
+		     "see above for what could not be removed" :
+		     "everything it set up was removed");
 		rc = 1;
 	}
-	fsp_store_close(st);
+	fsp_store_close(c.st);
 	return rc;
 }

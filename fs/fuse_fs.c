@@ -62,6 +62,7 @@ struct fsp_fs {
 
 struct op {
 	struct fsp_fs *fs;
+	uint64_t node;     /* backing inode number, for the record */
 	uint64_t start;
 	uint64_t backing;
 	uint64_t total;
@@ -72,6 +73,7 @@ struct op {
 static inline void op_begin(struct op *o, fuse_req_t req)
 {
 	o->fs = fuse_req_userdata(req);
+	o->node = 0;
 	o->timing = o->fs->timing;
 	o->backing = 0;
 	o->total = 0;
@@ -97,9 +99,8 @@ static inline void op_end(struct op *o)
 		o->total = fsp_now_ns() - o->start;
 }
 
-static inline void op_log(struct op *o, int opcode, uint64_t node,
-			  uint64_t offset, uint64_t length, uint64_t bytes,
-			  int err)
+static inline void op_log(struct op *o, int opcode, uint64_t offset,
+			  uint64_t length, uint64_t bytes, int err)
 {
 	if (!o->timing || !o->fs->log)
 		return;
@@ -107,7 +108,7 @@ static inline void op_log(struct op *o, int opcode, uint64_t node,
 		.start_ns = o->start,
 		.total_ns = o->total,
 		.backing_ns = o->backing < o->total ? o->backing : o->total,
-		.node = node,
+		.node = o->node,
 		.offset = offset,
 		.length = length > UINT32_MAX ? UINT32_MAX : (uint32_t)length,
 		.pid = o->pid,
@@ -120,12 +121,11 @@ static inline void op_log(struct op *o, int opcode, uint64_t node,
 }
 
 /* Reply with an error (or 0) and log the request. */
-static void finish_err(struct op *o, fuse_req_t req, int opcode, uint64_t node,
-		       int err)
+static void finish_err(struct op *o, fuse_req_t req, int opcode, int err)
 {
 	op_end(o);
 	fuse_reply_err(req, err);
-	op_log(o, opcode, node, 0, 0, 0, err);
+	op_log(o, opcode, 0, 0, 0, err);
 }
 
 /* ---- helpers ---- */
@@ -133,6 +133,18 @@ static void finish_err(struct op *o, fuse_req_t req, int opcode, uint64_t node,
 static inline struct fsp_inode *node_of(struct op *o, fuse_ino_t ino)
 {
 	return fsp_inode_of(o->fs->itable, ino);
+}
+
+/*
+ * The node a request addresses; its inode number is kept for the record
+ * now, because once the reply is sent the kernel may FORGET the node (a
+ * write-back WRITE can even race with its FORGET) and it may be freed.
+ */
+static inline struct fsp_inode *op_node(struct op *o, fuse_ino_t ino)
+{
+	struct fsp_inode *n = fsp_inode_of(o->fs->itable, ino);
+	o->node = n->ino;
+	return n;
 }
 
 /* File handles: the backing fd, plus bit 32 for "opened O_DIRECT". */
@@ -257,7 +269,7 @@ static int do_lookup(struct op *o, struct fsp_inode *parent, const char *name,
 }
 
 static void reply_entry_or_err(struct op *o, fuse_req_t req, int opcode,
-			       uint64_t node, int err, struct fuse_entry_param *e)
+			       int err, struct fuse_entry_param *e)
 {
 	op_end(o);
 	if (err)
@@ -265,7 +277,7 @@ static void reply_entry_or_err(struct op *o, fuse_req_t req, int opcode,
 	else if (fuse_reply_entry(req, e) == -ENOENT)
 		/* interrupted: the kernel will not count this lookup */
 		fsp_itable_forget(o->fs->itable, fsp_inode_of(o->fs->itable, e->ino), 1);
-	op_log(o, opcode, node, 0, 0, 0, err);
+	op_log(o, opcode, 0, 0, 0, err);
 }
 
 /* ---- session ---- */
@@ -299,22 +311,21 @@ static void fs_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
 {
 	struct op o;
 	op_begin(&o, req);
-	struct fsp_inode *p = node_of(&o, parent);
+	struct fsp_inode *p = op_node(&o, parent);
 	struct fuse_entry_param e;
 	int err = do_lookup(&o, p, name, &e);
-	reply_entry_or_err(&o, req, FSP_OP_LOOKUP, p->ino, err, &e);
+	reply_entry_or_err(&o, req, FSP_OP_LOOKUP, err, &e);
 }
 
 static void fs_forget(fuse_req_t req, fuse_ino_t ino, uint64_t nlookup)
 {
 	struct op o;
 	op_begin(&o, req);
-	struct fsp_inode *n = node_of(&o, ino);
-	uint64_t node = n->ino;
+	struct fsp_inode *n = op_node(&o, ino);
 	fsp_itable_forget(o.fs->itable, n, nlookup);
 	op_end(&o);
 	fuse_reply_none(req);
-	op_log(&o, FSP_OP_FORGET, node, 0, nlookup, 0, 0);
+	op_log(&o, FSP_OP_FORGET, 0, nlookup, 0, 0);
 }
 
 static void fs_forget_multi(fuse_req_t req, size_t count,
@@ -327,7 +338,7 @@ static void fs_forget_multi(fuse_req_t req, size_t count,
 				  forgets[i].nlookup);
 	op_end(&o);
 	fuse_reply_none(req);
-	op_log(&o, FSP_OP_FORGET, 0, 0, count, 0, 0);
+	op_log(&o, FSP_OP_FORGET, 0, count, 0, 0);
 }
 
 static void fs_mknod_common(fuse_req_t req, int opcode, fuse_ino_t parent,
@@ -336,7 +347,7 @@ static void fs_mknod_common(fuse_req_t req, int opcode, fuse_ino_t parent,
 {
 	struct op o;
 	op_begin(&o, req);
-	struct fsp_inode *p = node_of(&o, parent);
+	struct fsp_inode *p = op_node(&o, parent);
 	int sw = as_caller(o.fs, req);
 	int res;
 	if (link)
@@ -350,7 +361,7 @@ static void fs_mknod_common(fuse_req_t req, int opcode, fuse_ino_t parent,
 	struct fuse_entry_param e;
 	if (!err)
 		err = do_lookup(&o, p, name, &e);
-	reply_entry_or_err(&o, req, opcode, p->ino, err, &e);
+	reply_entry_or_err(&o, req, opcode, err, &e);
 }
 
 static void fs_mknod(fuse_req_t req, fuse_ino_t parent, const char *name,
@@ -376,32 +387,32 @@ static void fs_link(fuse_req_t req, fuse_ino_t ino, fuse_ino_t newparent,
 {
 	struct op o;
 	op_begin(&o, req);
-	struct fsp_inode *n = node_of(&o, ino);
+	struct fsp_inode *n = op_node(&o, ino);
 	struct fsp_inode *p = node_of(&o, newparent);
 	int res = BACKING(&o, linkat(n->fd, "", p->fd, newname, AT_EMPTY_PATH));
 	int err = res < 0 ? errno : 0;
 	struct fuse_entry_param e;
 	if (!err)
 		err = do_lookup(&o, p, newname, &e);
-	reply_entry_or_err(&o, req, FSP_OP_LINK, n->ino, err, &e);
+	reply_entry_or_err(&o, req, FSP_OP_LINK, err, &e);
 }
 
 static void fs_unlink(fuse_req_t req, fuse_ino_t parent, const char *name)
 {
 	struct op o;
 	op_begin(&o, req);
-	struct fsp_inode *p = node_of(&o, parent);
+	struct fsp_inode *p = op_node(&o, parent);
 	int res = BACKING(&o, unlinkat(p->fd, name, 0));
-	finish_err(&o, req, FSP_OP_UNLINK, p->ino, res < 0 ? errno : 0);
+	finish_err(&o, req, FSP_OP_UNLINK, res < 0 ? errno : 0);
 }
 
 static void fs_rmdir(fuse_req_t req, fuse_ino_t parent, const char *name)
 {
 	struct op o;
 	op_begin(&o, req);
-	struct fsp_inode *p = node_of(&o, parent);
+	struct fsp_inode *p = op_node(&o, parent);
 	int res = BACKING(&o, unlinkat(p->fd, name, AT_REMOVEDIR));
-	finish_err(&o, req, FSP_OP_RMDIR, p->ino, res < 0 ? errno : 0);
+	finish_err(&o, req, FSP_OP_RMDIR, res < 0 ? errno : 0);
 }
 
 static void fs_rename(fuse_req_t req, fuse_ino_t parent, const char *name,
@@ -410,17 +421,17 @@ static void fs_rename(fuse_req_t req, fuse_ino_t parent, const char *name,
 {
 	struct op o;
 	op_begin(&o, req);
-	struct fsp_inode *p = node_of(&o, parent);
+	struct fsp_inode *p = op_node(&o, parent);
 	struct fsp_inode *np = node_of(&o, newparent);
 	int res = BACKING(&o, renameat2(p->fd, name, np->fd, newname, flags));
-	finish_err(&o, req, FSP_OP_RENAME, p->ino, res < 0 ? errno : 0);
+	finish_err(&o, req, FSP_OP_RENAME, res < 0 ? errno : 0);
 }
 
 static void fs_readlink(fuse_req_t req, fuse_ino_t ino)
 {
 	struct op o;
 	op_begin(&o, req);
-	struct fsp_inode *n = node_of(&o, ino);
+	struct fsp_inode *n = op_node(&o, ino);
 	char buf[PATH_MAX + 1];
 	ssize_t len = BACKING(&o, readlinkat(n->fd, "", buf, sizeof(buf)));
 	int err = len < 0 ? errno : (len == (ssize_t)sizeof(buf) ? ENAMETOOLONG : 0);
@@ -431,7 +442,7 @@ static void fs_readlink(fuse_req_t req, fuse_ino_t ino)
 		buf[len] = '\0';
 		fuse_reply_readlink(req, buf);
 	}
-	op_log(&o, FSP_OP_READLINK, n->ino, 0, 0, err ? 0 : (uint64_t)len, err);
+	op_log(&o, FSP_OP_READLINK, 0, 0, err ? 0 : (uint64_t)len, err);
 }
 
 /* ---- attributes ---- */
@@ -451,7 +462,7 @@ static void fs_getattr(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi
 {
 	struct op o;
 	op_begin(&o, req);
-	struct fsp_inode *n = node_of(&o, ino);
+	struct fsp_inode *n = op_node(&o, ino);
 	struct stat st;
 	int err = stat_node(&o, n, fi, &st);
 	op_end(&o);
@@ -459,7 +470,7 @@ static void fs_getattr(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi
 		fuse_reply_err(req, err);
 	else
 		fuse_reply_attr(req, &st, o.fs->attr_timeout);
-	op_log(&o, FSP_OP_GETATTR, n->ino, 0, 0, 0, err);
+	op_log(&o, FSP_OP_GETATTR, 0, 0, 0, err);
 }
 
 static void fs_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr,
@@ -467,7 +478,7 @@ static void fs_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr,
 {
 	struct op o;
 	op_begin(&o, req);
-	struct fsp_inode *n = node_of(&o, ino);
+	struct fsp_inode *n = op_node(&o, ino);
 	/* Directory handles hold a DIR *, not an fd: use the node for those. */
 	int fd = (fi && n->type == S_IFREG) ? fh_fd(fi) : -1;
 	char path[64];
@@ -529,7 +540,7 @@ out:;
 		fuse_reply_err(req, err);
 	else
 		fuse_reply_attr(req, &st, o.fs->attr_timeout);
-	op_log(&o, FSP_OP_SETATTR, n->ino, (valid & FUSE_SET_ATTR_SIZE) ? (uint64_t)attr->st_size : 0,
+	op_log(&o, FSP_OP_SETATTR, (valid & FUSE_SET_ATTR_SIZE) ? (uint64_t)attr->st_size : 0,
 	       0, 0, err);
 }
 
@@ -537,18 +548,18 @@ static void fs_access(fuse_req_t req, fuse_ino_t ino, int mask)
 {
 	struct op o;
 	op_begin(&o, req);
-	struct fsp_inode *n = node_of(&o, ino);
+	struct fsp_inode *n = op_node(&o, ino);
 	char path[64];
 	proc_path(path, sizeof(path), n->fd);
 	int res = BACKING(&o, faccessat(AT_FDCWD, path, mask, AT_EACCESS));
-	finish_err(&o, req, FSP_OP_ACCESS, n->ino, res < 0 ? errno : 0);
+	finish_err(&o, req, FSP_OP_ACCESS, res < 0 ? errno : 0);
 }
 
 static void fs_statfs(fuse_req_t req, fuse_ino_t ino)
 {
 	struct op o;
 	op_begin(&o, req);
-	struct fsp_inode *n = node_of(&o, ino);
+	struct fsp_inode *n = op_node(&o, ino);
 	struct statvfs sv;
 	int res = BACKING(&o, fstatvfs(n->fd, &sv));
 	int err = res < 0 ? errno : 0;
@@ -557,7 +568,7 @@ static void fs_statfs(fuse_req_t req, fuse_ino_t ino)
 		fuse_reply_err(req, err);
 	else
 		fuse_reply_statfs(req, &sv);
-	op_log(&o, FSP_OP_STATFS, n->ino, 0, 0, 0, err);
+	op_log(&o, FSP_OP_STATFS, 0, 0, 0, err);
 }
 
 /* ---- directories ---- */
@@ -572,7 +583,7 @@ static void fs_opendir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi
 {
 	struct op o;
 	op_begin(&o, req);
-	struct fsp_inode *n = node_of(&o, ino);
+	struct fsp_inode *n = op_node(&o, ino);
 	int err = 0;
 	struct dirh *d = calloc(1, sizeof(*d));
 	if (!d) {
@@ -601,7 +612,7 @@ out:
 		closedir(d->dp);
 		free(d);
 	}
-	op_log(&o, FSP_OP_OPENDIR, n->ino, 0, 0, 0, err);
+	op_log(&o, FSP_OP_OPENDIR, 0, 0, 0, err);
 }
 
 static int is_dot_or_dotdot(const char *name)
@@ -614,7 +625,7 @@ static void do_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t offset
 {
 	struct op o;
 	op_begin(&o, req);
-	struct fsp_inode *n = node_of(&o, ino);
+	struct fsp_inode *n = op_node(&o, ino);
 	struct dirh *d = (struct dirh *)(uintptr_t)fi->fh;
 	int err = 0;
 	char *buf = malloc(size);
@@ -689,12 +700,11 @@ static void do_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t offset
 		fuse_reply_err(req, err);
 	else
 		fuse_reply_buf(req, buf, size - rem);
-	op_log(&o, plus ? FSP_OP_READDIRPLUS : FSP_OP_READDIR, n->ino,
-	       (uint64_t)offset, size, size - rem, err);
+	op_log(&o, plus ? FSP_OP_READDIRPLUS : FSP_OP_READDIR, (uint64_t)offset, size, size - rem, err);
 	free(buf);
 	return;
 out:
-	finish_err(&o, req, plus ? FSP_OP_READDIRPLUS : FSP_OP_READDIR, n->ino, err);
+	finish_err(&o, req, plus ? FSP_OP_READDIRPLUS : FSP_OP_READDIR, err);
 }
 
 static void fs_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t offset,
@@ -713,11 +723,11 @@ static void fs_releasedir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info 
 {
 	struct op o;
 	op_begin(&o, req);
-	struct fsp_inode *n = node_of(&o, ino);
+	op_node(&o, ino);
 	struct dirh *d = (struct dirh *)(uintptr_t)fi->fh;
 	BACKING(&o, closedir(d->dp));
 	free(d);
-	finish_err(&o, req, FSP_OP_RELEASEDIR, n->ino, 0);
+	finish_err(&o, req, FSP_OP_RELEASEDIR, 0);
 }
 
 static void fs_fsyncdir(fuse_req_t req, fuse_ino_t ino, int datasync,
@@ -725,11 +735,11 @@ static void fs_fsyncdir(fuse_req_t req, fuse_ino_t ino, int datasync,
 {
 	struct op o;
 	op_begin(&o, req);
-	struct fsp_inode *n = node_of(&o, ino);
+	op_node(&o, ino);
 	struct dirh *d = (struct dirh *)(uintptr_t)fi->fh;
 	int fd = dirfd(d->dp);
 	int res = BACKING(&o, datasync ? fdatasync(fd) : fsync(fd));
-	finish_err(&o, req, FSP_OP_FSYNCDIR, n->ino, res < 0 ? errno : 0);
+	finish_err(&o, req, FSP_OP_FSYNCDIR, res < 0 ? errno : 0);
 }
 
 /* ---- files ---- */
@@ -751,7 +761,7 @@ static void fs_create(fuse_req_t req, fuse_ino_t parent, const char *name,
 {
 	struct op o;
 	op_begin(&o, req);
-	struct fsp_inode *p = node_of(&o, parent);
+	struct fsp_inode *p = op_node(&o, parent);
 	int flags = backing_flags(o.fs, fi->flags) | O_CREAT;
 	int sw = as_caller(o.fs, req);
 	int fd = BACKING(&o, openat(p->fd, name, flags, mode));
@@ -773,14 +783,14 @@ static void fs_create(fuse_req_t req, fuse_ino_t parent, const char *name,
 			fsp_itable_forget(o.fs->itable, node_of(&o, e.ino), 1);
 		}
 	}
-	op_log(&o, FSP_OP_CREATE, p->ino, 0, 0, 0, err);
+	op_log(&o, FSP_OP_CREATE, 0, 0, 0, err);
 }
 
 static void fs_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
 	struct op o;
 	op_begin(&o, req);
-	struct fsp_inode *n = node_of(&o, ino);
+	struct fsp_inode *n = op_node(&o, ino);
 	char path[64];
 	proc_path(path, sizeof(path), n->fd);
 	int flags = backing_flags(o.fs, fi->flags) & ~O_CREAT;
@@ -794,7 +804,7 @@ static void fs_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 		if (fuse_reply_open(req, fi) == -ENOENT)
 			close(fd);
 	}
-	op_log(&o, FSP_OP_OPEN, n->ino, 0, 0, 0, err);
+	op_log(&o, FSP_OP_OPEN, 0, 0, 0, err);
 }
 
 static void fs_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
@@ -802,7 +812,7 @@ static void fs_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 {
 	struct op o;
 	op_begin(&o, req);
-	struct fsp_inode *n = node_of(&o, ino);
+	op_node(&o, ino);
 	ssize_t got;
 	int err = 0;
 	void *buf = thread_buf(o.fs, size);
@@ -821,7 +831,7 @@ static void fs_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 		fuse_reply_err(req, err);
 	else
 		fuse_reply_buf(req, buf, (size_t)got);
-	op_log(&o, FSP_OP_READ, n->ino, (uint64_t)off, size,
+	op_log(&o, FSP_OP_READ, (uint64_t)off, size,
 	       got > 0 ? (uint64_t)got : 0, err);
 }
 
@@ -830,7 +840,7 @@ static void fs_write_buf(fuse_req_t req, fuse_ino_t ino, struct fuse_bufvec *in,
 {
 	struct op o;
 	op_begin(&o, req);
-	struct fsp_inode *n = node_of(&o, ino);
+	op_node(&o, ino);
 	size_t size = fuse_buf_size(in);
 	ssize_t res;
 	int err = 0;
@@ -871,7 +881,7 @@ out:
 		fuse_reply_err(req, err);
 	else
 		fuse_reply_write(req, (size_t)res);
-	op_log(&o, FSP_OP_WRITE, n->ino, (uint64_t)off, size,
+	op_log(&o, FSP_OP_WRITE, (uint64_t)off, size,
 	       err ? 0 : (uint64_t)res, err);
 }
 
@@ -895,7 +905,7 @@ static void fs_flush(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
 	struct op o;
 	op_begin(&o, req);
-	struct fsp_inode *n = node_of(&o, ino);
+	struct fsp_inode *n = op_node(&o, ino);
 	/* POSIX: any close by the owner releases its locks on the file. */
 	if (n->lockfds)
 		drop_lock_owner(&o, n, fi->lock_owner);
@@ -903,16 +913,16 @@ static void fs_flush(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 	 * (NFS: write back, report errors) do so now, as on the backing dir. */
 	int dupfd = BACKING(&o, dup(fh_fd(fi)));
 	int res = dupfd < 0 ? -1 : BACKING(&o, close(dupfd));
-	finish_err(&o, req, FSP_OP_FLUSH, n->ino, res < 0 ? errno : 0);
+	finish_err(&o, req, FSP_OP_FLUSH, res < 0 ? errno : 0);
 }
 
 static void fs_release(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
 	struct op o;
 	op_begin(&o, req);
-	struct fsp_inode *n = node_of(&o, ino);
+	op_node(&o, ino);
 	BACKING(&o, close(fh_fd(fi)));
-	finish_err(&o, req, FSP_OP_RELEASE, n->ino, 0);
+	finish_err(&o, req, FSP_OP_RELEASE, 0);
 }
 
 static void fs_fsync(fuse_req_t req, fuse_ino_t ino, int datasync,
@@ -920,10 +930,10 @@ static void fs_fsync(fuse_req_t req, fuse_ino_t ino, int datasync,
 {
 	struct op o;
 	op_begin(&o, req);
-	struct fsp_inode *n = node_of(&o, ino);
+	op_node(&o, ino);
 	int fd = fh_fd(fi);
 	int res = BACKING(&o, datasync ? fdatasync(fd) : fsync(fd));
-	finish_err(&o, req, FSP_OP_FSYNC, n->ino, res < 0 ? errno : 0);
+	finish_err(&o, req, FSP_OP_FSYNC, res < 0 ? errno : 0);
 }
 
 static void fs_fallocate(fuse_req_t req, fuse_ino_t ino, int mode, off_t offset,
@@ -931,12 +941,12 @@ static void fs_fallocate(fuse_req_t req, fuse_ino_t ino, int mode, off_t offset,
 {
 	struct op o;
 	op_begin(&o, req);
-	struct fsp_inode *n = node_of(&o, ino);
+	op_node(&o, ino);
 	int res = BACKING(&o, fallocate(fh_fd(fi), mode, offset, length));
 	int err = res < 0 ? errno : 0;
 	op_end(&o);
 	fuse_reply_err(req, err);
-	op_log(&o, FSP_OP_FALLOCATE, n->ino, (uint64_t)offset, (uint64_t)length, 0, err);
+	op_log(&o, FSP_OP_FALLOCATE, (uint64_t)offset, (uint64_t)length, 0, err);
 }
 
 static void fs_copy_file_range(fuse_req_t req, fuse_ino_t ino_in, off_t off_in,
@@ -946,7 +956,7 @@ static void fs_copy_file_range(fuse_req_t req, fuse_ino_t ino_in, off_t off_in,
 {
 	struct op o;
 	op_begin(&o, req);
-	struct fsp_inode *n = node_of(&o, ino_out);
+	op_node(&o, ino_out);
 	loff_t in = off_in, out = off_out;
 	ssize_t res = BACKING(&o, copy_file_range(fh_fd(fi_in), &in, fh_fd(fi_out),
 						  &out, len, (unsigned)flags));
@@ -956,7 +966,7 @@ static void fs_copy_file_range(fuse_req_t req, fuse_ino_t ino_in, off_t off_in,
 		fuse_reply_err(req, err);
 	else
 		fuse_reply_write(req, (size_t)res);
-	op_log(&o, FSP_OP_COPY_FILE_RANGE, n->ino, (uint64_t)off_out, len,
+	op_log(&o, FSP_OP_COPY_FILE_RANGE, (uint64_t)off_out, len,
 	       err ? 0 : (uint64_t)res, err);
 }
 
@@ -965,7 +975,7 @@ static void fs_lseek(fuse_req_t req, fuse_ino_t ino, off_t off, int whence,
 {
 	struct op o;
 	op_begin(&o, req);
-	struct fsp_inode *n = node_of(&o, ino);
+	op_node(&o, ino);
 	off_t res = BACKING(&o, lseek(fh_fd(fi), off, whence));
 	int err = res < 0 ? errno : 0;
 	op_end(&o);
@@ -973,7 +983,7 @@ static void fs_lseek(fuse_req_t req, fuse_ino_t ino, off_t off, int whence,
 		fuse_reply_err(req, err);
 	else
 		fuse_reply_lseek(req, res);
-	op_log(&o, FSP_OP_LSEEK, n->ino, (uint64_t)off, 0, 0, err);
+	op_log(&o, FSP_OP_LSEEK, (uint64_t)off, 0, 0, err);
 }
 
 /* ---- locks ---- */
@@ -1027,7 +1037,7 @@ static void fs_getlk(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi,
 {
 	struct op o;
 	op_begin(&o, req);
-	struct fsp_inode *n = node_of(&o, ino);
+	struct fsp_inode *n = op_node(&o, ino);
 	int err = 0;
 	int fd = lock_fd(&o, n, fi->lock_owner, 1);
 	if (fd < 0) {
@@ -1044,7 +1054,7 @@ static void fs_getlk(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi,
 		fuse_reply_err(req, err);
 	else
 		fuse_reply_lock(req, lock);
-	op_log(&o, FSP_OP_GETLK, n->ino, (uint64_t)lock->l_start, (uint64_t)lock->l_len, 0, err);
+	op_log(&o, FSP_OP_GETLK, (uint64_t)lock->l_start, (uint64_t)lock->l_len, 0, err);
 }
 
 static void fs_setlk(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi,
@@ -1052,7 +1062,7 @@ static void fs_setlk(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi,
 {
 	struct op o;
 	op_begin(&o, req);
-	struct fsp_inode *n = node_of(&o, ino);
+	struct fsp_inode *n = op_node(&o, ino);
 	int err = 0;
 	int fd = lock_fd(&o, n, fi->lock_owner, lock->l_type != F_UNLCK);
 	if (fd < 0) {
@@ -1062,7 +1072,7 @@ static void fs_setlk(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi,
 		if (BACKING(&o, fcntl(fd, sleep ? F_OFD_SETLKW : F_OFD_SETLK, lock)) < 0)
 			err = errno;
 	}
-	finish_err(&o, req, FSP_OP_SETLK, n->ino, err);
+	finish_err(&o, req, FSP_OP_SETLK, err);
 }
 
 static void fs_flock(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi,
@@ -1070,9 +1080,9 @@ static void fs_flock(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi,
 {
 	struct op o;
 	op_begin(&o, req);
-	struct fsp_inode *n = node_of(&o, ino);
+	op_node(&o, ino);
 	int res = BACKING(&o, flock(fh_fd(fi), op));
-	finish_err(&o, req, FSP_OP_FLOCK, n->ino, res < 0 ? errno : 0);
+	finish_err(&o, req, FSP_OP_FLOCK, res < 0 ? errno : 0);
 }
 
 /* ---- extended attributes ---- */
@@ -1082,14 +1092,14 @@ static void fs_setxattr(fuse_req_t req, fuse_ino_t ino, const char *name,
 {
 	struct op o;
 	op_begin(&o, req);
-	struct fsp_inode *n = node_of(&o, ino);
+	struct fsp_inode *n = op_node(&o, ino);
 	char path[64];
 	proc_path(path, sizeof(path), n->fd);
 	int res = BACKING(&o, setxattr(path, name, value, size, flags));
 	int err = res < 0 ? errno : 0;
 	op_end(&o);
 	fuse_reply_err(req, err);
-	op_log(&o, FSP_OP_SETXATTR, n->ino, 0, size, err ? 0 : size, err);
+	op_log(&o, FSP_OP_SETXATTR, 0, size, err ? 0 : size, err);
 }
 
 static void xattr_reply(struct op *o, fuse_req_t req, int opcode,
@@ -1102,7 +1112,7 @@ static void xattr_reply(struct op *o, fuse_req_t req, int opcode,
 	if (size) {
 		buf = malloc(size);
 		if (!buf) {
-			finish_err(o, req, opcode, n->ino, ENOMEM);
+			finish_err(o, req, opcode, ENOMEM);
 			return;
 		}
 	}
@@ -1117,7 +1127,7 @@ static void xattr_reply(struct op *o, fuse_req_t req, int opcode,
 		fuse_reply_buf(req, buf, (size_t)res);
 	else
 		fuse_reply_xattr(req, (size_t)res);
-	op_log(o, opcode, n->ino, 0, size, err ? 0 : (uint64_t)res, err);
+	op_log(o, opcode, 0, size, err ? 0 : (uint64_t)res, err);
 	free(buf);
 }
 
@@ -1126,25 +1136,25 @@ static void fs_getxattr(fuse_req_t req, fuse_ino_t ino, const char *name,
 {
 	struct op o;
 	op_begin(&o, req);
-	xattr_reply(&o, req, FSP_OP_GETXATTR, node_of(&o, ino), name, size);
+	xattr_reply(&o, req, FSP_OP_GETXATTR, op_node(&o, ino), name, size);
 }
 
 static void fs_listxattr(fuse_req_t req, fuse_ino_t ino, size_t size)
 {
 	struct op o;
 	op_begin(&o, req);
-	xattr_reply(&o, req, FSP_OP_LISTXATTR, node_of(&o, ino), NULL, size);
+	xattr_reply(&o, req, FSP_OP_LISTXATTR, op_node(&o, ino), NULL, size);
 }
 
 static void fs_removexattr(fuse_req_t req, fuse_ino_t ino, const char *name)
 {
 	struct op o;
 	op_begin(&o, req);
-	struct fsp_inode *n = node_of(&o, ino);
+	struct fsp_inode *n = op_node(&o, ino);
 	char path[64];
 	proc_path(path, sizeof(path), n->fd);
 	int res = BACKING(&o, removexattr(path, name));
-	finish_err(&o, req, FSP_OP_REMOVEXATTR, n->ino, res < 0 ? errno : 0);
+	finish_err(&o, req, FSP_OP_REMOVEXATTR, res < 0 ? errno : 0);
 }
 
 const struct fuse_lowlevel_ops fsp_fs_ops = {

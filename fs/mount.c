@@ -546,6 +546,7 @@ static int daemon_start(struct daemon *d, char *err, size_t errlen)
 	struct fuse_args args = FUSE_ARGS_INIT(3, fargv);
 	fuse_last_msg[0] = '\0';
 	d->se = fuse_session_new(&args, &fsp_fs_ops, sizeof(fsp_fs_ops), d->fs);
+	fuse_opt_free_args(&args); /* libfuse may have copied and extended them */
 	if (!d->se) {
 		snprintf(err, errlen, "invalid -o options '%s'%s%s", o->fuse_opts ? o->fuse_opts : "",
 			 fuse_last_msg[0] ? ": " : "", fuse_last_msg);
@@ -647,7 +648,10 @@ static int daemon_finish(struct daemon *d, int serve)
 			status = 1;
 	}
 	if (d->se) {
-		if (d->mounted)
+		/* Unmount unless someone already did (fsprism umount, fusermount3 -u). */
+		char fstype[64];
+		if (d->mounted && find_mount(d->o->mnt, fstype, sizeof(fstype)) == 1 &&
+		    !strcmp(fstype, "fuse.fsprism"))
 			fuse_session_unmount(d->se);
 		fuse_remove_signal_handlers(d->se);
 		fuse_session_destroy(d->se);
@@ -674,7 +678,8 @@ static int daemon_finish(struct daemon *d, int serve)
 		char path[PATH_MAX];
 		pidfile_path(d->o->mnt, path, sizeof(path));
 		unlink(path);
-		close(d->pid_fd); /* releases the lock: umount stops waiting */
+		/* pid_fd stays open: its lock goes with the process, so when
+		 * `fsprism umount` stops waiting, the daemon is gone too. */
 	}
 	return status;
 }
@@ -706,6 +711,7 @@ int cmd_mount(int argc, char **argv)
 			free_opts(&o);
 			return 1;
 		}
+		fuse_set_log_func(NULL);
 		rc = daemon_finish(&d, 1);
 		free_opts(&o);
 		return rc;
@@ -757,16 +763,23 @@ int cmd_mount(int argc, char **argv)
 			/* the parent is gone; nothing else to tell */
 		}
 		free_opts(&o);
-		_exit(1);
+		exit(1); /* exit, not _exit: sanitizer builds check for leaks */
 	}
+	/* From now on libfuse reports to stderr: /dev/null, or the file named
+	 * by FSPRISM_DAEMON_LOG (for debugging and the tests). */
+	fuse_set_log_func(NULL);
 	int null = open("/dev/null", O_RDWR);
+	const char *dlog = getenv("FSPRISM_DAEMON_LOG");
+	int errfd = dlog ? open(dlog, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644) : -1;
 	if (null >= 0) {
 		dup2(null, 0);
 		dup2(null, 1);
-		dup2(null, 2);
+		dup2(errfd >= 0 ? errfd : null, 2);
 		if (null > 2)
 			close(null);
 	}
+	if (errfd > 2)
+		close(errfd);
 	if (chdir("/") < 0) {
 		/* harmless: every path is absolute */
 	}
@@ -776,7 +789,7 @@ int cmd_mount(int argc, char **argv)
 	close(pfd[1]);
 	rc = daemon_finish(&d, 1);
 	free_opts(&o);
-	_exit(rc);
+	exit(rc);
 }
 
 /* ---- umount ---- */
