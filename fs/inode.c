@@ -21,7 +21,7 @@ struct fsp_itable {
 	struct fsp_inode root;
 	struct fsp_inode **buckets;
 	pthread_mutex_t stripes[NSTRIPES];
-	size_t count; /* under no single lock: approximate, for tests/debug */
+	size_t count; /* live nodes (atomic), for debugging */
 };
 
 static unsigned hash_key(dev_t dev, ino_t ino)

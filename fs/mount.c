@@ -455,8 +455,12 @@ static int parse_mount_args(int argc, char **argv, struct mount_opts *o)
 			o->mnt, fstype);
 		return 1;
 	}
-	if (!strcmp(o->mnt, o->backing)) {
-		fprintf(stderr, "fsprism mount: mountpoint %s is the backing directory\n", o->mnt);
+	size_t blen = strlen(o->backing);
+	if (!strcmp(o->mnt, o->backing) ||
+	    (!strncmp(o->mnt, o->backing, blen) && (o->mnt[blen] == '/' || blen == 1))) {
+		/* the daemon would walk into its own mount */
+		fprintf(stderr, "fsprism mount: mountpoint %s is %sthe backing directory %s\n",
+			o->mnt, strcmp(o->mnt, o->backing) ? "inside " : "", o->backing);
 		return 1;
 	}
 	struct stat fst;

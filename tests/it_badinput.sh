@@ -65,6 +65,10 @@ mount -t tmpfs fsp-busy "$T/busy" && fsp_track_mount "$T/busy"
 expect_fail "mountpoint already a mount point" 1 "mountpoint $T/busy is already a mount point (tmpfs)" \
 	"$F" mount "$B" "$T/busy"
 check "the tmpfs is still mounted, untouched" mountpoint -q "$T/busy"
+mkdir "$B/inner"
+expect_fail "mountpoint inside the backing dir" 1 "mountpoint $B/inner is inside the backing directory $B" \
+	"$F" mount "$B" "$B/inner"
+rmdir "$B/inner"
 mount -t tmpfs -o ro fsp-ro "$T/ro" && fsp_track_mount "$T/ro"
 expect_fail "database on a read-only file system" 1 "cannot create database $T/ro/x.db: Read-only file system" \
 	"$F" mount --log "$T/ro/x.db" "$B" "$M"

@@ -61,8 +61,11 @@ expect_eq "the fsprism mount run belongs to the compare" "mount|fsprism-fuse" \
 expect_eq "every child run has 11 steps" "11 11 11" \
 	"$(q "SELECT count(*) FROM steps JOIN runs ON runs.id=steps.run WHERE runs.parent=$cmp AND kind='run' GROUP BY run" | tr '\n' ' ' | sed 's/ $//')"
 fuse_reads=$(q "SELECT count(*) FROM ops o JOIN runs r ON r.id=o.run WHERE r.parent=$cmp AND r.kind='mount' AND o.op=(SELECT op FROM op_names WHERE name='read')")
-[ "${fuse_reads:-0}" -gt 0 ] && ok "the FUSE log has read ops ($fuse_reads)" ||
+if [ "${fuse_reads:-0}" -gt 0 ]; then
+	ok "the FUSE log has read ops ($fuse_reads)"
+else
 	not_ok "the FUSE log of the fsprism target has no read ops"
+fi
 expect_eq "compare run ended" 1 "$(q "SELECT ended_ns IS NOT NULL FROM runs WHERE id=$cmp")"
 nothing_left "after a complete compare"
 
@@ -84,7 +87,7 @@ interrupt_after() {
 	kill -INT $pid
 	wait $pid
 	rc=$?
-	[ "$rc" -ne 0 ] && ok "$idesc: exit status $rc" || not_ok "$idesc: exit status 0"
+	if [ "$rc" -ne 0 ]; then ok "$idesc: exit status $rc"; else not_ok "$idesc: exit status 0"; fi
 	check "$idesc: says it was interrupted" grep -q "interrupted" "$T/ierr"
 	nothing_left "$idesc"
 }
@@ -98,7 +101,7 @@ sleep 3
 kill -TERM $pid
 wait $pid
 rc=$?
-[ "$rc" -ne 0 ] && ok "SIGTERM: exit status $rc" || not_ok "SIGTERM: exit status 0"
+if [ "$rc" -ne 0 ]; then ok "SIGTERM: exit status $rc"; else not_ok "SIGTERM: exit status 0"; fi
 nothing_left "SIGTERM"
 
 # ---- bad input: one line, non-zero, nothing set up ----

@@ -109,6 +109,22 @@ if command -v git >/dev/null; then
 	check "git fsck" sh -c "git -C '$M/repo' fsck --no-progress >/dev/null 2>&1"
 fi
 
+# --- concurrent name operations while the kernel forgets inodes ---
+# (lookups, creates, readdirplus and unlinks on several threads, with
+# FORGETs forced by dropping the dentry/inode caches)
+for i in 1 2 3 4; do
+	(cp -a "$SRC" "$M/stress$i" && diff -r "$SRC" "$M/stress$i" >/dev/null &&
+	 find "$M/stress$i" -type f | head -200 | xargs cat >/dev/null &&
+	 rm -rf "$M/stress$i") >"$T/stress$i.log" 2>&1 &
+	eval "stress_pid$i=\$!"
+done
+for i in 1 2 3 4 5 6 7 8 9 10; do echo 2 >/proc/sys/vm/drop_caches; sleep 0.2; done
+for i in 1 2 3 4; do
+	eval "wait \$stress_pid$i"
+	check "parallel cp/diff/rm worker $i (with inode cache drops)" test $? -eq 0
+done
+check "the mount still answers after the stress" test -d "$M/tree"
+
 # --- everything through the mount equals the backing dir ---
 check "diff -r mount backing (every byte)" diff -r --no-dereference "$M" "$B"
 (cd "$M" && find . -printf '%p %y %m %u %g %s %n %l %T@\n' | sort) >"$T/m.meta"

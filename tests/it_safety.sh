@@ -50,7 +50,8 @@ refused() {
 	else
 		ok "$desc ($msg)"
 	fi
-	expect_eq "$desc: device unchanged" "$before" "$after"
+	# active swap is the kernel's to write at any time: no checksum there
+	[ "${skip_sum:-0}" = 1 ] || expect_eq "$desc: device unchanged" "$before" "$after"
 	expect_eq "$desc: no run stored" "$runs_before" "$runs_after"
 }
 
@@ -71,8 +72,11 @@ accepted() {
 		not_ok "$desc: $(cat "$T/err")"
 	fi
 	after=$(md5sum < "$dev")
-	[ "$before" != "$after" ] && ok "$desc: the job wrote the device" ||
+	if [ "$before" != "$after" ]; then
+		ok "$desc: the job wrote the device"
+	else
 		not_ok "$desc: the device is unchanged after an accepted write job"
+	fi
 }
 
 # A dos partition table with one Linux partition from sector 2048 to the end
@@ -142,7 +146,9 @@ new_loop F
 mkswap -q "$F" >/dev/null
 if swapon "$F" 2>/dev/null; then
 	fsp_swaps="$F"
+	skip_sum=1
 	refused "swap" "$F" "$F is in use as swap" --destroy-data
+	skip_sum=0
 	swapoff "$F"
 	fsp_swaps=""
 else
