@@ -280,7 +280,9 @@ static int target_inspect(struct target *t, const char *path)
 	t->path = path;
 	t->fd = -1;
 	if (stat(path, &st) != 0) {
-		if (errno != ENOENT || !strncmp(path, "/dev/", 5)) {
+		/* A missing /dev/sdz is a missing device, /dev/shm/x a new file. */
+		int under_dev = !strncmp(path, "/dev/", 5) && strncmp(path, "/dev/shm/", 9);
+		if (errno != ENOENT || under_dev) {
 			fprintf(stderr, "fsprism run: %s: %s\n", path,
 				errno == ENOENT ? "no such device" : strerror(errno));
 			return 1;
