@@ -22,6 +22,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/file.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
 #include <sys/statvfs.h>
@@ -445,6 +446,59 @@ static void listing(void)
 	    (unsigned long)sv.f_namemax);
 }
 
+static void open_files(void)
+{
+	char buf[16];
+	put_file("uo", "still here", 0644);
+	int fd = openat(dirfd_g, "uo", O_RDWR);
+	res("unlink open file", unlinkat(dirfd_g, "uo", 0));
+	struct stat st;
+	fstat(fd, &st);
+	out("fstat after unlink", "nlink=%lu size=%lld", (unsigned long)st.st_nlink,
+	    (long long)st.st_size);
+	ssize_t n = pread(fd, buf, 10, 0);
+	out("read after unlink", "%zd '%.*s'", n, n > 0 ? (int)n : 0, buf);
+	val("write after unlink", pwrite(fd, "X", 1, 0));
+	res("ftruncate after unlink", ftruncate(fd, 4));
+	fstat(fd, &st);
+	out("size after ftruncate of unlinked", "%lld", (long long)st.st_size);
+	close(fd);
+
+	put_file("ro1", "old", 0644);
+	put_file("ro2", "new", 0644);
+	fd = openat(dirfd_g, "ro1", O_RDONLY);
+	res("rename over an open file", renameat(dirfd_g, "ro2", dirfd_g, "ro1"));
+	n = pread(fd, buf, 3, 0);
+	out("open fd still reads the old file", "'%.*s'", n > 0 ? (int)n : 0, buf);
+	close(fd);
+	show_content("name now has the new file", "ro1");
+
+	fd = openat(dirfd_g, "d1", O_RDONLY | O_DIRECTORY);
+	res("fchmod a directory fd", fchmod(fd, 0750));
+	struct timespec tv[2] = { { 3000, 0 }, { 4000, 0 } };
+	res("futimens a directory fd", futimens(fd, tv));
+	res("fsync a directory fd", fsync(fd));
+	res("fdatasync a directory fd", fdatasync(fd));
+	close(fd);
+	fstatat(dirfd_g, "d1", &st, 0);
+	out("dir after fchmod/futimens", "mode=%04o mtime=%lld", (unsigned)(st.st_mode & 07777),
+	    (long long)st.st_mtim.tv_sec);
+
+	put_file("mm", "0123456789abcdef", 0644);
+	fd = openat(dirfd_g, "mm", O_RDWR);
+	char *p = mmap(NULL, 16, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	if (p == MAP_FAILED) {
+		out("mmap shared", "%s", ename(errno));
+	} else {
+		out("mmap shared", "ok");
+		memcpy(p, "MMAP", 4);
+		res("msync", msync(p, 16, MS_SYNC));
+		munmap(p, 16);
+	}
+	close(fd);
+	show_content("content after mmap write", "mm");
+}
+
 /* ---- locks between two processes ---- */
 
 static void wait_child(pid_t pid)
@@ -707,6 +761,7 @@ int main(int argc, char **argv)
 	sparse_and_ranges();
 	open_flags();
 	listing();
+	open_files();
 	locks();
 	users();
 	return 0;
