@@ -83,6 +83,17 @@ mount_variant() {
 	esac
 }
 
+# CPU time (user+sys, in clock ticks) the variant's FUSE daemon has used so far.
+daemon_ticks() {
+	local pid
+	case "$1" in
+	passthrough_ll) pid=$(pgrep -f "passthrough_ll -o source=$T/ext4/data" | head -1) ;;
+	fsprism-*) pid=$(pgrep -f "mount --record=.* $T/ext4/data $T/mnt-fsp" | head -1) ;;
+	*) echo 0; return ;;
+	esac
+	[ -n "$pid" ] && awk '{print $14 + $15}' "/proc/$pid/stat" || echo 0
+}
+
 umount_variant() {
 	case "$1" in
 	native) ;;
@@ -109,6 +120,7 @@ for round in $(seq 1 "$ROUNDS"); do
 		for v in $VARIANTS; do
 			mount_variant "$v"
 			out="$T/out/$round.$job.$v.json"
+			ticks0=$(daemon_ticks "$v")
 			# shellcheck disable=SC2046
 			if ! fio --name="$job" --filename="$DIR/bench.dat" --size="${SIZE_MB}M" \
 				--ioengine=libaio --time_based --runtime="$RUNTIME" \
@@ -116,6 +128,7 @@ for round in $(seq 1 "$ROUNDS"); do
 				>"$T/out/fio.err" 2>&1; then
 				echo "{\"failed\": true}" >"$out"
 			fi
+			echo $(( $(daemon_ticks "$v") - ticks0 )) >"$out.ticks"
 			umount_variant "$v"
 			echo "round $round $job $v done" >&2
 		done
@@ -132,9 +145,13 @@ def load(r, j, v):
         return None
     jb = d["jobs"][0]
     side = jb["write"] if jb["write"]["io_bytes"] > jb["read"]["io_bytes"] else jb["read"]
-    return side["iops"], side["lat_ns"]["mean"] / 1000.0
-print(f"{'job':24} {'variant':15} {'IOPS':>10} {'lat us':>8}   per-round IOPS")
+    ticks = int(open(os.path.join(out, f"{r}.{j}.{v}.json.ticks")).read())
+    ios = side["total_ios"]
+    cpu_us = ticks * 1e6 / os.sysconf("SC_CLK_TCK") / ios if ios else 0.0
+    return side["iops"], side["lat_ns"]["mean"] / 1000.0, cpu_us
+print(f"{'job':24} {'variant':15} {'IOPS':>10} {'lat us':>8} {'daemon CPU us/IO':>17}   per-round IOPS")
 ratios = {}
+cpus = {}
 for j in jobs:
     med = {}
     for v in variants:
@@ -145,7 +162,10 @@ for j in jobs:
         iops = [x[0] for x in vals]
         med[v] = statistics.median(iops)
         lat = statistics.median(x[1] for x in vals)
-        print(f"{j:24} {v:15} {med[v]:10.0f} {lat:8.1f}   " + " ".join(f"{x:.0f}" for x in iops))
+        cpu = statistics.median(x[2] for x in vals)
+        cpus.setdefault(j, {})[v] = cpu
+        cpu_s = f"{cpu:17.2f}" if v != "native" else f"{'-':>17}"
+        print(f"{j:24} {v:15} {med[v]:10.0f} {lat:8.1f} {cpu_s}   " + " ".join(f"{x:.0f}" for x in iops))
     ratios[j] = med
 print()
 print(f"{'job':24} {'full/passthrough_ll':>20} {'full/off':>9} {'off/native':>11} {'full/native':>12}")
@@ -155,6 +175,12 @@ for j in jobs:
         return f"{m[a] / m[b]:.3f}" if a in m and b in m else "n/a"
     print(f"{j:24} {r('fsprism-full','passthrough_ll'):>20} {r('fsprism-full','fsprism-off'):>9} "
           f"{r('fsprism-off','native'):>11} {r('fsprism-full','native'):>12}")
+print()
+print("daemon CPU per IO, fsprism-full / fsprism-off (what full logging costs the daemon):")
+for j in jobs:
+    c = cpus.get(j, {})
+    if c.get("fsprism-off"):
+        print(f"{j:24} {c['fsprism-full'] / c['fsprism-off']:.3f}")
 EOF
 echo
 echo "fsprism-full runs: recorded and dropped op rows"
