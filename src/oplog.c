@@ -25,14 +25,22 @@
 #include "oplog.h"
 #include "store.h"
 
-#define DEFAULT_RING 65536
+#define DEFAULT_RING 16384                    /* 1 MiB per producer thread */
 #define STEP_PAGE_BITS 8                      /* steps: 256 pages of 256 */
 #define STEP_PAGE (1u << STEP_PAGE_BITS)
 #define STEP_PAGES (65536u / STEP_PAGE)
 #define WRITER_BATCH 4096                     /* records per insert call */
 #define COMMIT_ROWS 50000
 #define COMMIT_NS (500ull * 1000000ull)
-#define IDLE_SLEEP_NS (2 * 1000000L)
+/*
+ * The writer sleeps between passes, adaptively: longer while traffic is light
+ * (each wake-up is a context switch, dear on a small or virtual machine, and
+ * it competes with the IO being measured), shorter as soon as a pass finds a
+ * lot, so that a ring (DEFAULT_RING records) never fills: at the longest
+ * sleep a thread would need over a million operations a second to overflow.
+ */
+#define MIN_SLEEP_NS (1 * 1000000L)
+#define MAX_SLEEP_NS (10 * 1000000L)
 #define TLS_SLOTS 4
 
 /* Histograms and counters of one (step, op) in one context. */
@@ -376,6 +384,7 @@ static void writer_store(struct writer_state *w, const struct fsp_rec *recs, siz
 static void *writer_main(void *arg)
 {
 	struct writer_state w = { .log = arg };
+	long sleep_ns = MIN_SLEEP_NS;
 	struct fsp_oplog *log = w.log;
 	struct fsp_rec *batch = malloc(WRITER_BATCH * sizeof(*batch));
 	if (!batch) {
@@ -404,12 +413,22 @@ static void *writer_main(void *arg)
 			writer_store(&w, batch, n);
 		if (w.in_tx && fsp_now_ns() - w.tx_started >= COMMIT_NS)
 			writer_commit(&w);
-		if (total == 0) {
-			if (stopping)
-				break;
-			struct timespec ts = { 0, IDLE_SLEEP_NS };
-			nanosleep(&ts, NULL);
+		if (total == 0 && stopping)
+			break;
+		if (stopping)
+			continue; /* closing: drain to the end without pausing */
+		if (total >= WRITER_BATCH) {
+			sleep_ns = MIN_SLEEP_NS;
+			continue; /* busy: drain again at once */
 		}
+		if (total < WRITER_BATCH / 4 && sleep_ns < MAX_SLEEP_NS)
+			sleep_ns *= 2;
+		else if (total >= WRITER_BATCH / 4 && sleep_ns > MIN_SLEEP_NS)
+			sleep_ns /= 2;
+		if (sleep_ns > MAX_SLEEP_NS)
+			sleep_ns = MAX_SLEEP_NS;
+		struct timespec ts = { 0, sleep_ns };
+		nanosleep(&ts, NULL);
 	}
 	writer_commit(&w);
 	free(batch);

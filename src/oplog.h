@@ -51,7 +51,7 @@ struct fsp_oplog;
  * Start logging into run `run_id` of `store`. The writer thread owns the
  * store's connection until fsp_oplog_close(). ring_records is the capacity
  * of each producer thread's ring (rounded up to a power of two; 0 = default
- * 65536). Returns NULL with errno set on failure.
+ * 16384, 1 MiB). Returns NULL with errno set on failure.
  */
 struct fsp_oplog *fsp_oplog_open(struct fsp_store *store, int64_t run_id,
 				 enum fsp_record_mode mode, unsigned sample_n,
