@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "emu_endian.h"
 #include "emu_alloc.h"
 #include "emu_journal.h" /* emu_crc32c */
 
@@ -309,33 +310,6 @@ uint64_t emu_alloc_largest_free(const struct emu_alloc *a)
 
 /* ---- serialisation ---- */
 
-static void put32(uint8_t *p, uint32_t v)
-{
-	for (int i = 0; i < 4; i++)
-		p[i] = (uint8_t)(v >> (8 * i));
-}
-
-static void put64(uint8_t *p, uint64_t v)
-{
-	for (int i = 0; i < 8; i++)
-		p[i] = (uint8_t)(v >> (8 * i));
-}
-
-static uint32_t get32(const uint8_t *p)
-{
-	uint32_t v = 0;
-	for (int i = 3; i >= 0; i--)
-		v = (v << 8) | p[i];
-	return v;
-}
-
-static uint64_t get64(const uint8_t *p)
-{
-	uint64_t v = 0;
-	for (int i = 7; i >= 0; i--)
-		v = (v << 8) | p[i];
-	return v;
-}
 
 static size_t bitmap_bytes(uint64_t nblocks) { return (size_t)((nblocks + 7) / 8); }
 

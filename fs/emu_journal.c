@@ -14,6 +14,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "emu_endian.h"
 #include "emu_journal.h"
 
 /* ---- CRC32C ---- */
@@ -181,35 +182,6 @@ const char *emu_replay_end_name(enum emu_replay_end end)
 	return "?";
 }
 
-/* ---- little-endian helpers ---- */
-
-static void put32(uint8_t *p, uint32_t v)
-{
-	for (int i = 0; i < 4; i++)
-		p[i] = (uint8_t)(v >> (8 * i));
-}
-
-static void put64(uint8_t *p, uint64_t v)
-{
-	for (int i = 0; i < 8; i++)
-		p[i] = (uint8_t)(v >> (8 * i));
-}
-
-static uint32_t get32(const uint8_t *p)
-{
-	uint32_t v = 0;
-	for (int i = 3; i >= 0; i--)
-		v = (v << 8) | p[i];
-	return v;
-}
-
-static uint64_t get64(const uint8_t *p)
-{
-	uint64_t v = 0;
-	for (int i = 7; i >= 0; i--)
-		v = (v << 8) | p[i];
-	return v;
-}
 
 /* ---- state ---- */
 
