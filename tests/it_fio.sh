@@ -46,7 +46,7 @@ op_rows() { # RUN OP -> "count bytes"
 run_job() {
 	name=$1; shift
 	fsp_mount "$B" "$M" --log "$DB" --count-inflight || { not_ok "$name: mount"; return 1; }
-	fio --name="$name" --filename="$M/$name.dat" --output-format=json \
+	fio --name="$name" --filename="$M/$name.dat" --output-format=json --verify_state_save=0 \
 		--output="$T/$name.json" "$@" >"$T/$name.fio.err" 2>&1
 	rc=$?
 	fsp_umount "$M" || not_ok "$name: umount"
@@ -132,10 +132,10 @@ for opts in "--splice" "--clone-fd" "--writeback-cache" "--threads 1 --max-backg
 	if ! fsp_mount "$B" "$M" --log "$T/opts.db" $opts; then
 		not_ok "mount $opts"; continue
 	fi
-	fio --name=o --filename="$M/opt.dat" --size=16M --rw=randwrite --bs=128k --iodepth=8 \
+	fio --name=o --verify_state_save=0 --filename="$M/opt.dat" --size=16M --rw=randwrite --bs=128k --iodepth=8 \
 		--ioengine=libaio --direct=1 --verify=crc32c --do_verify=1 >"$T/opt.out" 2>&1
 	r1=$?
-	fio --name=o --filename="$M/optb.dat" --size=4M --rw=randwrite --bs=4k --ioengine=psync \
+	fio --name=o --verify_state_save=0 --filename="$M/optb.dat" --size=4M --rw=randwrite --bs=4k --ioengine=psync \
 		--verify=crc32c --do_verify=1 >>"$T/opt.out" 2>&1
 	r2=$?
 	cmp -s "$M/opt.dat" "$B/opt.dat"
