@@ -41,6 +41,7 @@
 #include <unistd.h>
 #include <linux/loop.h>
 #include <sqlite3.h>
+#include "mountinfo.h"
 #include "cli.h"
 #include "clock.h"
 #include "hist.h"
@@ -390,22 +391,14 @@ static int make_fs(struct setup *su, const struct opts *o)
 /* Is dir a mount point of a FUSE file system right now? */
 static int is_fuse_mounted(const char *dir)
 {
-	FILE *f = fopen("/proc/self/mountinfo", "re");
-	if (!f)
-		return 0;
-	char *line = NULL;
-	size_t cap = 0;
+	struct fsp_mountinfo mi;
+	struct fsp_mount m;
 	int found = 0;
-	while (!found && getline(&line, &cap, f) > 0) {
-		char mnt[PATH_MAX], type[64];
-		char *sep = strstr(line, " - ");
-		if (sscanf(line, "%*s %*s %*s %*s %4095s", mnt) == 1 && sep &&
-		    sscanf(sep + 3, "%63s", type) == 1 && !strcmp(mnt, dir) &&
-		    !strncmp(type, "fuse", 4))
-			found = 1;
-	}
-	free(line);
-	fclose(f);
+	if (fsp_mountinfo_open(&mi) < 0)
+		return 0;
+	while (!found && fsp_mountinfo_next(&mi, &m))
+		found = !strcmp(m.mount_point, dir) && !strncmp(m.fstype, "fuse", 4);
+	fsp_mountinfo_close(&mi);
 	return found;
 }
 
@@ -516,16 +509,6 @@ static int teardown(struct setup *su)
 }
 
 /* ---- the benchmark children --------------------------------------------- */
-
-static int params_read(const struct fsp_params *p)
-{
-	if (p->fill)
-		return 0;
-	for (unsigned i = 0; i < p->nmix; i++)
-		if (p->mixes[i] > 0)
-			return 1;
-	return 0;
-}
 
 /*
  * Write the raw target's span before a job that reads it. run does this
@@ -1314,16 +1297,14 @@ static int preflight(struct compare *c)
 /* The compare's own runs row and attributes. Returns 0 or -1. */
 static int record_compare(struct compare *c, int argc, char **argv)
 {
-	char options[4096];
-	int n = snprintf(options, sizeof options, "fsprism");
-	for (int i = 0; i < argc && n > 0 && (size_t)n < sizeof options; i++)
-		n += snprintf(options + n, sizeof options - (size_t)n, " %s", argv[i]);
+	char *options = fsp_store_cmdline(argc, argv);
 	struct fsp_run_info info = {
 		.kind = "compare", .options = options,
 		.backing_path = c->su.device, .backing_device = c->su.device,
 		.backing_fstype = c->o.fs, .label = "compare",
 	};
 	c->run = fsp_store_begin_run(c->st, &info);
+	free(options);
 	if (c->run < 0) {
 		fail("cannot record the compare run in %s", c->db);
 		return -1;
@@ -1378,7 +1359,7 @@ static int measure(struct compare *c)
 	const struct opts *o = &c->o;
 	struct setup *su = &c->su;
 	if (o->want[T_RAW] && !stop_sig) {
-		if (params_read(&c->params) &&
+		if (fsp_params_reads(&c->params) &&
 		    prefill_raw(su->device, &c->params, o->span_arg, c->dev_size,
 				c->show))
 			return -1;

@@ -519,3 +519,23 @@ int fsp_params_check(const struct fsp_params *p, char *err, size_t errlen)
 	}
 	return 0;
 }
+
+int fsp_params_writes(const struct fsp_params *p)
+{
+	if (p->fill)
+		return 1;
+	for (unsigned i = 0; i < p->nmix; i++)
+		if (p->mixes[i] < 100)
+			return 1;
+	return 0;
+}
+
+int fsp_params_reads(const struct fsp_params *p)
+{
+	if (p->fill)
+		return 0;
+	for (unsigned i = 0; i < p->nmix; i++)
+		if (p->mixes[i] > 0)
+			return 1;
+	return 0;
+}

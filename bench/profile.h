@@ -83,6 +83,10 @@ void fsp_param_format(const struct fsp_params *p, const char *key, char *buf,
 int fsp_param_known(const char *key);
 int fsp_param_is_flag(const char *key);
 
+/* Does the job read / write at all (any mix below 100% / above 0% reads, or a fill)? */
+int fsp_params_reads(const struct fsp_params *p);
+int fsp_params_writes(const struct fsp_params *p);
+
 /* Check the parameters hang together (before the target is known). */
 int fsp_params_check(const struct fsp_params *p, char *err, size_t errlen);
 

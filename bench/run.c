@@ -223,26 +223,6 @@ static int resolve_params(const struct run_opts *o, struct fsp_params *p,
 	return 0;
 }
 
-static int params_write(const struct fsp_params *p)
-{
-	if (p->fill)
-		return 1;
-	for (unsigned i = 0; i < p->nmix; i++)
-		if (p->mixes[i] < 100)
-			return 1;
-	return 0;
-}
-
-static int params_read(const struct fsp_params *p)
-{
-	if (p->fill)
-		return 0;
-	for (unsigned i = 0; i < p->nmix; i++)
-		if (p->mixes[i] > 0)
-			return 1;
-	return 0;
-}
-
 /* ---- the target ----------------------------------------------------------------- */
 
 struct target {
@@ -431,7 +411,7 @@ static int prefill(int fd, uint64_t from, uint64_t to, const struct fsp_pattern 
  */
 static int target_open(struct target *t, const struct fsp_params *p, int quiet)
 {
-	int writes = params_write(p), reads = params_read(p);
+	int writes = fsp_params_writes(p), reads = fsp_params_reads(p);
 	int flags = O_DIRECT | O_CLOEXEC | (writes || !t->raw ? O_RDWR : O_RDONLY);
 	/* a block device opened O_EXCL cannot be mounted or claimed meanwhile */
 	if (t->raw && writes)
@@ -861,22 +841,6 @@ static void print_summary(const struct run_opts *o, const struct fsp_params *p,
 
 /* ---- the command --------------------------------------------------------------------- */
 
-static char *join_args(int argc, char **argv)
-{
-	size_t len = strlen("fsprism") + 1;
-	for (int i = 0; i < argc; i++)
-		len += strlen(argv[i]) + 1;
-	char *s = malloc(len);
-	if (!s)
-		return NULL;
-	strcpy(s, "fsprism");
-	for (int i = 0; i < argc; i++) {
-		strcat(s, " ");
-		strcat(s, argv[i]);
-	}
-	return s;
-}
-
 static void step_label(struct step *s, const struct fsp_params *p)
 {
 	if (p->fill)
@@ -960,7 +924,7 @@ int cmd_run(int argc, char **argv)
 		rc = target_inspect(&t, o.target);
 	if (!rc)
 		rc = check_against_target(&p, &t);
-	if (!rc && t.raw && params_write(&p) &&
+	if (!rc && t.raw && fsp_params_writes(&p) &&
 	    fsp_target_check_raw_write(t.path, o.destroy_data, err, sizeof(err)) != 0) {
 		fprintf(stderr, "fsprism run: %s\n", err);
 		rc = 1;
@@ -990,7 +954,7 @@ int cmd_run(int argc, char **argv)
 		free_opts(&o);
 		return 1;
 	}
-	char *cmdline = join_args(argc, argv);
+	char *cmdline = fsp_store_cmdline(argc, argv);
 	struct fsp_run_info info = {
 		.kind = "run", .options = cmdline, .backing_path = t.path,
 		.record_mode = o.record_text, .parent = o.parent, .label = o.label,

@@ -27,6 +27,7 @@
 #include <unistd.h>
 #include <linux/fs.h>
 #include <blkid.h>
+#include "mountinfo.h"
 #include "target.h"
 
 /* The device and its partitions: what a write to the device reaches. */
@@ -104,22 +105,6 @@ static void devset_build(struct devset *ds, const char *path, dev_t rdev)
 	closedir(d);
 }
 
-/* Undo the octal escapes (\040 for space) of /proc/self/mountinfo and /proc/swaps. */
-static void unescape(char *s)
-{
-	char *w = s;
-	for (char *r = s; *r; r++) {
-		if (r[0] == '\\' && r[1] >= '0' && r[1] <= '3' && r[2] >= '0' &&
-		    r[2] <= '7' && r[3] >= '0' && r[3] <= '7') {
-			*w++ = (char)((r[1] - '0') * 64 + (r[2] - '0') * 8 + (r[3] - '0'));
-			r += 3;
-		} else {
-			*w++ = *r;
-		}
-	}
-	*w = 0;
-}
-
 /* Index in ds of the device that a path names, if it is a block device in ds. */
 static int devset_find_path(const struct devset *ds, const char *path)
 {
@@ -145,42 +130,31 @@ static void subject(const struct devset *ds, int i, char *buf, size_t len)
  */
 static int check_mounted(const struct devset *ds, char *err, size_t errlen)
 {
-	FILE *f = fopen("/proc/self/mountinfo", "re");
-	if (!f) {
+	struct fsp_mountinfo mi;
+	struct fsp_mount m;
+	if (fsp_mountinfo_open(&mi) < 0) {
 		set_err(err, errlen, "cannot read /proc/self/mountinfo: %s",
 			strerror(errno));
 		return -1;
 	}
-	char *line = NULL;
-	size_t cap = 0;
 	int found = 0;
-	while (!found && getline(&line, &cap, f) > 0) {
-		unsigned maj, min;
-		char mnt[4096], source[4096];
-		if (sscanf(line, "%*u %*u %u:%u %*s %4095s", &maj, &min, mnt) != 3)
-			continue;
-		char *sep = strstr(line, " - ");
-		if (!sep || sscanf(sep + 3, "%*s %4095s", source) != 1)
-			source[0] = 0;
-		unescape(mnt);
-		unescape(source);
-		int i = devset_find(ds, makedev(maj, min));
-		if (i < 0 && source[0])
-			i = devset_find_path(ds, source);
+	while (!found && fsp_mountinfo_next(&mi, &m)) {
+		int i = devset_find(ds, makedev(m.major, m.minor));
+		if (i < 0)
+			i = devset_find_path(ds, m.source);
 		if (i < 0)
 			continue;
 		if (i == 0)
 			set_err(err, errlen, "%s is mounted on %s (unmount it first; "
 				"--destroy-data does not override this)",
-				ds->name[0], mnt);
+				ds->name[0], m.mount_point);
 		else
 			set_err(err, errlen, "%s has a mounted partition %s (on %s; "
 				"unmount it first, --destroy-data does not "
-				"override this)", ds->name[0], ds->name[i], mnt);
+				"override this)", ds->name[0], ds->name[i], m.mount_point);
 		found = 1;
 	}
-	free(line);
-	fclose(f);
+	fsp_mountinfo_close(&mi);
 	return found ? -1 : 0;
 }
 
@@ -230,7 +204,7 @@ static int check_swap(const struct devset *ds, char *err, size_t errlen)
 		char path[4096];
 		if (sscanf(line, "%4095s", path) != 1)
 			continue;
-		unescape(path);
+		fsp_unescape_octal(path);
 		int i = devset_find_path(ds, path);
 		if (i >= 0) {
 			char subj[600];
@@ -432,28 +406,18 @@ static unsigned sysfs_logical_bs(dev_t d)
  */
 static unsigned mount_source_logical_bs(dev_t anon)
 {
-	FILE *f = fopen("/proc/self/mountinfo", "re");
-	if (!f)
-		return 0;
-	char *line = NULL;
-	size_t cap = 0;
+	struct fsp_mountinfo mi;
+	struct fsp_mount m;
 	unsigned bs = 0;
-	while (!bs && getline(&line, &cap, f) > 0) {
-		unsigned maj, min;
-		char source[4096];
-		if (sscanf(line, "%*u %*u %u:%u", &maj, &min) != 2 ||
-		    makedev(maj, min) != anon)
-			continue;
-		char *sep = strstr(line, " - ");
+	if (fsp_mountinfo_open(&mi) < 0)
+		return 0;
+	while (!bs && fsp_mountinfo_next(&mi, &m)) {
 		struct stat st;
-		if (!sep || sscanf(sep + 3, "%*s %4095s", source) != 1)
-			continue;
-		unescape(source);
-		if (source[0] == '/' && !stat(source, &st) && S_ISBLK(st.st_mode))
+		if (makedev(m.major, m.minor) == anon && m.source[0] == '/' &&
+		    !stat(m.source, &st) && S_ISBLK(st.st_mode))
 			bs = sysfs_logical_bs(st.st_rdev);
 	}
-	free(line);
-	fclose(f);
+	fsp_mountinfo_close(&mi);
 	return bs;
 }
 

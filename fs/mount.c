@@ -28,6 +28,7 @@
 #include <sys/sysmacros.h>
 #include <sys/wait.h>
 #include <fuse_lowlevel.h>
+#include "mountinfo.h"
 #include "cli.h"
 #include "fuse_fs.h"
 #include "oplog.h"
@@ -129,53 +130,24 @@ static int parse_seconds(const char *s, double *out)
 	return 0;
 }
 
-/* Undo the octal escapes of /proc/self/mountinfo (\040 for a space ...). */
-static void unescape_mountinfo(char *s)
-{
-	char *d = s;
-	while (*s) {
-		if (s[0] == '\\' && s[1] >= '0' && s[1] <= '7' && s[2] >= '0' &&
-		    s[2] <= '7' && s[3] >= '0' && s[3] <= '7') {
-			*d++ = (char)((s[1] - '0') * 64 + (s[2] - '0') * 8 + (s[3] - '0'));
-			s += 4;
-		} else {
-			*d++ = *s++;
-		}
-	}
-	*d = '\0';
-}
-
 /*
  * Is path (a realpath) a mount point? Returns 1 and the fs type of the last
  * (topmost) mount there, 0 if not mounted, -1 if mountinfo is unreadable.
  */
 static int find_mount(const char *path, char *fstype, size_t fstype_len)
 {
-	FILE *f = fopen("/proc/self/mountinfo", "re");
-	if (!f)
-		return -1;
-	char *line = NULL;
-	size_t cap = 0;
+	struct fsp_mountinfo mi;
+	struct fsp_mount m;
 	int found = 0;
-	while (getline(&line, &cap, f) > 0) {
-		/* id parent maj:min root mountpoint opts [optional...] - type src super */
-		char *save = NULL;
-		char *tok = strtok_r(line, " ", &save);
-		for (int i = 0; tok && i < 4; i++)
-			tok = strtok_r(NULL, " ", &save);
-		if (!tok)
+	if (fsp_mountinfo_open(&mi) < 0)
+		return -1;
+	while (fsp_mountinfo_next(&mi, &m)) {
+		if (strcmp(m.mount_point, path))
 			continue;
-		unescape_mountinfo(tok);
-		if (strcmp(tok, path))
-			continue;
-		while ((tok = strtok_r(NULL, " ", &save)) && strcmp(tok, "-"))
-			;
-		tok = tok ? strtok_r(NULL, " ", &save) : NULL;
 		found = 1;
-		snprintf(fstype, fstype_len, "%s", tok ? tok : "?");
+		snprintf(fstype, fstype_len, "%s", m.fstype);
 	}
-	free(line);
-	fclose(f);
+	fsp_mountinfo_close(&mi);
 	return found;
 }
 
@@ -298,56 +270,6 @@ static int validate_dir(const char *what, const char *arg, char *real, int need_
 		close(fd);
 	}
 	return 0;
-}
-
-/* The database must be creatable or writable: say so before forking. */
-static int check_db_path(const char *path)
-{
-	if (!path)
-		return 0; /* out of memory, reported by the caller */
-	if (access(path, F_OK) == 0) {
-		if (access(path, R_OK | W_OK) < 0) {
-			fprintf(stderr, "fsprism mount: database %s is not writable: %s\n", path,
-				strerror(errno));
-			return -1;
-		}
-		return 0;
-	}
-	char dir[PATH_MAX];
-	snprintf(dir, sizeof(dir), "%s", path);
-	char *slash = strrchr(dir, '/');
-	if (slash == dir)
-		slash[1] = '\0';
-	else if (slash)
-		*slash = '\0';
-	struct stat st;
-	if (stat(dir, &st) < 0 || !S_ISDIR(st.st_mode)) {
-		fprintf(stderr, "fsprism mount: cannot create database %s: directory %s does not exist\n",
-			path, dir);
-		return -1;
-	}
-	if (access(dir, W_OK) < 0) {
-		fprintf(stderr, "fsprism mount: cannot create database %s: %s\n", path,
-			strerror(errno));
-		return -1;
-	}
-	return 0;
-}
-
-static char *join_cmdline(int argc, char **argv)
-{
-	size_t len = 16;
-	for (int i = 0; i < argc; i++)
-		len += strlen(argv[i]) + 1;
-	char *s = malloc(len);
-	if (!s)
-		return NULL;
-	strcpy(s, "fsprism");
-	for (int i = 0; i < argc; i++) {
-		strcat(s, " ");
-		strcat(s, argv[i]);
-	}
-	return s;
 }
 
 enum { OPT_LOG = 256, OPT_RECORD, OPT_THREADS, OPT_CLONE_FD, OPT_WRITEBACK,
@@ -493,9 +415,13 @@ static int parse_mount_args(int argc, char **argv, struct mount_opts *o)
 		if (o->log_path)
 			sprintf(o->log_path, "%s/%s", cwd, log);
 	}
-	if (check_db_path(o->log_path))
+	char dberr[PATH_MAX + 128];
+	if (o->log_path && fsp_store_check_writable(o->log_path, dberr, sizeof(dberr))) {
+		/* said before forking, so the command itself reports it */
+		fprintf(stderr, "fsprism mount: %s\n", dberr);
 		return 1;
-	o->cmdline = join_cmdline(argc, argv);
+	}
+	o->cmdline = fsp_store_cmdline(argc, argv);
 	if (!o->log_path || !o->cmdline) {
 		fprintf(stderr, "fsprism mount: out of memory\n");
 		return 1;

@@ -19,6 +19,7 @@
 #include <unistd.h>
 #include "clock.h"
 #include "schema.h"
+#include "mountinfo.h"
 #include "store.h"
 
 #define INSERT_ROWS 64  /* rows per multi-row INSERT (13 columns: 832 params) */
@@ -147,6 +148,48 @@ static int create_schema(sqlite3 *db)
 	return rc;
 }
 
+/*
+ * Checked with access(2) before SQLite touches the file: SQLite's own
+ * failure on a read-only or missing directory carries a stale errno from
+ * probing its journal files, which would name the wrong reason.
+ */
+int fsp_store_check_writable(const char *path, char *err, size_t errlen)
+{
+	if (access(path, F_OK) == 0) {
+		if (access(path, R_OK | W_OK) < 0) {
+			set_err(err, errlen, "database %s is not writable: %s", path,
+				strerror(errno));
+			return -1;
+		}
+		return 0;
+	}
+	char dir[PATH_MAX];
+	snprintf(dir, sizeof(dir), "%s", path);
+	char *slash = strrchr(dir, '/');
+	if (!slash)
+		snprintf(dir, sizeof(dir), ".");
+	else if (slash == dir)
+		slash[1] = '\0';
+	else
+		*slash = '\0';
+	struct stat st;
+	if (stat(dir, &st) < 0) {
+		set_err(err, errlen, "cannot create database %s: directory %s does not exist (%s)",
+			path, dir, strerror(errno));
+		return -1;
+	}
+	if (!S_ISDIR(st.st_mode)) {
+		set_err(err, errlen, "cannot create database %s: %s is not a directory",
+			path, dir);
+		return -1;
+	}
+	if (access(dir, W_OK) < 0) {
+		set_err(err, errlen, "cannot create database %s: %s", path, strerror(errno));
+		return -1;
+	}
+	return 0;
+}
+
 struct fsp_store *fsp_store_open(const char *path, char *err, size_t errlen)
 {
 	struct stat sb;
@@ -158,6 +201,8 @@ struct fsp_store *fsp_store_open(const char *path, char *err, size_t errlen)
 		set_err(err, errlen, "cannot open database %s: not a regular file", path);
 		return NULL;
 	}
+	if (fsp_store_check_writable(path, err, errlen))
+		return NULL;
 	/* NOMUTEX: a store is used by one thread at a time (store.h), so the
 	 * per-call connection mutex is pure cost on the writer's insert path */
 	int rc = sqlite3_open_v2(path, &db,
@@ -301,22 +346,6 @@ static void iso_utc(char *buf, size_t len)
 	snprintf(buf, len, "%s.%03uZ", day, (unsigned)(ns / 1000000ull % 1000));
 }
 
-/* Undo mountinfo's octal escapes (\040 for space, ...) in place. */
-static void unescape_mountinfo(char *s)
-{
-	char *out = s;
-	for (char *in = s; *in; ) {
-		if (in[0] == '\\' && in[1] >= '0' && in[1] <= '7' && in[2] >= '0' &&
-		    in[2] <= '7' && in[3] >= '0' && in[3] <= '7') {
-			*out++ = (char)((in[1] - '0') * 64 + (in[2] - '0') * 8 + (in[3] - '0'));
-			in += 4;
-		} else {
-			*out++ = *in++;
-		}
-	}
-	*out = 0;
-}
-
 /* Is mount point mp a path-component prefix of path? */
 static int mount_covers(const char *mp, const char *path)
 {
@@ -341,39 +370,39 @@ static int lookup_mount(const char *path, char **device, char **fstype)
 		*device = strdup(real);
 		return *device ? 0 : -1;
 	}
-	FILE *f = fopen("/proc/self/mountinfo", "re");
-	if (!f)
-		return -1;
-	char *line = NULL;
-	size_t cap = 0;
+	struct fsp_mountinfo mi;
+	struct fsp_mount m;
 	size_t best = 0;
-	while (getline(&line, &cap, f) > 0) {
-		/* id parent maj:min root mountpoint opts [optional...] - fstype source superopts */
-		char *save = NULL, *field[5] = { 0 };
-		char *tok = strtok_r(line, " \n", &save);
-		for (int i = 0; i < 5 && tok; i++, tok = strtok_r(NULL, " \n", &save))
-			field[i] = tok;
-		while (tok && strcmp(tok, "-") != 0)
-			tok = strtok_r(NULL, " \n", &save);
-		char *type = tok ? strtok_r(NULL, " \n", &save) : NULL;
-		char *src = type ? strtok_r(NULL, " \n", &save) : NULL;
-		char *mp = field[4];
-		if (!mp || !src)
-			continue;
-		unescape_mountinfo(mp);
-		unescape_mountinfo(src);
-		size_t n = strlen(mp);
-		if (mount_covers(mp, real) && n >= best) {
+	if (fsp_mountinfo_open(&mi) < 0)
+		return -1;
+	while (fsp_mountinfo_next(&mi, &m)) {
+		size_t n = strlen(m.mount_point);
+		if (mount_covers(m.mount_point, real) && n >= best) {
 			best = n;
 			free(*device);
 			free(*fstype);
-			*device = strdup(src);
-			*fstype = strdup(type);
+			*device = strdup(m.source);
+			*fstype = strdup(m.fstype);
 		}
 	}
-	free(line);
-	fclose(f);
+	fsp_mountinfo_close(&mi);
 	return *device ? 0 : -1;
+}
+
+char *fsp_store_cmdline(int argc, char **argv)
+{
+	size_t len = sizeof("fsprism");
+	for (int i = 0; i < argc; i++)
+		len += strlen(argv[i]) + 1;
+	char *s = malloc(len);
+	if (!s)
+		return NULL;
+	strcpy(s, "fsprism");
+	for (int i = 0; i < argc; i++) {
+		strcat(s, " ");
+		strcat(s, argv[i]);
+	}
+	return s;
 }
 
 static void bind_text_or_null(sqlite3_stmt *s, int i, const char *v)

@@ -36,6 +36,14 @@ struct fsp_run_info {
  */
 struct fsp_store *fsp_store_open(const char *path, char *err, size_t errlen);
 void fsp_store_close(struct fsp_store *st);
+
+/*
+ * Can path be opened for writing, or created? 0, or -1 with a one-line
+ * reason in err ("cannot create database /x/y.db: Read-only file system").
+ * fsp_store_open checks this itself; a caller may ask earlier (mount asks
+ * before it forks).
+ */
+int fsp_store_check_writable(const char *path, char *err, size_t errlen);
 sqlite3 *fsp_store_db(struct fsp_store *st);
 
 /* Insert a run (host, kernel, version, start time filled in). Returns its id, or -1. */
@@ -44,6 +52,9 @@ int fsp_store_end_run(struct fsp_store *st, int64_t run, uint64_t recorded,
 		      uint64_t dropped);
 int fsp_store_set_attr(struct fsp_store *st, int64_t run, const char *key,
 		       const char *value);
+
+/* "fsprism ARGV..." as stored in runs.options (malloc'd; NULL if out of memory). */
+char *fsp_store_cmdline(int argc, char **argv);
 
 /* Transactions around batches of inserts. */
 int fsp_store_tx_begin(struct fsp_store *st);

@@ -5,21 +5,7 @@
 # read fio issued, with the same byte total.
 . "$TESTS_SRCDIR/lib.sh"
 
-# The daemon's stderr is /dev/null: its sanitizer reports (sanitized builds)
-# go to files, checked at the end.
-ASAN_OPTIONS="${ASAN_OPTIONS:-}:log_path=$T/asan"; export ASAN_OPTIONS
-UBSAN_OPTIONS="${UBSAN_OPTIONS:-}:log_path=$T/ubsan"; export UBSAN_OPTIONS
-FSPRISM_DAEMON_LOG=$T/daemon.log; export FSPRISM_DAEMON_LOG
-no_sanitizer_reports() {
-	if ls "$T"/asan.* "$T"/ubsan.* >/dev/null 2>&1; then
-		not_ok "sanitizer reports:"; cat "$T"/asan.* "$T"/ubsan.* 2>/dev/null | head -60
-	else
-		ok "no sanitizer reports"
-	fi
-	if [ -s "$T/daemon.log" ]; then
-		echo "# daemon stderr:"; sed 's/^/# /' "$T/daemon.log" | head -40
-	fi
-}
+fsp_capture_daemon_reports
 
 command -v fio >/dev/null || { echo "SKIP: fio not installed" >&2; exit 77; }
 DB=$T/fio.db

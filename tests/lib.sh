@@ -75,6 +75,26 @@ fsp_mount() {
 # fsp_umount MNT: fsprism umount (waits until the daemon has stored everything).
 fsp_umount() { "$FSPRISM" umount "$1"; }
 
+# A daemonized fsprism's stderr is /dev/null: send its sanitizer reports
+# (sanitized builds) and its own stderr to files, which no_sanitizer_reports
+# checks and shows.
+fsp_capture_daemon_reports() {
+	ASAN_OPTIONS="${ASAN_OPTIONS:-}:log_path=$T/asan"; export ASAN_OPTIONS
+	UBSAN_OPTIONS="${UBSAN_OPTIONS:-}:log_path=$T/ubsan"; export UBSAN_OPTIONS
+	FSPRISM_DAEMON_LOG=$T/daemon.log; export FSPRISM_DAEMON_LOG
+}
+
+no_sanitizer_reports() {
+	if ls "$T"/asan.* "$T"/ubsan.* >/dev/null 2>&1; then
+		not_ok "sanitizer reports:"; cat "$T"/asan.* "$T"/ubsan.* 2>/dev/null | head -60
+	else
+		ok "no sanitizer reports"
+	fi
+	if [ -s "$T/daemon.log" ]; then
+		echo "# daemon stderr:"; sed 's/^/# /' "$T/daemon.log" | head -40
+	fi
+}
+
 fsp_done() {
 	echo "$fsp_pass passed, $fsp_fail failed"
 	[ "$fsp_fail" -eq 0 ]
