@@ -17,7 +17,8 @@
 # plus fsprism's dropped-record count. Needs root.
 #
 # usage: bench/bench-fuse.sh [--rounds N] [--runtime SECONDS] [--size MiB]
-#        (FSPRISM=path/to/fsprism overrides the binary; default ./build/fsprism)
+#        (FSPRISM=path/to/fsprism overrides the binary; default ./build/fsprism;
+#         FSPRISM_MOUNT_OPTS="--threads 8" adds mount options to both fsprism variants)
 set -euo pipefail
 
 ROUNDS=3
@@ -75,10 +76,10 @@ mount_variant() {
 		"$T/passthrough_ll" -o source="$T/ext4/data" "$T/mnt-ll"
 		DIR="$T/mnt-ll" ;;
 	fsprism-off)
-		"$FSPRISM" mount --record=off --log "$DB" "$T/ext4/data" "$T/mnt-fsp"
+		"$FSPRISM" mount --record=off ${FSPRISM_MOUNT_OPTS:-} --log "$DB" "$T/ext4/data" "$T/mnt-fsp"
 		DIR="$T/mnt-fsp" ;;
 	fsprism-full)
-		"$FSPRISM" mount --record=full --log "$DB" "$T/ext4/data" "$T/mnt-fsp"
+		"$FSPRISM" mount --record=full ${FSPRISM_MOUNT_OPTS:-} --log "$DB" "$T/ext4/data" "$T/mnt-fsp"
 		DIR="$T/mnt-fsp" ;;
 	esac
 }
@@ -88,7 +89,7 @@ daemon_ticks() {
 	local pid
 	case "$1" in
 	passthrough_ll) pid=$(pgrep -f "passthrough_ll -o source=$T/ext4/data" | head -1) ;;
-	fsprism-*) pid=$(pgrep -f "mount --record=.* $T/ext4/data $T/mnt-fsp" | head -1) ;;
+	fsprism-*) pid=$(pgrep -f "mount --record=.*$T/ext4/data $T/mnt-fsp" | head -1) ;;
 	*) echo 0; return ;;
 	esac
 	[ -n "$pid" ] && awk '{print $14 + $15}' "/proc/$pid/stat" || echo 0
