@@ -625,6 +625,15 @@ static int prepare_once(struct fsp_store *st, sqlite3_stmt **s, const char *sql)
 	return 0;
 }
 
+/* Parameters 1-4 of every hist / hist_bins statement: the histogram's key. */
+static void bind_hist_key(sqlite3_stmt *s, int64_t run, int step, int op, int layer)
+{
+	sqlite3_bind_int64(s, 1, run);
+	sqlite3_bind_int(s, 2, step);
+	sqlite3_bind_int(s, 3, op);
+	sqlite3_bind_int(s, 4, layer);
+}
+
 int fsp_store_save_hist(struct fsp_store *st, int64_t run, int step, int op,
 			int layer, const struct fsp_hist *h, uint64_t bytes,
 			uint64_t errors)
@@ -640,10 +649,7 @@ int fsp_store_save_hist(struct fsp_store *st, int64_t run, int step, int op,
 		return -1;
 
 	sqlite3_stmt *s = st->hist_ins;
-	sqlite3_bind_int64(s, 1, run);
-	sqlite3_bind_int(s, 2, step);
-	sqlite3_bind_int(s, 3, op);
-	sqlite3_bind_int(s, 4, layer);
+	bind_hist_key(s, run, step, op, layer);
 	sqlite3_bind_int64(s, 5, (int64_t)h->count);
 	sqlite3_bind_int64(s, 6, (int64_t)h->sum);
 	sqlite3_bind_int64(s, 7, (int64_t)h->min); /* UINT64_MAX (empty) reads back as -1 */
@@ -654,18 +660,12 @@ int fsp_store_save_hist(struct fsp_store *st, int64_t run, int step, int op,
 		return -1;
 
 	s = st->hist_del_bins;
-	sqlite3_bind_int64(s, 1, run);
-	sqlite3_bind_int(s, 2, step);
-	sqlite3_bind_int(s, 3, op);
-	sqlite3_bind_int(s, 4, layer);
+	bind_hist_key(s, run, step, op, layer);
 	if (step_reset(st, s) < 0)
 		return -1;
 
 	s = st->bin_ins;
-	sqlite3_bind_int64(s, 1, run);
-	sqlite3_bind_int(s, 2, step);
-	sqlite3_bind_int(s, 3, op);
-	sqlite3_bind_int(s, 4, layer);
+	bind_hist_key(s, run, step, op, layer);
 	for (unsigned b = 0; b < FSP_HIST_NBUCKETS; b++) {
 		if (!h->buckets[b])
 			continue;
@@ -694,10 +694,7 @@ int fsp_store_load_hist_db(sqlite3 *db, int64_t run, int step, int op,
 		"SELECT count, sum_ns, min_ns, max_ns, bytes, errors FROM hist"
 		" WHERE run=? AND step=? AND op=? AND layer=?", -1, &s, NULL) != SQLITE_OK)
 		return -1;
-	sqlite3_bind_int64(s, 1, run);
-	sqlite3_bind_int(s, 2, step);
-	sqlite3_bind_int(s, 3, op);
-	sqlite3_bind_int(s, 4, layer);
+	bind_hist_key(s, run, step, op, layer);
 	int rc = sqlite3_step(s);
 	if (rc == SQLITE_ROW) {
 		found = 1;
@@ -718,10 +715,7 @@ int fsp_store_load_hist_db(sqlite3 *db, int64_t run, int step, int op,
 		"SELECT lo_ns, count FROM hist_bins"
 		" WHERE run=? AND step=? AND op=? AND layer=?", -1, &s, NULL) != SQLITE_OK)
 		return -1;
-	sqlite3_bind_int64(s, 1, run);
-	sqlite3_bind_int(s, 2, step);
-	sqlite3_bind_int(s, 3, op);
-	sqlite3_bind_int(s, 4, layer);
+	bind_hist_key(s, run, step, op, layer);
 	while ((rc = sqlite3_step(s)) == SQLITE_ROW) {
 		uint64_t lo = (uint64_t)sqlite3_column_int64(s, 0);
 		h->buckets[fsp_hist_bucket(lo)] += (uint64_t)sqlite3_column_int64(s, 1);
