@@ -19,7 +19,13 @@
 
 struct fsp_store;
 
-/* One operation. 64 bytes, so a ring slot is one cache line. */
+/*
+ * One operation (80 bytes). Device records (FSP_OP_DEV_*: the IOs the
+ * copy-on-write / journaling emulation sends to its store) use the same
+ * struct: node is the user operation's node, offset is the device offset,
+ * and cause_ns is the start_ns of the user operation that caused the IO (0
+ * for background commits), so the two join on (pid, start_ns = cause_ns).
+ */
 struct fsp_rec {
 	uint64_t start_ns;   /* CLOCK_MONOTONIC at handler entry / submission */
 	uint64_t total_ns;   /* whole handler (or submit->complete) time */
@@ -32,6 +38,8 @@ struct fsp_rec {
 	uint16_t op;         /* enum fsp_op */
 	uint16_t step;       /* job-engine step (QD / mix ...), 0 for FUSE */
 	uint64_t bytes;      /* bytes actually transferred (read/write) */
+	uint64_t emu_ns;     /* time in the emulation beyond moving the user's data */
+	uint64_t cause_ns;   /* device records: start_ns of the causing operation */
 };
 
 enum fsp_record_mode {

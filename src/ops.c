@@ -21,12 +21,17 @@ static const char *const op_names[FSP_OP__COUNT] = {
 	[FSP_OP_GETLK] = "getlk",           [FSP_OP_SETLK] = "setlk",
 	[FSP_OP_FLOCK] = "flock",           [FSP_OP_FALLOCATE] = "fallocate",
 	[FSP_OP_COPY_FILE_RANGE] = "copy_file_range", [FSP_OP_LSEEK] = "lseek",
+	[FSP_OP_DEV_READ] = "dev_read",     [FSP_OP_DEV_WRITE_DATA] = "dev_write_data",
+	[FSP_OP_DEV_WRITE_JOURNAL] = "dev_write_journal",
+	[FSP_OP_DEV_WRITE_META] = "dev_write_meta",
+	[FSP_OP_DEV_WRITE_CKPT] = "dev_write_ckpt", [FSP_OP_DEV_FLUSH] = "dev_flush",
 };
 
 static const char *const layer_names[FSP_LAYER__COUNT] = {
 	[FSP_LAYER_TOTAL] = "total",
 	[FSP_LAYER_BACKING] = "backing",
 	[FSP_LAYER_LAYER] = "layer",
+	[FSP_LAYER_EMU] = "emu",
 };
 
 const char *fsp_op_name(int op)

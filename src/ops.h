@@ -47,24 +47,34 @@ enum fsp_op {
 	FSP_OP_FALLOCATE,
 	FSP_OP_COPY_FILE_RANGE,
 	FSP_OP_LSEEK,
+	/* IOs the emulation (fsprism mount --cow/--journal) sends to its store */
+	FSP_OP_DEV_READ,          /* any read of the store */
+	FSP_OP_DEV_WRITE_DATA,    /* file data, home or CoW destination */
+	FSP_OP_DEV_WRITE_JOURNAL, /* journal descriptor, logged block, commit, jsb */
+	FSP_OP_DEV_WRITE_META,    /* metadata nodes and allocation bitmaps */
+	FSP_OP_DEV_WRITE_CKPT,    /* checkpoint / root block */
+	FSP_OP_DEV_FLUSH,         /* cache flush */
 	FSP_OP__COUNT
 };
 
 /*
  * Layers: "total" is the whole time in fsprism's handler (or, for the job
  * engine, from io_submit to completion); "backing" is the time spent inside
- * system calls on the backing file system; "layer" is total - backing, i.e.
- * fsprism's own work (and later, the emulations').
+ * system calls on the backing file system (with emulation: the store IO
+ * that moves the user's own data); "emu" is the emulation's share beyond
+ * that (its CPU, read-modify-write, metadata, journal, checkpoint and flush
+ * IO); "layer" is total - backing - emu, fsprism's own work.
  */
 enum fsp_layer {
 	FSP_LAYER_TOTAL = 0,
 	FSP_LAYER_BACKING,
 	FSP_LAYER_LAYER,
+	FSP_LAYER_EMU,
 	FSP_LAYER__COUNT
 };
 
 const char *fsp_op_name(int op);       /* "read", "copy_file_range", ... */
 int fsp_op_from_name(const char *name); /* -1 if unknown */
-const char *fsp_layer_name(int layer); /* "total", "backing", "layer" */
+const char *fsp_layer_name(int layer); /* "total", "backing", "layer", "emu" */
 
 #endif
