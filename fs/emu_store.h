@@ -131,6 +131,11 @@ struct emu_store *emu_store_open(const char *path, uint64_t size_bytes,
 				 const struct emu_store_cfg *cfg,
 				 struct emu_store_info *info, char *err, size_t errlen);
 
+/* 1 if path holds a valid fsprism store superblock, 0 if not, -errno if it
+ * cannot be read. (Re-mounting an existing store needs no --destroy-data;
+ * formatting over anything else does.) */
+int emu_store_probe(const char *path);
+
 /* Commit, write everything home, mark clean, close. 0 or -errno. */
 int emu_store_close(struct emu_store *st);
 
