@@ -163,6 +163,8 @@ static struct pos insert_at(struct emu_emap *m, struct pos p, const struct emu_e
 	if (m->nleaf == 0) {
 		l = m->spare[--m->nspare];
 		l->n = 0;
+		l->node_pblk = 0;
+		l->node_crc = 0;
 		insert_leaf_ptr(m, 0, l);
 		p = (struct pos){ 0, 0 };
 	} else if (p.li == m->nleaf) {
@@ -173,6 +175,8 @@ static struct pos insert_at(struct emu_emap *m, struct pos p, const struct emu_e
 		/* split: the upper half moves to a new leaf */
 		struct emu_emap_leaf *r = m->spare[--m->nspare];
 		uint32_t half = EMU_EMAP_LEAF / 2;
+		r->node_pblk = 0;
+		r->node_crc = 0;
 		r->n = EMU_EMAP_LEAF - half;
 		memcpy(r->e, &l->e[half], r->n * sizeof(*r->e));
 		l->n = half;

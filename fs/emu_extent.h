@@ -43,6 +43,10 @@ struct emu_ext {
 
 struct emu_emap_leaf {
 	uint32_t n;
+	/* Where the store last wrote this leaf as a metadata node, and a
+	 * checksum of what it wrote (fs/emu_store; 0 for a new leaf). */
+	uint32_t node_crc;
+	uint64_t node_pblk;
 	struct emu_ext e[EMU_EMAP_LEAF];
 };
 
