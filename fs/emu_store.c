@@ -713,6 +713,15 @@ out:
 	return done;
 }
 
+/* Blocks data may not take, so that a commit always finds room for the
+ * metadata nodes it must write (a full copy-on-write store could
+ * otherwise not commit at all). */
+static uint64_t meta_reserve(const struct emu_store *st)
+{
+	uint64_t r = (st->nblocks - st->data_blk) / 64;
+	return r < 256 ? 256 : r;
+}
+
 /*
  * Where the next piece of a write goes. Under st->lock. Fills *m with the
  * current mapping of [lblk, lblk+n) (clipped) and returns the destination
@@ -739,6 +748,11 @@ static int64_t place(struct emu_store *st, struct obj *o, uint64_t lblk, uint64_
 	}
 	struct emu_run r;
 	size_t nr;
+	uint64_t avail = emu_alloc_free_count(st->alloc);
+	if (avail <= meta_reserve(st))
+		return -ENOSPC;
+	if (m->len > avail - meta_reserve(st))
+		m->len = avail - meta_reserve(st);
 	int64_t got = emu_alloc_get(st->alloc, m->len, &r, 1, &nr);
 	if (got < 0)
 		return got;
@@ -965,6 +979,13 @@ static int prealloc(struct emu_store *st, struct obj *o, uint64_t lblk, uint64_t
 		if (m.kind == EMU_MAP_HOLE) {
 			struct emu_run r;
 			size_t nr;
+			uint64_t avail = emu_alloc_free_count(st->alloc);
+			if (avail <= meta_reserve(st)) {
+				rc = -ENOSPC;
+				break;
+			}
+			if (m.len > avail - meta_reserve(st))
+				m.len = avail - meta_reserve(st);
 			int64_t got = emu_alloc_get(st->alloc, m.len, &r, 1, &nr);
 			if (got < 0) {
 				rc = (int)got;
@@ -1292,8 +1313,9 @@ void emu_store_statfs(struct emu_store *st, uint64_t *blocks, uint64_t *free_blo
 		      uint32_t *block_size)
 {
 	pthread_mutex_lock(&st->lock);
+	uint64_t avail = emu_alloc_free_count(st->alloc);
 	*blocks = st->nblocks - st->data_blk;
-	*free_blocks = emu_alloc_free_count(st->alloc);
+	*free_blocks = avail > meta_reserve(st) ? avail - meta_reserve(st) : 0;
 	*block_size = st->bs;
 	pthread_mutex_unlock(&st->lock);
 }

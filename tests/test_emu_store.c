@@ -455,6 +455,50 @@ static void test_crash_every_io(void **state)
 	crash_mode(EMU_COW_SHARED, EMU_JOURNAL_WRITEBACK);
 }
 
+/* A full store refuses data with ENOSPC but can still commit, and what
+ * was written survives a remount. */
+static void test_full_store(void **state)
+{
+	(void)state;
+	static uint8_t buf[1 << 20] __attribute__((aligned(4096)));
+	struct emu_store_info info;
+	struct emu_cx cx = { 0 };
+	struct emu_store *st = open_store("full", EMU_COW_ALWAYS, EMU_JOURNAL_OFF, 1, &info);
+	assert_non_null(st);
+	memset(buf, 0x77, sizeof(buf));
+	uint64_t off = 0;
+	ssize_t n;
+	while ((n = emu_store_write(st, &cx, 3, buf, sizeof(buf), off)) == (ssize_t)sizeof(buf))
+		off += (uint64_t)n;
+	if (n > 0)
+		off += (uint64_t)n;
+	assert_true(off > STORE_BYTES / 2);
+	assert_int_equal(emu_store_write(st, &cx, 3, buf, 4096, off), -ENOSPC);
+	assert_int_equal(emu_store_commit(st, &cx), 0);
+	/* copy-on-write needs new space to overwrite: refused, data intact */
+	memset(buf, 0x88, 8192);
+	assert_int_equal(emu_store_write(st, &cx, 3, buf, 8192, 0), -ENOSPC);
+	assert_int_equal(emu_store_fsync(st, &cx, 3), 0);
+	uint64_t blocks, freeb;
+	uint32_t bs;
+	emu_store_statfs(st, &blocks, &freeb, &bs);
+	assert_true(freeb < 2);
+	assert_int_equal(emu_store_close(st), 0);
+	st = open_store("full", EMU_COW_ALWAYS, EMU_JOURNAL_OFF, 0, &info);
+	assert_non_null(st);
+	uint64_t size;
+	assert_int_equal(emu_store_obj_size(st, 3, &size, NULL), 0);
+	assert_int_equal(size, off);
+	assert_int_equal(emu_store_read(st, &cx, 3, buf, 4096, off - 4096), 4096);
+	assert_int_equal(buf[0], 0x77);
+	assert_int_equal(buf[4095], 0x77);
+	/* freeing space makes room again */
+	assert_int_equal(emu_store_truncate(st, &cx, 3, 0), 0);
+	assert_int_equal(emu_store_commit(st, &cx), 0);
+	assert_int_equal(emu_store_write(st, &cx, 3, buf, 4096, 0), 4096);
+	assert_int_equal(emu_store_close(st), 0);
+}
+
 static void test_bad_input(void **state)
 {
 	(void)state;
@@ -509,6 +553,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_bad_input),
 		cmocka_unit_test(test_cow_fragments),
+		cmocka_unit_test(test_full_store),
 		cmocka_unit_test(test_clone_diverges),
 		cmocka_unit_test(test_modes_model),
 		cmocka_unit_test(test_crash_every_io),
