@@ -866,8 +866,8 @@ static int64_t windowed_layers(sqlite3 *db, int64_t mount_run, int op,
 	int64_t n = 0;
 	for (int l = 0; l < FSP_LAYER__COUNT; l++)
 		fsp_hist_init(&h[l]);
-	if (sqlite3_prepare_v2(db, "SELECT start_ns, total_ns, backing_ns, layer_ns "
-			       "FROM ops WHERE run=? AND op=?", -1, &s,
+	if (sqlite3_prepare_v2(db, "SELECT start_ns, total_ns, backing_ns, layer_ns, "
+			       "emu_ns FROM ops WHERE run=? AND op=?", -1, &s,
 			       NULL) != SQLITE_OK)
 		return -1;
 	sqlite3_bind_int64(s, 1, mount_run);
@@ -882,6 +882,7 @@ static int64_t windowed_layers(sqlite3 *db, int64_t mount_run, int op,
 		fsp_hist_add(&h[FSP_LAYER_TOTAL], (uint64_t)sqlite3_column_int64(s, 1));
 		fsp_hist_add(&h[FSP_LAYER_BACKING], (uint64_t)sqlite3_column_int64(s, 2));
 		fsp_hist_add(&h[FSP_LAYER_LAYER], (uint64_t)sqlite3_column_int64(s, 3));
+		fsp_hist_add(&h[FSP_LAYER_EMU], (uint64_t)sqlite3_column_int64(s, 4));
 		n++;
 	}
 	sqlite3_finalize(s);
@@ -901,9 +902,11 @@ static void print_hist_row(FILE *out, int op, const char *name,
 /*
  * The split of the fsprism target: what the engine saw per IO, what the
  * FUSE handler measured (total), how much of that was the backing file
- * system's system call (backing) and how much fsprism itself (layer). The
- * engine's time minus the handler's total is the kernel's part: VFS, the
- * FUSE request round trip, and the wake-ups on both sides.
+ * system's system call (backing), the copy-on-write / journaling
+ * emulation's extra work (emu; printed only when a mount emulated, i.e.
+ * when it is not all zero) and fsprism itself (layer). The engine's time
+ * minus the handler's total is the kernel's part: VFS, the FUSE request
+ * round trip, and the wake-ups on both sides.
  *
  * The FUSE side comes from the mount's op rows inside the engine's step
  * windows when they were recorded (record=full, nothing dropped); else
@@ -944,8 +947,15 @@ static void print_layers(FILE *out, struct fsp_store *st, int64_t engine_run,
 	fprintf(out, "  %-6s %-16s %10s %9s %9s %9s\n", "op", "layer", "count",
 		"mean", "p50", "p99");
 	static const int ops[] = { FSP_OP_READ, FSP_OP_WRITE };
-	static const char *const names[FSP_LAYER__COUNT] = {
-		"fuse total", "  backing fs", "  fsprism" };
+	/* display order: the parts in the order total = backing + emu + layer */
+	static const struct { int layer; const char *name; } rows[] = {
+		{ FSP_LAYER_TOTAL, "fuse total" },
+		{ FSP_LAYER_BACKING, "  backing fs" },
+		{ FSP_LAYER_EMU, "  emulation" },
+		{ FSP_LAYER_LAYER, "  fsprism" },
+	};
+	_Static_assert(sizeof(rows) / sizeof(rows[0]) == FSP_LAYER__COUNT,
+		       "every layer has a row in the split");
 	for (size_t i = 0; i < 2; i++) {
 		int op = ops[i];
 		merged_hist(st, engine_run, op, FSP_LAYER_TOTAL, &h[0], tmp);
@@ -961,8 +971,12 @@ static void print_layers(FILE *out, struct fsp_store *st, int64_t engine_run,
 		}
 		if (!h[FSP_LAYER_TOTAL].count)
 			continue;
-		for (int l = 0; l < FSP_LAYER__COUNT; l++)
-			print_hist_row(out, op, names[l], &h[l]);
+		for (size_t r = 0; r < sizeof(rows) / sizeof(rows[0]); r++) {
+			const struct fsp_hist *lh = &h[rows[r].layer];
+			if (rows[r].layer == FSP_LAYER_EMU && lh->max == 0)
+				continue; /* no emulation in this mount */
+			print_hist_row(out, op, rows[r].name, lh);
+		}
 		fprintf(out, "  %-6s %-16s %10s", fsp_op_name(op), "kernel+FUSE", "");
 		print_us(out, engine_mean - fsp_hist_mean(&h[FSP_LAYER_TOTAL]) / 1000.0);
 		fprintf(out, "             (engine mean - fuse total mean)\n");

@@ -282,10 +282,11 @@ void fsp_oplog_add(struct fsp_oplog *log, const struct fsp_rec *rec)
 		count_drop(c); /* invalid op or no memory: counted, never silent */
 		return;
 	}
-	uint64_t layer_ns = rec->total_ns > rec->backing_ns ? rec->total_ns - rec->backing_ns : 0;
+	/* device records (FSP_OP_DEV_*) take the same path: their own (step, op) */
 	fsp_hist_add(&s->hist[FSP_LAYER_TOTAL], rec->total_ns);
 	fsp_hist_add(&s->hist[FSP_LAYER_BACKING], rec->backing_ns);
-	fsp_hist_add(&s->hist[FSP_LAYER_LAYER], layer_ns);
+	fsp_hist_add(&s->hist[FSP_LAYER_EMU], rec->emu_ns);
+	fsp_hist_add(&s->hist[FSP_LAYER_LAYER], fsp_rec_layer_ns(rec));
 	s->bytes += rec->bytes;
 	if (rec->result != 0)
 		s->errors++;

@@ -9,7 +9,9 @@
 #ifndef FSP_SCHEMA_H
 #define FSP_SCHEMA_H
 
-#define FSP_SCHEMA_VERSION 1
+/* 2: ops.emu_ns, ops.cause_ns, the "emu" layer, device ops, emu_files,
+ * emu_extents (issue 4) */
+#define FSP_SCHEMA_VERSION 2
 
 #define FSP_SCHEMA_SQL \
 "CREATE TABLE IF NOT EXISTS runs(\n" \
@@ -36,7 +38,9 @@
 "  run INTEGER NOT NULL, step INTEGER NOT NULL, op INTEGER NOT NULL,\n" \
 "  node INTEGER, pid INTEGER, offset INTEGER, length INTEGER,\n" \
 "  bytes INTEGER, result INTEGER,\n" \
-"  start_ns INTEGER, total_ns INTEGER, backing_ns INTEGER, layer_ns INTEGER\n" \
+"  start_ns INTEGER, total_ns INTEGER, backing_ns INTEGER, layer_ns INTEGER,\n" \
+"  emu_ns INTEGER,              -- emulation's share beyond moving the user's data\n" \
+"  cause_ns INTEGER             -- dev_* rows: start_ns of the causing op (0: background)\n" \
 ");\n" \
 "CREATE TABLE IF NOT EXISTS hist(\n" \
 "  run INTEGER NOT NULL, step INTEGER NOT NULL, op INTEGER NOT NULL,\n" \
@@ -60,7 +64,15 @@
 "  read_bytes INTEGER, write_bytes INTEGER, read_ios INTEGER, write_ios INTEGER);\n" \
 "CREATE TABLE IF NOT EXISTS segments(\n" \
 "  run INTEGER NOT NULL, step INTEGER NOT NULL, segment INTEGER NOT NULL,\n" \
-"  offset INTEGER, bytes INTEGER, ns INTEGER);\n"
+"  offset INTEGER, bytes INTEGER, ns INTEGER);\n" \
+"CREATE TABLE IF NOT EXISTS emu_files(\n" \
+"  run INTEGER NOT NULL, obj INTEGER NOT NULL, path TEXT,\n" \
+"  size INTEGER, allocated INTEGER, extents INTEGER,\n" \
+"  PRIMARY KEY(run, obj));\n" \
+"CREATE TABLE IF NOT EXISTS emu_extents(\n" \
+"  run INTEGER NOT NULL, obj INTEGER NOT NULL, logical INTEGER NOT NULL,\n" \
+"  physical INTEGER, length INTEGER,\n" \
+"  PRIMARY KEY(run, obj, logical));\n"
 
 /* Built after capture, so that inserts during capture stay cheap. */
 #define FSP_SCHEMA_INDEX_SQL \

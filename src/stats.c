@@ -1,10 +1,15 @@
 /*
  * stats.c - `fsprism stats`: per-operation, per-layer latency statistics
- * of one stored run, as a table, CSV or JSON.
+ * of one stored run, as a table, CSV or JSON, and for a mount with the
+ * copy-on-write / journaling emulation its device-level accounting (write
+ * amplification, flushes per fsync, sequentiality, extents per file).
  *
- * Everything comes from the run's stored histograms (hist, hist_bins), not
- * from op rows, so the numbers are exact whatever the record mode was and
- * however many rows were dropped.
+ * Latencies and byte counts come from the run's stored histograms (hist,
+ * hist_bins), not from op rows, so the numbers are exact whatever the
+ * record mode was and however many rows were dropped. The device counters
+ * that need the order of IOs (sequential share, streams) come from the
+ * dev.* run attributes the mount writes; files and extents from emu_files
+ * and emu_extents.
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -30,6 +35,25 @@ struct run_hdr {
 	int64_t started_ns, ended_ns; /* ended_ns 0: run did not end cleanly */
 	int64_t recorded, dropped;
 };
+
+/* Layers in the order total = backing + emu + layer. */
+static const int layer_order[FSP_LAYER__COUNT] = {
+	FSP_LAYER_TOTAL, FSP_LAYER_BACKING, FSP_LAYER_EMU, FSP_LAYER_LAYER
+};
+
+/* What to print besides the per-op rows. */
+struct view {
+	int show_steps;
+	int show_emu;       /* the emu layer (an emulated mount) */
+	int emulation;      /* the Emulation section / "emulation" key */
+	unsigned flags;     /* FSP_STATS_* */
+	int op_width;       /* width of the op column in the table */
+};
+
+static int layer_shown(const struct view *v, int l)
+{
+	return l != FSP_LAYER_EMU || v->show_emu;
+}
 
 struct layer_stat {
 	int present;                 /* 0: no histogram stored for this layer */
@@ -232,15 +256,15 @@ out:
 	return 0;
 }
 
-static int count_query(sqlite3 *db, const char *sql, int64_t run)
+static int64_t count_query(sqlite3 *db, const char *sql, int64_t run)
 {
 	sqlite3_stmt *s;
-	int v = 0;
+	int64_t v = 0;
 	if (sqlite3_prepare_v2(db, sql, -1, &s, NULL) != SQLITE_OK)
 		return 0;
 	sqlite3_bind_int64(s, 1, run);
 	if (sqlite3_step(s) == SQLITE_ROW)
-		v = sqlite3_column_int(s, 0);
+		v = sqlite3_column_int64(s, 0);
 	sqlite3_finalize(s);
 	return v;
 }
@@ -282,9 +306,10 @@ static const char *or_dash(const char *s)
 }
 
 static void print_table(const struct run_hdr *h, const struct op_row *rows,
-			size_t n, int show_steps, FILE *out)
+			size_t n, const struct view *vw, FILE *out)
 {
 	double secs = run_secs(h);
+	int w = vw->op_width;
 	fprintf(out, "run %" PRId64 " (%s%s%s)  backing %s  device %s (%s)  record %s\n",
 		h->id, or_dash(h->kind), h->label ? " " : "", h->label ? h->label : "",
 		or_dash(h->backing_path), or_dash(h->device), or_dash(h->fstype),
@@ -300,8 +325,12 @@ static void print_table(const struct run_hdr *h, const struct op_row *rows,
 		fprintf(out, "\nno operations in this run's histograms\n");
 		return;
 	}
-	fprintf(out, "latencies in microseconds; total = backing + layer (fsprism's own work)\n");
-	fprintf(out, "\n%-15s %9s %10s %8s %6s %-7s", "op", "count", "bytes", "MB/s",
+	if (vw->show_emu)
+		fprintf(out, "latencies in microseconds; total = backing + emu (the emulation's "
+			"extra work) + layer (fsprism's own work)\n");
+	else
+		fprintf(out, "latencies in microseconds; total = backing + layer (fsprism's own work)\n");
+	fprintf(out, "\n%-*s %9s %10s %8s %6s %-7s", w, "op", "count", "bytes", "MB/s",
 		"errors", "layer");
 	fprintf(out, " %8s", "mean");
 	for (int i = 0; i < NQUANT; i++)
@@ -311,7 +340,7 @@ static void print_table(const struct run_hdr *h, const struct op_row *rows,
 	int cur_step = -1;
 	for (size_t i = 0; i < n; i++) {
 		const struct op_row *r = &rows[i];
-		if (show_steps && r->step != cur_step) {
+		if (vw->show_steps && r->step != cur_step) {
 			cur_step = r->step;
 			fprintf(out, "-- step %d%s%s", r->step, r->step_label ? ": " : "",
 				r->step_label ? r->step_label : "");
@@ -319,10 +348,13 @@ static void print_table(const struct run_hdr *h, const struct op_row *rows,
 				fprintf(out, " (%.3f s)", r->secs);
 			fputc('\n', out);
 		}
-		for (int l = 0; l < FSP_LAYER__COUNT; l++) {
+		for (int k = 0; k < FSP_LAYER__COUNT; k++) {
+			int l = layer_order[k];
+			if (!layer_shown(vw, l))
+				continue;
 			const struct layer_stat *ls = &r->layer[l];
 			char b[32], c[32], t[32], e[32], v[32];
-			if (l == 0) {
+			if (k == 0) {
 				double mbs = mb_per_s(r);
 				snprintf(c, sizeof(c), "%" PRIu64, r->count);
 				fmt_bytes(b, sizeof(b), r->bytes);
@@ -331,10 +363,10 @@ static void print_table(const struct run_hdr *h, const struct op_row *rows,
 				else
 					snprintf(t, sizeof(t), "%.2f", mbs);
 				snprintf(e, sizeof(e), "%" PRIu64, r->errors);
-				fprintf(out, "%-15s %9s %10s %8s %6s", fsp_op_name(r->op), c,
+				fprintf(out, "%-*s %9s %10s %8s %6s", w, fsp_op_name(r->op), c,
 					r->bytes ? b : "-", r->bytes ? t : "-", e);
 			} else {
-				fprintf(out, "%-15s %9s %10s %8s %6s", "", "", "", "", "");
+				fprintf(out, "%-*s %9s %10s %8s %6s", w, "", "", "", "", "");
 			}
 			fprintf(out, " %-7s", fsp_layer_name(l));
 			if (!ls->present) {
@@ -352,11 +384,11 @@ static void print_table(const struct run_hdr *h, const struct op_row *rows,
 		}
 	}
 	fprintf(out, "(latencies in microseconds; MB/s = bytes / %s duration)\n",
-		show_steps ? "step" : "run");
+		vw->show_steps ? "step" : "run");
 }
 
 static void print_csv(const struct run_hdr *h, const struct op_row *rows, size_t n,
-		      FILE *out)
+		      const struct view *vw, FILE *out)
 {
 	fprintf(out, "run,step,op,layer,count,bytes,mb_per_s,errors,mean_us");
 	for (int q = 0; q < NQUANT; q++)
@@ -365,9 +397,10 @@ static void print_csv(const struct run_hdr *h, const struct op_row *rows, size_t
 	for (size_t i = 0; i < n; i++) {
 		const struct op_row *r = &rows[i];
 		double mbs = mb_per_s(r);
-		for (int l = 0; l < FSP_LAYER__COUNT; l++) {
+		for (int k = 0; k < FSP_LAYER__COUNT; k++) {
+			int l = layer_order[k];
 			const struct layer_stat *ls = &r->layer[l];
-			if (!ls->present)
+			if (!ls->present || !layer_shown(vw, l))
 				continue;
 			fprintf(out, "%" PRId64 ",%d,%s,%s,%" PRIu64 ",%" PRIu64 ",", h->id,
 				r->step, fsp_op_name(r->op), fsp_layer_name(l), ls->count,
@@ -409,7 +442,7 @@ static void json_num(FILE *out, double v)
 }
 
 static void print_json(const struct run_hdr *h, const struct op_row *rows, size_t n,
-		       FILE *out)
+		       const struct view *vw, FILE *out)
 {
 	fprintf(out, "{\n  \"run\": {\"id\": %" PRId64 ", \"kind\": ", h->id);
 	json_str(out, h->kind);
@@ -443,9 +476,10 @@ static void print_json(const struct run_hdr *h, const struct op_row *rows, size_
 		json_num(out, mb_per_s(r));
 		fprintf(out, ", \"errors\": %" PRIu64 ", \"layers\": {", r->errors);
 		int first = 1;
-		for (int l = 0; l < FSP_LAYER__COUNT; l++) {
+		for (int k = 0; k < FSP_LAYER__COUNT; k++) {
+			int l = layer_order[k];
 			const struct layer_stat *ls = &r->layer[l];
-			if (!ls->present)
+			if (!ls->present || !layer_shown(vw, l))
 				continue;
 			fprintf(out, "%s\n      \"%s\": {\"mean_us\": ", first ? "" : ",",
 				fsp_layer_name(l));
@@ -461,7 +495,451 @@ static void print_json(const struct run_hdr *h, const struct op_row *rows, size_
 		}
 		fputs("}}", out);
 	}
-	fputs(n ? "\n  ]\n}\n" : "]\n}\n", out);
+	fputs(n ? "\n  ]" : "]", out);
+	/* the caller adds ",\n  \"emulation\": {...}" and closes the object */
+}
+
+/* ---- the emulation's device-level accounting -------------------------- */
+
+/* Device write kinds, in the order they are printed. */
+#define NKINDS 4
+static const struct {
+	int op;
+	const char *name;
+} dev_kinds[NKINDS] = {
+	{ FSP_OP_DEV_WRITE_DATA, "data" },
+	{ FSP_OP_DEV_WRITE_JOURNAL, "journal" },
+	{ FSP_OP_DEV_WRITE_META, "metadata" },
+	{ FSP_OP_DEV_WRITE_CKPT, "checkpoint" },
+};
+
+struct emu_acct {
+	uint64_t user_write_bytes;          /* write + copy_file_range */
+	uint64_t writes[NKINDS], bytes[NKINDS];
+	uint64_t write_count, write_bytes;  /* all kinds */
+	uint64_t reads, read_bytes;
+	uint64_t flushes, fsyncs;
+	int have_ios, have_seq, have_streams; /* dev.* attributes present */
+	uint64_t ios, seq_ios, streams_x1000;
+	uint64_t files, extents;
+};
+
+/* count and bytes of op over all steps of a run (0, 0 if absent). */
+static int op_totals(sqlite3 *db, int64_t run, int op, uint64_t *count, uint64_t *bytes)
+{
+	sqlite3_stmt *s;
+	*count = *bytes = 0;
+	if (sqlite3_prepare_v2(db,
+		"SELECT coalesce(sum(count), 0), coalesce(sum(bytes), 0) FROM hist"
+		" WHERE run=? AND op=? AND layer=?", -1, &s, NULL) != SQLITE_OK)
+		return -1;
+	sqlite3_bind_int64(s, 1, run);
+	sqlite3_bind_int(s, 2, op);
+	sqlite3_bind_int(s, 3, FSP_LAYER_TOTAL);
+	int rc = sqlite3_step(s);
+	if (rc == SQLITE_ROW) {
+		*count = (uint64_t)sqlite3_column_int64(s, 0);
+		*bytes = (uint64_t)sqlite3_column_int64(s, 1);
+	}
+	sqlite3_finalize(s);
+	return rc == SQLITE_ROW ? 0 : -1;
+}
+
+/* A run attribute as text (malloc'd), NULL if absent. */
+static char *attr_text(sqlite3 *db, int64_t run, const char *key)
+{
+	sqlite3_stmt *s;
+	char *v = NULL;
+	if (sqlite3_prepare_v2(db, "SELECT value FROM run_attrs WHERE run=? AND key=?",
+			       -1, &s, NULL) != SQLITE_OK)
+		return NULL;
+	sqlite3_bind_int64(s, 1, run);
+	sqlite3_bind_text(s, 2, key, -1, SQLITE_STATIC);
+	if (sqlite3_step(s) == SQLITE_ROW)
+		v = col_text(s, 0);
+	sqlite3_finalize(s);
+	return v;
+}
+
+/* Is s a whole unsigned decimal number? */
+static int parse_u64(const char *s, uint64_t *v)
+{
+	char *end;
+	if (!s || *s < '0' || *s > '9')
+		return 0;
+	errno = 0;
+	unsigned long long x = strtoull(s, &end, 10);
+	if (errno || *end)
+		return 0;
+	*v = x;
+	return 1;
+}
+
+/* 1 and *v if the attribute is present and a number, else 0. */
+static int attr_u64(sqlite3 *db, int64_t run, const char *key, uint64_t *v)
+{
+	char *t = attr_text(db, run, key);
+	int ok = parse_u64(t, v);
+	free(t);
+	return ok;
+}
+
+/* Does the run come from a mount with the emulation on? */
+static int is_emulated(sqlite3 *db, int64_t run)
+{
+	char sql[320];
+	snprintf(sql, sizeof(sql),
+		 "SELECT (SELECT count(*) FROM hist WHERE run=?1 AND op>=%d AND op<=%d)"
+		 " + (SELECT count(*) FROM emu_files WHERE run=?1)"
+		 " + (SELECT count(*) FROM run_attrs WHERE run=?1 AND key LIKE 'emu.%%')",
+		 FSP_OP_DEV_READ, FSP_OP_DEV_FLUSH);
+	return count_query(db, sql, run) > 0;
+}
+
+static int load_emu_acct(sqlite3 *db, int64_t run, struct emu_acct *a)
+{
+	uint64_t c, b;
+	memset(a, 0, sizeof(*a));
+	if (op_totals(db, run, FSP_OP_WRITE, &c, &b) < 0)
+		return -1;
+	a->user_write_bytes = b;
+	if (op_totals(db, run, FSP_OP_COPY_FILE_RANGE, &c, &b) < 0)
+		return -1;
+	a->user_write_bytes += b;
+	for (int k = 0; k < NKINDS; k++) {
+		if (op_totals(db, run, dev_kinds[k].op, &a->writes[k], &a->bytes[k]) < 0)
+			return -1;
+		a->write_count += a->writes[k];
+		a->write_bytes += a->bytes[k];
+	}
+	if (op_totals(db, run, FSP_OP_DEV_READ, &a->reads, &a->read_bytes) < 0 ||
+	    op_totals(db, run, FSP_OP_DEV_FLUSH, &a->flushes, &b) < 0 ||
+	    op_totals(db, run, FSP_OP_FSYNC, &a->fsyncs, &b) < 0)
+		return -1;
+	a->have_ios = attr_u64(db, run, "dev.ios", &a->ios);
+	a->have_seq = attr_u64(db, run, "dev.seq_ios", &a->seq_ios);
+	a->have_streams = attr_u64(db, run, "dev.streams_x1000", &a->streams_x1000);
+	a->files = (uint64_t)count_query(db, "SELECT count(*) FROM emu_files WHERE run=?", run);
+	a->extents = (uint64_t)count_query(db,
+		"SELECT coalesce(sum(extents), 0) FROM emu_files WHERE run=?", run);
+	return 0;
+}
+
+static double ratio(uint64_t a, uint64_t b)
+{
+	return b ? (double)a / (double)b : NAN;
+}
+
+static double seq_share(const struct emu_acct *a)
+{
+	return a->have_ios && a->have_seq ? ratio(a->seq_ios, a->ios) : NAN;
+}
+
+static double streams(const struct emu_acct *a)
+{
+	return a->have_streams ? (double)a->streams_x1000 / 1000.0 : NAN;
+}
+
+/* "x.xxx" or "-" */
+static void fmt_ratio(char *buf, size_t len, double v)
+{
+	if (isnan(v))
+		snprintf(buf, len, "-");
+	else
+		snprintf(buf, len, "%.3f", v);
+}
+
+/* The store's state at mount (emu.* attributes), as sentences. */
+static void print_store_attrs(sqlite3 *db, int64_t run, FILE *out)
+{
+	static const char *const known[] = {
+		"emu.store", "emu.cow", "emu.journal", "emu.alloc", "emu.formatted",
+		"emu.clean", "emu.replay.end", "emu.replay.txns", "emu.replay.blocks",
+		"emu.replay.discarded", "emu.damaged_objects", "emu.bitmap_mismatches",
+	};
+	enum { STORE, COW, JOURNAL, ALLOC, FORMATTED, CLEAN, R_END, R_TXNS, R_BLOCKS,
+	       R_DISC, DAMAGED, BITMAP, NKNOWN };
+	char *v[NKNOWN];
+	for (int i = 0; i < NKNOWN; i++)
+		v[i] = attr_text(db, run, known[i]);
+
+	if (v[STORE] || v[COW] || v[JOURNAL] || v[ALLOC])
+		fprintf(out, "  store %s  cow %s  journal %s  alloc %s\n", or_dash(v[STORE]),
+			or_dash(v[COW]), or_dash(v[JOURNAL]), or_dash(v[ALLOC]));
+	if (v[FORMATTED] || v[CLEAN]) {
+		int formatted = v[FORMATTED] && !strcmp(v[FORMATTED], "1");
+		fprintf(out, "  at mount: %s", formatted ? "formatted a new store" :
+			v[FORMATTED] ? "opened an existing store" : "store");
+		/* a new store has no previous close to speak of */
+		if (v[CLEAN] && !formatted)
+			fprintf(out, ", %s", !strcmp(v[CLEAN], "1") ? "closed cleanly before" :
+				"NOT closed cleanly before");
+		fputc('\n', out);
+	}
+	if (v[R_END] && strcmp(v[R_END], "none"))
+		fprintf(out, "  journal replay: ended at %s, %s transactions (%s blocks) replayed,"
+			" %s discarded\n", v[R_END], or_dash(v[R_TXNS]), or_dash(v[R_BLOCKS]),
+			or_dash(v[R_DISC]));
+	if (v[DAMAGED] || v[BITMAP])
+		fprintf(out, "  damaged objects %s, bitmap mismatches %s\n", or_dash(v[DAMAGED]),
+			or_dash(v[BITMAP]));
+	for (int i = 0; i < NKNOWN; i++)
+		free(v[i]);
+
+	/* any other emu.* attribute, so that nothing the mount said is hidden */
+	sqlite3_stmt *s;
+	if (sqlite3_prepare_v2(db, "SELECT key, value FROM run_attrs WHERE run=?"
+			       " AND key LIKE 'emu.%' ORDER BY key", -1, &s, NULL) != SQLITE_OK)
+		return;
+	sqlite3_bind_int64(s, 1, run);
+	int first = 1;
+	while (sqlite3_step(s) == SQLITE_ROW) {
+		const char *k = (const char *)sqlite3_column_text(s, 0);
+		int is_known = 0;
+		for (int i = 0; i < NKNOWN && !is_known; i++)
+			is_known = k && !strcmp(k, known[i]);
+		if (is_known || !k)
+			continue;
+		const char *val = (const char *)sqlite3_column_text(s, 1);
+		fprintf(out, "%s %s=%s", first ? "  also:" : "", k, val ? val : "");
+		first = 0;
+	}
+	if (!first)
+		fputc('\n', out);
+	sqlite3_finalize(s);
+}
+
+/* Files and their extents: one statement shared by table and JSON. */
+static sqlite3_stmt *files_query(sqlite3 *db, int64_t run)
+{
+	sqlite3_stmt *s;
+	if (sqlite3_prepare_v2(db,
+		"SELECT obj, path, size, allocated, extents FROM emu_files WHERE run=?"
+		" ORDER BY coalesce(path, '') = '', path, obj", -1, &s, NULL) != SQLITE_OK)
+		return NULL;
+	sqlite3_bind_int64(s, 1, run);
+	return s;
+}
+
+static sqlite3_stmt *extents_query(sqlite3 *db, int64_t run)
+{
+	sqlite3_stmt *s;
+	if (sqlite3_prepare_v2(db,
+		"SELECT e.obj, f.path, e.logical, e.physical, e.length, f.size, f.extents"
+		" FROM emu_extents e LEFT JOIN emu_files f ON f.run = e.run AND f.obj = e.obj"
+		" WHERE e.run=? ORDER BY coalesce(f.path, '') = '', f.path, e.obj, e.logical",
+		-1, &s, NULL) != SQLITE_OK)
+		return NULL;
+	sqlite3_bind_int64(s, 1, run);
+	return s;
+}
+
+#define U64(s, i) ((uint64_t)sqlite3_column_int64((s), (i)))
+
+/* A file's path for the table: NULL and "" (no path known) say so. */
+static const char *path_or_none(sqlite3_stmt *s, int i)
+{
+	const char *p = (const char *)sqlite3_column_text(s, i);
+	return p && *p ? p : "(no path)";
+}
+
+/* FIEMAP-style listing per file, in bytes, laid out like `filefrag -v`. */
+static int print_extents_table(sqlite3 *db, int64_t run, FILE *out)
+{
+	sqlite3_stmt *s = extents_query(db, run);
+	if (!s)
+		return -1;
+	fprintf(out, "\nExtents (FIEMAP style: byte offsets, physically contiguous runs joined;"
+		" physical = offset on the store)\n");
+	int rc, any = 0;
+	int64_t cur = -1;
+	unsigned ext = 0;
+	while ((rc = sqlite3_step(s)) == SQLITE_ROW) {
+		int64_t obj = sqlite3_column_int64(s, 0);
+		if (!any || obj != cur) {
+			fprintf(out, "%s%s (obj %" PRIu64 "): size %" PRIu64 ", %" PRIu64
+				" extents\n", any ? "\n" : "", path_or_none(s, 1), (uint64_t)obj,
+				U64(s, 5), U64(s, 6));
+			fprintf(out, " %4s: %25s: %25s: %12s:\n", "ext", "logical_offset",
+				"physical_offset", "length");
+			cur = obj;
+			ext = 0;
+			any = 1;
+		}
+		uint64_t lo = U64(s, 2), ph = U64(s, 3), len = U64(s, 4);
+		uint64_t last = len ? len - 1 : 0;
+		fprintf(out, " %4u: %12" PRIu64 "..%11" PRIu64 ": %12" PRIu64 "..%11" PRIu64
+			": %12" PRIu64 ":\n", ext++, lo, lo + last, ph, ph + last, len);
+	}
+	sqlite3_finalize(s);
+	if (!any && rc == SQLITE_DONE)
+		fprintf(out, "no extents recorded for this run\n");
+	return rc == SQLITE_DONE ? 0 : -1;
+}
+
+static int print_emulation_table(sqlite3 *db, int64_t run, const struct emu_acct *a,
+				 unsigned flags, FILE *out)
+{
+	char b[32], r[32];
+	fprintf(out, "\nEmulation (device-level accounting of the copy-on-write / journaling store)\n");
+	print_store_attrs(db, run, out);
+	fmt_bytes(b, sizeof(b), a->user_write_bytes);
+	fprintf(out, "  user bytes written (write + copy_file_range): %" PRIu64 " (%s)\n",
+		a->user_write_bytes, b);
+	fprintf(out, "  %-16s %10s %16s %14s\n", "device writes", "count", "bytes",
+		"amplification");
+	for (int k = 0; k <= NKINDS; k++) {
+		uint64_t n = k < NKINDS ? a->writes[k] : a->write_count;
+		uint64_t by = k < NKINDS ? a->bytes[k] : a->write_bytes;
+		fmt_ratio(r, sizeof(r), ratio(by, a->user_write_bytes));
+		fprintf(out, "    %-14s %10" PRIu64 " %16" PRIu64 " %14s\n",
+			k < NKINDS ? dev_kinds[k].name : "total", n, by, r);
+	}
+	fprintf(out, "  device reads %" PRIu64 ", %" PRIu64 " bytes\n", a->reads, a->read_bytes);
+	fmt_ratio(r, sizeof(r), ratio(a->flushes, a->fsyncs));
+	fprintf(out, "  flushes %" PRIu64 ", user fsyncs %" PRIu64 ", flushes per fsync %s\n",
+		a->flushes, a->fsyncs, r);
+	if (a->have_ios) {
+		fprintf(out, "  device IOs %" PRIu64, a->ios);
+		if (a->have_seq) {
+			double sh = seq_share(a);
+			fprintf(out, ", sequential %" PRIu64, a->seq_ios);
+			if (!isnan(sh))
+				fprintf(out, " (%.1f%%)", 100.0 * sh);
+		}
+		if (a->have_streams)
+			fprintf(out, ", streams %.3f (mean distinct streams per 16 IOs)",
+				streams(a));
+		fputc('\n', out);
+	} else {
+		fprintf(out, "  device IOs: not recorded (no dev.* attributes: the mount did not end cleanly?)\n");
+	}
+
+	sqlite3_stmt *s = files_query(db, run);
+	if (!s)
+		return -1;
+	fprintf(out, "  files %" PRIu64 ", extents %" PRIu64, a->files, a->extents);
+	if (a->files)
+		fprintf(out, " (%.2f per file)", (double)a->extents / (double)a->files);
+	fputc('\n', out);
+	int rc;
+	int any = 0;
+	while ((rc = sqlite3_step(s)) == SQLITE_ROW) {
+		if (!any)
+			fprintf(out, "  %12s %14s %14s %8s  %s\n", "obj", "size", "allocated",
+				"extents", "path");
+		any = 1;
+		fprintf(out, "  %12" PRIu64 " %14" PRIu64 " %14" PRIu64 " %8" PRIu64 "  %s\n",
+			U64(s, 0), U64(s, 2), U64(s, 3), U64(s, 4), path_or_none(s, 1));
+	}
+	sqlite3_finalize(s);
+	if (rc != SQLITE_DONE)
+		return -1;
+	if (flags & FSP_STATS_EXTENTS)
+		return print_extents_table(db, run, out);
+	return 0;
+}
+
+/* A run attribute's value in JSON: a number if it is one, else a string. */
+static void json_attr_value(FILE *out, const char *v)
+{
+	uint64_t x;
+	if (parse_u64(v, &x))
+		fprintf(out, "%" PRIu64, x);
+	else
+		json_str(out, v);
+}
+
+static int print_emulation_json(sqlite3 *db, int64_t run, const struct emu_acct *a,
+				unsigned flags, FILE *out)
+{
+	fprintf(out, ",\n  \"emulation\": {\"user_write_bytes\": %" PRIu64 ",\n"
+		"    \"write_amplification\": {", a->user_write_bytes);
+	for (int k = 0; k < NKINDS; k++) {
+		fprintf(out, "\"%s\": ", dev_kinds[k].name);
+		json_num(out, ratio(a->bytes[k], a->user_write_bytes));
+		fputs(", ", out);
+	}
+	fputs("\"total\": ", out);
+	json_num(out, ratio(a->write_bytes, a->user_write_bytes));
+	fputs("},\n    \"device_bytes\": {", out);
+	for (int k = 0; k < NKINDS; k++)
+		fprintf(out, "\"%s\": %" PRIu64 ", ", dev_kinds[k].name, a->bytes[k]);
+	fprintf(out, "\"read\": %" PRIu64 "},\n", a->read_bytes);
+	fprintf(out, "    \"flushes\": %" PRIu64 ", \"fsyncs\": %" PRIu64
+		", \"flushes_per_fsync\": ", a->flushes, a->fsyncs);
+	json_num(out, ratio(a->flushes, a->fsyncs));
+	fputs(",\n    \"device\": {\"ios\": ", out);
+	if (a->have_ios)
+		fprintf(out, "%" PRIu64, a->ios);
+	else
+		fputs("null", out);
+	fputs(", \"seq_ios\": ", out);
+	if (a->have_seq)
+		fprintf(out, "%" PRIu64, a->seq_ios);
+	else
+		fputs("null", out);
+	fputs(", \"seq_share\": ", out);
+	json_num(out, seq_share(a));
+	fputs(", \"streams\": ", out);
+	json_num(out, streams(a));
+	fputs("},\n    \"attributes\": {", out);
+
+	sqlite3_stmt *s;
+	int rc, first = 1;
+	if (sqlite3_prepare_v2(db, "SELECT key, value FROM run_attrs WHERE run=? AND"
+			       " (key LIKE 'emu.%' OR key LIKE 'dev.%') ORDER BY key",
+			       -1, &s, NULL) != SQLITE_OK)
+		return -1;
+	sqlite3_bind_int64(s, 1, run);
+	while ((rc = sqlite3_step(s)) == SQLITE_ROW) {
+		fputs(first ? "" : ", ", out);
+		first = 0;
+		json_str(out, (const char *)sqlite3_column_text(s, 0));
+		fputs(": ", out);
+		json_attr_value(out, (const char *)sqlite3_column_text(s, 1));
+	}
+	sqlite3_finalize(s);
+	if (rc != SQLITE_DONE)
+		return -1;
+
+	fputs("},\n    \"files\": [", out);
+	if (!(s = files_query(db, run)))
+		return -1;
+	first = 1;
+	while ((rc = sqlite3_step(s)) == SQLITE_ROW) {
+		fprintf(out, "%s\n      {\"obj\": %" PRIu64 ", \"path\": ", first ? "" : ",",
+			U64(s, 0));
+		first = 0;
+		json_str(out, (const char *)sqlite3_column_text(s, 1));
+		fprintf(out, ", \"size\": %" PRIu64 ", \"allocated\": %" PRIu64
+			", \"extents\": %" PRIu64 "}", U64(s, 2), U64(s, 3), U64(s, 4));
+	}
+	sqlite3_finalize(s);
+	if (rc != SQLITE_DONE)
+		return -1;
+	fputs(first ? "]" : "\n    ]", out);
+
+	if (flags & FSP_STATS_EXTENTS) {
+		fputs(",\n    \"extents\": [", out);
+		if (!(s = extents_query(db, run)))
+			return -1;
+		first = 1;
+		while ((rc = sqlite3_step(s)) == SQLITE_ROW) {
+			fprintf(out, "%s\n      {\"obj\": %" PRIu64 ", \"path\": ",
+				first ? "" : ",", U64(s, 0));
+			first = 0;
+			json_str(out, (const char *)sqlite3_column_text(s, 1));
+			fprintf(out, ", \"logical\": %" PRIu64 ", \"physical\": %" PRIu64
+				", \"length\": %" PRIu64 "}", U64(s, 2), U64(s, 3), U64(s, 4));
+		}
+		sqlite3_finalize(s);
+		if (rc != SQLITE_DONE)
+			return -1;
+		fputs(first ? "]" : "\n    ]", out);
+	}
+	fputs("}", out);
+	return 0;
 }
 
 static int valid_format(const char *f)
@@ -469,7 +947,8 @@ static int valid_format(const char *f)
 	return !strcmp(f, "table") || !strcmp(f, "csv") || !strcmp(f, "json");
 }
 
-int fsp_stats_print(sqlite3 *db, int64_t run, const char *format, FILE *out)
+int fsp_stats_print(sqlite3 *db, int64_t run, const char *format, unsigned flags,
+		    FILE *out)
 {
 	struct run_hdr hdr;
 	struct op_row *rows = NULL;
@@ -491,20 +970,50 @@ int fsp_stats_print(sqlite3 *db, int64_t run, const char *format, FILE *out)
 		hdr_free(&hdr);
 		return -1;
 	}
+	rc = -1;
 	if (load_rows(db, &hdr, &rows, &n) == 0) {
-		int show_steps =
+		struct view vw = { .flags = flags, .op_width = 15 };
+		struct emu_acct acct;
+		char sql[160];
+		vw.show_steps =
 			count_query(db, "SELECT count(DISTINCT step) FROM hist WHERE run=?", run) > 1 ||
 			count_query(db, "SELECT count(*) FROM steps WHERE run=?", run) > 0;
-		if (!strcmp(format, "csv"))
-			print_csv(&hdr, rows, n, out);
-		else if (!strcmp(format, "json"))
-			print_json(&hdr, rows, n, out);
+		vw.emulation = is_emulated(db, run);
+		/* runs without the emulation store all-zero emu histograms: not shown */
+		snprintf(sql, sizeof(sql), "SELECT count(*) FROM hist WHERE run=? AND layer=%d"
+			 " AND max_ns > 0", FSP_LAYER_EMU);
+		vw.show_emu = vw.emulation || count_query(db, sql, run) > 0;
+		for (size_t i = 0; i < n; i++) {
+			int len = (int)strlen(fsp_op_name(rows[i].op));
+			if (len > vw.op_width)
+				vw.op_width = len;
+		}
+		if (vw.emulation && load_emu_acct(db, run, &acct) < 0) {
+			db_error(db);
+			goto out;
+		}
+		int erc = 0;
+		if (!strcmp(format, "csv")) {
+			print_csv(&hdr, rows, n, &vw, out);
+		} else if (!strcmp(format, "json")) {
+			print_json(&hdr, rows, n, &vw, out);
+			if (vw.emulation)
+				erc = print_emulation_json(db, run, &acct, flags, out);
+			fputs("\n}\n", out);
+		} else {
+			print_table(&hdr, rows, n, &vw, out);
+			if (vw.emulation)
+				erc = print_emulation_table(db, run, &acct, flags, out);
+			else if (flags & FSP_STATS_EXTENTS)
+				fprintf(out, "\nno emulated files in this run (mount without"
+					" --cow/--journal/--store)\n");
+		}
+		if (erc < 0)
+			db_error(db);
 		else
-			print_table(&hdr, rows, n, show_steps, out);
-		rc = 0;
-	} else {
-		rc = -1;
+			rc = 0;
 	}
+out:
 	for (size_t i = 0; i < n; i++)
 		free(rows[i].step_label);
 	free(rows);
@@ -515,12 +1024,21 @@ int fsp_stats_print(sqlite3 *db, int64_t run, const char *format, FILE *out)
 static void stats_usage(FILE *f)
 {
 	fprintf(f,
-"usage: fsprism stats DB [--run N] [--format table|csv|json]\n"
+"usage: fsprism stats DB [--run N] [--format table|csv|json] [--extents]\n"
 "\n"
 "Per operation: count, bytes, throughput, errors, and the mean, p50, p90,\n"
 "p99, p99.9 and max latency (microseconds) of each layer: total (whole\n"
-"handler), backing (inside backing-store system calls), layer (the rest).\n"
-"Computed from the run's exact histograms. Default: the newest run.\n");
+"handler), backing (inside backing-store system calls, or with the\n"
+"emulation the store IO that moves the user's data), emu (the emulation's\n"
+"extra work; shown for emulated mounts), layer (the rest: fsprism itself).\n"
+"Computed from the run's exact histograms. Default: the newest run.\n"
+"\n"
+"For a mount with --cow/--journal/--store, an Emulation section (JSON key\n"
+"\"emulation\"): write amplification by kind (device bytes written / user\n"
+"bytes written by write and copy_file_range), flushes per fsync, device\n"
+"IOs, sequential share and streams, and the files with their extent counts.\n"
+"--extents also lists every file's extents (bytes, like filefrag -v);\n"
+"table and json only.\n");
 }
 
 static int parse_run_id(const char *s, int64_t *id)
@@ -537,6 +1055,7 @@ static int parse_run_id(const char *s, int64_t *id)
 int cmd_stats(int argc, char **argv)
 {
 	const char *path = NULL, *format = "table", *run_arg = NULL;
+	unsigned flags = 0;
 	int64_t run = 0;
 	char err[512];
 
@@ -558,6 +1077,8 @@ int cmd_stats(int argc, char **argv)
 			run_arg = a + 6;
 		} else if (!strncmp(a, "--format=", 9)) {
 			format = a + 9;
+		} else if (!strcmp(a, "--extents")) {
+			flags |= FSP_STATS_EXTENTS;
 		} else if (a[0] == '-' && a[1]) {
 			fprintf(stderr, "fsprism stats: unknown option '%s'\n", a);
 			return 2;
@@ -569,11 +1090,15 @@ int cmd_stats(int argc, char **argv)
 		}
 	}
 	if (!path) {
-		fprintf(stderr, "fsprism stats: no database given (usage: fsprism stats DB [--run N] [--format F])\n");
+		fprintf(stderr, "fsprism stats: no database given (usage: fsprism stats DB [--run N] [--format F] [--extents])\n");
 		return 2;
 	}
 	if (!valid_format(format)) {
 		fprintf(stderr, "fsprism stats: unknown format '%s' (table, csv or json)\n", format);
+		return 2;
+	}
+	if ((flags & FSP_STATS_EXTENTS) && !strcmp(format, "csv")) {
+		fprintf(stderr, "fsprism stats: --extents needs --format table or json\n");
 		return 2;
 	}
 	if (run_arg && parse_run_id(run_arg, &run) < 0) {
@@ -597,7 +1122,7 @@ int cmd_stats(int argc, char **argv)
 			return 1;
 		}
 	}
-	int rc = fsp_stats_print(db, run, format, stdout);
+	int rc = fsp_stats_print(db, run, format, flags, stdout);
 	sqlite3_close(db);
 	if (rc == 0 && fflush(stdout) != 0) {
 		fprintf(stderr, "fsprism stats: cannot write output: %s\n", strerror(errno));

@@ -1,7 +1,8 @@
 /*
  * stats.h - per-operation, per-layer latency statistics of a stored run,
  * computed from its histograms (exact counts even when op rows were
- * sampled, dropped or not recorded). `fsprism stats` is built on these;
+ * sampled, dropped or not recorded), and the device-level accounting of
+ * the emulation. `fsprism stats` is built on these;
  * the README demo and `compare` call them directly.
  */
 #ifndef FSP_STATS_H
@@ -14,12 +15,19 @@
 /* The newest run in db (highest id), 0 if there is none, -1 on error. */
 int64_t fsp_stats_latest_run(sqlite3 *db);
 
+/* fsp_stats_print flags */
+#define FSP_STATS_EXTENTS 1u /* list every emulated file's extents (table, json) */
+
 /*
  * Print run `run`'s statistics to out in format "table", "csv" or "json"
- * (NULL = table). Returns 0, or -1 with a one-line reason on stderr
- * (unknown run, unknown format, database error).
+ * (NULL = table). A run of a mount with the copy-on-write / journaling
+ * emulation also gets the "emu" layer and the device-level accounting
+ * (table: an Emulation section; json: the "emulation" key; csv: the emu
+ * layer and dev_* ops only). Returns 0, or -1 with a one-line reason on
+ * stderr (unknown run, unknown format, database error).
  */
-int fsp_stats_print(sqlite3 *db, int64_t run, const char *format, FILE *out);
+int fsp_stats_print(sqlite3 *db, int64_t run, const char *format, unsigned flags,
+		    FILE *out);
 
 /*
  * Quantile q (0..1) of (step, op, layer) of a run, in microseconds.

@@ -8,6 +8,7 @@
  */
 #include "config.h"
 #include <errno.h>
+#include <inttypes.h>
 #include <limits.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -22,8 +23,8 @@
 #include "mountinfo.h"
 #include "store.h"
 
-#define INSERT_ROWS 64  /* rows per multi-row INSERT (13 columns: 832 params) */
-#define OPS_COLUMNS 13
+#define INSERT_ROWS 64  /* rows per multi-row INSERT (15 columns: 960 params) */
+#define OPS_COLUMNS 15
 
 struct fsp_store {
 	sqlite3 *db;
@@ -34,6 +35,10 @@ struct fsp_store {
 	sqlite3_stmt *hist_del_bins;
 	sqlite3_stmt *bin_ins;
 };
+
+/* SQLite's limit on parameters per statement is 32766 since 3.32 and 999
+ * before: the multi-row insert must fit the older limit. */
+_Static_assert(INSERT_ROWS * OPS_COLUMNS <= 999, "ops insert exceeds 999 parameters");
 
 static void set_err(char *err, size_t errlen, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
@@ -539,8 +544,8 @@ static sqlite3_stmt *prepare_ops_insert(struct fsp_store *st, int rows)
 {
 	static const char head[] =
 		"INSERT INTO ops(run, step, op, node, pid, offset, length, bytes,"
-		" result, start_ns, total_ns, backing_ns, layer_ns) VALUES";
-	static const char group[] = "(?,?,?,?,?,?,?,?,?,?,?,?,?)";
+		" result, start_ns, total_ns, backing_ns, layer_ns, emu_ns, cause_ns) VALUES";
+	static const char group[] = "(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)";
 	size_t len = sizeof(head) + (size_t)rows * sizeof(group) + 1;
 	char *sql = malloc(len);
 	sqlite3_stmt *s = NULL;
@@ -563,7 +568,6 @@ static sqlite3_stmt *prepare_ops_insert(struct fsp_store *st, int rows)
 
 static void bind_rec(sqlite3_stmt *s, int base, int64_t run, const struct fsp_rec *r)
 {
-	uint64_t layer_ns = r->total_ns > r->backing_ns ? r->total_ns - r->backing_ns : 0;
 	sqlite3_bind_int64(s, base + 1, run);
 	sqlite3_bind_int64(s, base + 2, r->step);
 	sqlite3_bind_int64(s, base + 3, r->op);
@@ -576,7 +580,9 @@ static void bind_rec(sqlite3_stmt *s, int base, int64_t run, const struct fsp_re
 	sqlite3_bind_int64(s, base + 10, (int64_t)r->start_ns);
 	sqlite3_bind_int64(s, base + 11, (int64_t)r->total_ns);
 	sqlite3_bind_int64(s, base + 12, (int64_t)r->backing_ns);
-	sqlite3_bind_int64(s, base + 13, (int64_t)layer_ns);
+	sqlite3_bind_int64(s, base + 13, (int64_t)fsp_rec_layer_ns(r));
+	sqlite3_bind_int64(s, base + 14, (int64_t)r->emu_ns);
+	sqlite3_bind_int64(s, base + 15, (int64_t)r->cause_ns);
 }
 
 static int step_reset(struct fsp_store *st, sqlite3_stmt *s)
@@ -729,6 +735,76 @@ int fsp_store_load_hist(struct fsp_store *st, int64_t run, int step, int op,
 			uint64_t *errors)
 {
 	return fsp_store_load_hist_db(st->db, run, step, op, layer, h, bytes, errors);
+}
+
+int fsp_store_save_emu_files(struct fsp_store *st, int64_t run,
+			     const struct fsp_emu_file *f, size_t n)
+{
+	sqlite3_stmt *del_files = NULL, *del_ext = NULL, *ins_file = NULL, *ins_ext = NULL;
+	int ok = 0;
+
+	if (n && !f) {
+		fprintf(stderr, "fsprism: database %s: no emulated files given\n", st->path);
+		return -1;
+	}
+	for (size_t i = 0; i < n; i++)
+		if (f[i].nextents && !f[i].ext) {
+			fprintf(stderr, "fsprism: database %s: object %" PRIu64
+				" has %zu extents but no extent list\n",
+				st->path, f[i].obj, f[i].nextents);
+			return -1;
+		}
+	if (fsp_store_tx_begin(st) != 0)
+		return -1;
+	if (sqlite3_prepare_v2(st->db, "DELETE FROM emu_files WHERE run=?", -1,
+			       &del_files, NULL) != SQLITE_OK ||
+	    sqlite3_prepare_v2(st->db, "DELETE FROM emu_extents WHERE run=?", -1,
+			       &del_ext, NULL) != SQLITE_OK ||
+	    sqlite3_prepare_v2(st->db,
+		"INSERT OR REPLACE INTO emu_files(run, obj, path, size, allocated, extents)"
+		" VALUES(?,?,?,?,?,?)", -1, &ins_file, NULL) != SQLITE_OK ||
+	    sqlite3_prepare_v2(st->db,
+		"INSERT OR REPLACE INTO emu_extents(run, obj, logical, physical, length)"
+		" VALUES(?,?,?,?,?)", -1, &ins_ext, NULL) != SQLITE_OK)
+		goto out;
+	/* a second save of the same run replaces the first, never mixes */
+	sqlite3_bind_int64(del_files, 1, run);
+	sqlite3_bind_int64(del_ext, 1, run);
+	if (step_reset(st, del_files) < 0 || step_reset(st, del_ext) < 0)
+		goto out;
+	for (size_t i = 0; i < n; i++) {
+		const struct fsp_emu_file *e = &f[i];
+		sqlite3_bind_int64(ins_file, 1, run);
+		sqlite3_bind_int64(ins_file, 2, (int64_t)e->obj);
+		bind_text_or_null(ins_file, 3, e->path);
+		sqlite3_bind_int64(ins_file, 4, (int64_t)e->size);
+		sqlite3_bind_int64(ins_file, 5, (int64_t)e->allocated);
+		sqlite3_bind_int64(ins_file, 6, (int64_t)e->nextents);
+		if (step_reset(st, ins_file) < 0)
+			goto out;
+		sqlite3_bind_int64(ins_ext, 1, run);
+		sqlite3_bind_int64(ins_ext, 2, (int64_t)e->obj);
+		for (size_t k = 0; k < e->nextents; k++) {
+			sqlite3_bind_int64(ins_ext, 3, (int64_t)e->ext[k].logical);
+			sqlite3_bind_int64(ins_ext, 4, (int64_t)e->ext[k].physical);
+			sqlite3_bind_int64(ins_ext, 5, (int64_t)e->ext[k].length);
+			if (step_reset(st, ins_ext) < 0)
+				goto out;
+		}
+	}
+	ok = 1;
+out:
+	if (!ok && !(del_files && del_ext && ins_file && ins_ext))
+		store_fail(st, "cannot save emulated files");
+	sqlite3_finalize(del_files);
+	sqlite3_finalize(del_ext);
+	sqlite3_finalize(ins_file);
+	sqlite3_finalize(ins_ext);
+	if (!ok) {
+		exec_sql(st->db, "ROLLBACK");
+		return -1;
+	}
+	return fsp_store_tx_commit(st);
 }
 
 int fsp_store_build_indexes(struct fsp_store *st)

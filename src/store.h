@@ -32,7 +32,7 @@ struct fsp_run_info {
  * Open or create the database at path. On failure returns NULL and writes a
  * one-line reason naming the path to err (e.g. "cannot create database
  * /x/y.db: Permission denied", "database /x/y.db has schema version 7, this
- * fsprism knows version 1").
+ * fsprism knows version 2").
  */
 struct fsp_store *fsp_store_open(const char *path, char *err, size_t errlen);
 void fsp_store_close(struct fsp_store *st);
@@ -60,6 +60,17 @@ char *fsp_store_cmdline(int argc, char **argv);
 int fsp_store_tx_begin(struct fsp_store *st);
 int fsp_store_tx_commit(struct fsp_store *st);
 
+/*
+ * fsprism's own share of a record: total - backing - emu, clamped at 0
+ * (clock granularity can make the measured parts exceed the whole). The
+ * oplog's "layer" histogram and the ops.layer_ns column both use this.
+ */
+static inline uint64_t fsp_rec_layer_ns(const struct fsp_rec *r)
+{
+	uint64_t parts = r->backing_ns + r->emu_ns;
+	return r->total_ns > parts ? r->total_ns - parts : 0;
+}
+
 /* Insert n op rows with prepared multi-row INSERTs (inside a transaction). */
 int fsp_store_insert_recs(struct fsp_store *st, int64_t run,
 			  const struct fsp_rec *recs, size_t n);
@@ -76,6 +87,31 @@ int fsp_store_save_hist(struct fsp_store *st, int64_t run, int step, int op,
 int fsp_store_load_hist(struct fsp_store *st, int64_t run, int step, int op,
 			int layer, struct fsp_hist *h, uint64_t *bytes,
 			uint64_t *errors);
+
+/*
+ * The emulated store's files at unmount (emu_files, emu_extents): one
+ * object, its path relative to the mount point (NULL or "" if unknown),
+ * size and allocated bytes, and its extents FIEMAP style (physically
+ * contiguous runs joined; byte offsets on the store device).
+ */
+struct fsp_emu_extent {
+	uint64_t logical, physical, length;
+};
+struct fsp_emu_file {
+	uint64_t obj;
+	const char *path;
+	uint64_t size, allocated;
+	size_t nextents;
+	const struct fsp_emu_extent *ext;
+};
+
+/*
+ * Replace run's emulated files and extents with f[0..n) in one transaction
+ * of its own (call it outside any other; the mount calls it after
+ * fsp_oplog_close). 0, or -1 with the reason on stderr and nothing saved.
+ */
+int fsp_store_save_emu_files(struct fsp_store *st, int64_t run,
+			     const struct fsp_emu_file *f, size_t n);
 
 /* Build the indexes that are deferred until after capture. */
 int fsp_store_build_indexes(struct fsp_store *st);

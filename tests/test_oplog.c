@@ -1,8 +1,10 @@
 /*
  * test_oplog.c - the per-thread rings and the background writer under many
  * threads, on real SQLite files: every record arrives exactly once, drops
- * are counted exactly, sampling keeps ceil(n/N) rows per thread, and the
- * histograms count every operation in every mode.
+ * are counted exactly, sampling keeps ceil(n/N) rows per thread, the
+ * histograms count every operation in every mode, and the four layers
+ * (total, backing, emu, layer = total - backing - emu clamped at 0) come
+ * out right for user and device (FSP_OP_DEV_*) records alike.
  */
 #include "config.h"
 #include <stdarg.h>
@@ -66,16 +68,29 @@ static int64_t q_int(struct fsp_store *st, const char *fmt, ...)
 	return v;
 }
 
+/* Ops a producer cycles through: user ops and every kind of device IO. */
+static const uint16_t rec_ops[] = {
+	FSP_OP_READ, FSP_OP_WRITE, FSP_OP_GETATTR, FSP_OP_DEV_READ, FSP_OP_DEV_WRITE_DATA,
+	FSP_OP_DEV_WRITE_JOURNAL, FSP_OP_DEV_WRITE_META, FSP_OP_DEV_WRITE_CKPT,
+	FSP_OP_DEV_FLUSH,
+};
+#define NREC_OPS (sizeof(rec_ops) / sizeof(rec_ops[0]))
+
 /* The record a thread makes for its seq-th operation: unique (node, offset). */
 static void make_rec(struct fsp_rec *r, unsigned thread, uint64_t seq)
 {
 	memset(r, 0, sizeof(*r));
 	r->node = thread;
 	r->offset = seq;
-	r->op = (uint16_t)(seq % 3 == 0 ? FSP_OP_READ : seq % 3 == 1 ? FSP_OP_WRITE : FSP_OP_GETATTR);
+	r->op = rec_ops[seq % NREC_OPS];
 	r->step = (uint16_t)(thread % 4 == 3 ? 60000 + thread : 0); /* far pages too */
 	r->total_ns = 1000 + (seq * 7919 + thread * 104729) % 5000000;
 	r->backing_ns = r->total_ns * 3 / 4;
+	/* emulation share: none, an eighth, or half (backing + emu > total:
+	 * the layer must clamp at 0) */
+	r->emu_ns = seq % 5 < 2 ? 0 : seq % 5 < 4 ? r->total_ns / 8 : r->total_ns / 2;
+	if (r->op >= FSP_OP_DEV_READ)
+		r->cause_ns = seq % 4 ? seq - 1 : 0; /* 0: a background commit's IO */
 	r->length = 4096;
 	r->bytes = r->op == FSP_OP_GETATTR ? 0 : 4096;
 	r->result = seq % 101 == 0 ? 5 : 0;
@@ -137,7 +152,7 @@ static void check_hists(struct fsp_store *st, int64_t run, unsigned nthreads,
 	/* per (step, op): recompute what the producers made, in one pass */
 	struct expect {
 		int step, op;
-		uint64_t n, sum_total, sum_backing, bytes, errors;
+		uint64_t n, sum_total, sum_backing, sum_emu, sum_layer, bytes, errors;
 	} *ex = calloc(4096, sizeof(*ex));
 	size_t nex = 0;
 	for (unsigned u = 0; u < nthreads; u++) {
@@ -155,6 +170,10 @@ static void check_hists(struct fsp_store *st, int64_t run, unsigned nthreads,
 			ex[k].n++;
 			ex[k].sum_total += r.total_ns;
 			ex[k].sum_backing += r.backing_ns;
+			ex[k].sum_emu += r.emu_ns;
+			/* layer = total - backing - emu, clamped at 0 */
+			if (r.total_ns > r.backing_ns + r.emu_ns)
+				ex[k].sum_layer += r.total_ns - r.backing_ns - r.emu_ns;
 			ex[k].bytes += r.bytes;
 			ex[k].errors += r.result != 0;
 		}
@@ -175,8 +194,12 @@ static void check_hists(struct fsp_store *st, int64_t run, unsigned nthreads,
 		assert_int_equal(h->sum, ex[k].sum_backing);
 		assert_int_equal(h->count, ex[k].n);
 		assert_int_equal(fsp_store_load_hist(st, run, ex[k].step, ex[k].op,
+						     FSP_LAYER_EMU, h, NULL, NULL), 1);
+		assert_int_equal(h->sum, ex[k].sum_emu);
+		assert_int_equal(h->count, ex[k].n);
+		assert_int_equal(fsp_store_load_hist(st, run, ex[k].step, ex[k].op,
 						     FSP_LAYER_LAYER, h, NULL, NULL), 1);
-		assert_int_equal(h->sum, ex[k].sum_total - ex[k].sum_backing);
+		assert_int_equal(h->sum, ex[k].sum_layer);
 		assert_int_equal(h->count, ex[k].n);
 	}
 	free(ex);
@@ -204,7 +227,16 @@ static void test_full_16_threads(void **state)
 	assert_int_equal(q_int(st, "SELECT sum(offset) FROM ops"),
 			 16ull * FULL_N * (FULL_N - 1) / 2);
 	assert_int_equal(q_int(st, "SELECT sum(node) FROM ops"), FULL_N * (15ull * 16 / 2));
-	assert_int_equal(q_int(st, "SELECT count(*) FROM ops WHERE layer_ns != total_ns - backing_ns"), 0);
+	assert_int_equal(q_int(st, "SELECT count(*) FROM ops WHERE layer_ns !="
+			       " max(total_ns - backing_ns - emu_ns, 0)"), 0);
+	assert_true(q_int(st, "SELECT count(*) FROM ops WHERE layer_ns = 0 AND emu_ns > 0") > 0);
+	/* device rows carry their cause; user rows have none */
+	assert_int_equal(q_int(st, "SELECT count(*) FROM ops WHERE op < %d AND cause_ns != 0",
+			       FSP_OP_DEV_READ), 0);
+	assert_int_equal(q_int(st, "SELECT count(*) FROM ops WHERE op >= %d AND cause_ns != "
+			       "(CASE WHEN offset %% 4 != 0 THEN offset - 1 ELSE 0 END)",
+			       FSP_OP_DEV_READ), 0);
+	assert_int_equal(q_int(st, "SELECT count(DISTINCT op) FROM ops"), NREC_OPS);
 	for (unsigned t = 0; t < 16; t++)
 		assert_int_equal(q_int(st, "SELECT count(*) FROM ops WHERE node=%u AND step=%d",
 				       t, t % 4 == 3 ? 60000 + t : 0), FULL_N);
@@ -374,6 +406,100 @@ static void test_two_logs(void **state)
 	fsp_store_close(sb);
 }
 
+/*
+ * The four layers of hand-made records, exactly, in full and hist mode;
+ * device records join the user operation that caused them on
+ * (pid, start_ns = cause_ns), as docs/schema.md says.
+ */
+static void test_layers_and_device_records(void **state)
+{
+	static const struct fsp_rec recs[] = {
+		/* a write: 1000 = 300 backing + 200 emu + 500 layer */
+		{ .start_ns = 1000, .total_ns = 1000, .backing_ns = 300, .emu_ns = 200,
+		  .pid = 7, .op = FSP_OP_WRITE, .bytes = 4096, .length = 4096 },
+		/* an fsync whose measured parts exceed the whole: layer 0 */
+		{ .start_ns = 5000, .total_ns = 1000, .backing_ns = 800, .emu_ns = 500,
+		  .pid = 7, .op = FSP_OP_FSYNC },
+		/* the device IO they caused, and one background checkpoint */
+		{ .start_ns = 1100, .total_ns = 300, .backing_ns = 300, .pid = 7,
+		  .op = FSP_OP_DEV_WRITE_DATA, .offset = 1ull << 30, .length = 4096,
+		  .bytes = 4096, .cause_ns = 1000 },
+		{ .start_ns = 5100, .total_ns = 400, .backing_ns = 400, .pid = 7,
+		  .op = FSP_OP_DEV_WRITE_JOURNAL, .offset = 8192, .length = 8192,
+		  .bytes = 8192, .cause_ns = 5000 },
+		{ .start_ns = 5600, .total_ns = 90, .backing_ns = 60, .emu_ns = 10, .pid = 7,
+		  .op = FSP_OP_DEV_FLUSH, .cause_ns = 5000 },
+		{ .start_ns = 9000, .total_ns = 50, .backing_ns = 50, .pid = 0,
+		  .op = FSP_OP_DEV_WRITE_CKPT, .offset = 4096, .length = 4096, .bytes = 4096 },
+	};
+	/* per record: { total, backing, emu, layer } */
+	static const uint64_t want[][FSP_LAYER__COUNT] = {
+		[0] = { [FSP_LAYER_TOTAL] = 1000, [FSP_LAYER_BACKING] = 300,
+			[FSP_LAYER_EMU] = 200, [FSP_LAYER_LAYER] = 500 },
+		[1] = { [FSP_LAYER_TOTAL] = 1000, [FSP_LAYER_BACKING] = 800,
+			[FSP_LAYER_EMU] = 500, [FSP_LAYER_LAYER] = 0 },
+		[2] = { [FSP_LAYER_TOTAL] = 300, [FSP_LAYER_BACKING] = 300 },
+		[3] = { [FSP_LAYER_TOTAL] = 400, [FSP_LAYER_BACKING] = 400 },
+		[4] = { [FSP_LAYER_TOTAL] = 90, [FSP_LAYER_BACKING] = 60,
+			[FSP_LAYER_EMU] = 10, [FSP_LAYER_LAYER] = 20 },
+		[5] = { [FSP_LAYER_TOTAL] = 50, [FSP_LAYER_BACKING] = 50 },
+	};
+	const size_t n = sizeof(recs) / sizeof(recs[0]);
+	const enum fsp_record_mode modes[2] = { FSP_RECORD_FULL, FSP_RECORD_HIST };
+	struct fsp_hist *h = malloc(sizeof(*h));
+
+	for (int m = 0; m < 2; m++) {
+		int64_t run;
+		struct fsp_store *st = open_store(m ? "dev-hist.db" : "dev-full.db", &run);
+		struct fsp_oplog *log = fsp_oplog_open(st, run, modes[m], 0, 64);
+		assert_non_null(log);
+		for (size_t i = 0; i < n; i++)
+			fsp_oplog_add(log, &recs[i]);
+		assert_int_equal(fsp_oplog_close(log), 0);
+
+		/* each record is alone in its (step, op): min = max = sum = the value */
+		for (size_t i = 0; i < n; i++) {
+			for (int l = 0; l < FSP_LAYER__COUNT; l++) {
+				uint64_t bytes, errors;
+				assert_int_equal(fsp_store_load_hist(st, run, 0, recs[i].op, l, h,
+								     &bytes, &errors), 1);
+				assert_int_equal(h->count, 1);
+				assert_int_equal(h->sum, want[i][l]);
+				assert_int_equal(h->min, want[i][l]);
+				assert_int_equal(h->max, want[i][l]);
+				assert_int_equal(bytes, recs[i].bytes);
+			}
+		}
+		assert_int_equal(q_int(st, "SELECT count(*) FROM hist"), n * FSP_LAYER__COUNT);
+		if (modes[m] == FSP_RECORD_HIST) {
+			assert_int_equal(q_int(st, "SELECT count(*) FROM ops"), 0);
+			fsp_store_close(st);
+			continue;
+		}
+		/* the rows: the same layers, and the causes */
+		assert_int_equal(q_int(st, "SELECT count(*) FROM ops"), n);
+		for (size_t i = 0; i < n; i++) {
+			assert_int_equal(q_int(st, "SELECT layer_ns FROM ops WHERE op=%d", recs[i].op),
+					 want[i][FSP_LAYER_LAYER]);
+			assert_int_equal(q_int(st, "SELECT emu_ns FROM ops WHERE op=%d", recs[i].op),
+					 want[i][FSP_LAYER_EMU]);
+			assert_int_equal(q_int(st, "SELECT cause_ns FROM ops WHERE op=%d", recs[i].op),
+					 recs[i].cause_ns);
+			assert_int_equal(q_int(st, "SELECT offset FROM ops WHERE op=%d", recs[i].op),
+					 recs[i].offset);
+		}
+		const char *join =
+			"SELECT count(*) FROM ops d JOIN ops u ON u.run = d.run AND u.pid = d.pid"
+			" AND u.start_ns = d.cause_ns WHERE d.op >= %d AND u.op = %d";
+		assert_int_equal(q_int(st, join, FSP_OP_DEV_READ, FSP_OP_WRITE), 1);
+		assert_int_equal(q_int(st, join, FSP_OP_DEV_READ, FSP_OP_FSYNC), 2);
+		assert_int_equal(q_int(st, "SELECT count(*) FROM ops WHERE op >= %d AND cause_ns = 0",
+				       FSP_OP_DEV_READ), 1);
+		fsp_store_close(st);
+	}
+	free(h);
+}
+
 static void test_mode_parse(void **state)
 {
 	enum fsp_record_mode m;
@@ -407,6 +533,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_off, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_orphans_adopted, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_two_logs, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_layers_and_device_records, setup, teardown),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

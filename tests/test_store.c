@@ -1,7 +1,8 @@
 /*
  * test_store.c - the SQLite store on real database files in a temp dir:
- * creation, reopening, refusals (schema version, non-database, unwritable
- * locations), runs, op-row and histogram round trips.
+ * creation, reopening, refusals (schema version, a real version-1
+ * database, non-database, unwritable locations), runs, op-row, histogram
+ * and emulated-file round trips.
  */
 #include "config.h"
 #include <stdarg.h>
@@ -72,7 +73,12 @@ static void test_create_reopen(void **state)
 	assert_int_equal(q_int(db, "SELECT count(*) FROM op_names"), FSP_OP__COUNT);
 	assert_int_equal(q_int(db, "SELECT count(*) FROM layer_names"), FSP_LAYER__COUNT);
 	assert_int_equal(q_int(db, "SELECT count(*) FROM sqlite_master WHERE name IN"
-			       "('runs','run_attrs','ops','hist','hist_bins','steps','timeline','segments')"), 8);
+			       "('runs','run_attrs','ops','hist','hist_bins','steps','timeline','segments',"
+			       "'emu_files','emu_extents')"), 10);
+	assert_int_equal(q_int(db, "SELECT count(*) FROM pragma_table_info('ops')"
+			       " WHERE name IN ('emu_ns','cause_ns')"), 2);
+	assert_int_equal(q_int(db, "SELECT layer FROM layer_names WHERE name='emu'"), FSP_LAYER_EMU);
+	assert_int_equal(q_int(db, "SELECT op FROM op_names WHERE name='dev_flush'"), FSP_OP_DEV_FLUSH);
 	assert_int_equal(q_int(db, "SELECT op FROM op_names WHERE name='copy_file_range'"),
 			 FSP_OP_COPY_FILE_RANGE);
 
@@ -183,7 +189,9 @@ static void test_version_mismatch(void **state)
 	assert_null(fsp_store_open(path, err, sizeof(err)));
 	assert_non_null(strstr(err, path));
 	assert_non_null(strstr(err, "99"));
-	assert_non_null(strstr(err, "version 1"));
+	char knows[64];
+	snprintf(knows, sizeof(knows), "this fsprism knows version %d", FSP_SCHEMA_VERSION);
+	assert_non_null(strstr(err, knows));
 	assert_null(strchr(err, '\n'));
 	/* refused, not migrated or touched */
 	sqlite3 *db;
@@ -201,6 +209,52 @@ static void test_version_mismatch(void **state)
 	assert_null(fsp_store_open(path, err, sizeof(err)));
 	assert_non_null(strstr(err, "not an fsprism database"));
 	assert_non_null(strstr(err, path));
+}
+
+/*
+ * A database written by the previous release (schema version 1: ops
+ * without emu_ns / cause_ns, no emu tables) is refused by writers and
+ * readers alike, with both versions named, and left exactly as it was.
+ */
+static void test_v1_refused(void **state)
+{
+	static const char v1[] =
+		"CREATE TABLE runs(id INTEGER PRIMARY KEY, kind TEXT NOT NULL, host TEXT,"
+		" kernel TEXT, version TEXT, options TEXT, backing_path TEXT,"
+		" backing_device TEXT, backing_fstype TEXT, record_mode TEXT,"
+		" started_at TEXT, ended_at TEXT, started_ns INTEGER, ended_ns INTEGER,"
+		" recorded INTEGER DEFAULT 0, dropped INTEGER DEFAULT 0, parent INTEGER,"
+		" label TEXT);"
+		"CREATE TABLE ops(run INTEGER NOT NULL, step INTEGER NOT NULL,"
+		" op INTEGER NOT NULL, node INTEGER, pid INTEGER, offset INTEGER,"
+		" length INTEGER, bytes INTEGER, result INTEGER, start_ns INTEGER,"
+		" total_ns INTEGER, backing_ns INTEGER, layer_ns INTEGER);"
+		"INSERT INTO runs(id, kind) VALUES(1, 'mount');"
+		"INSERT INTO ops VALUES(1, 0, 13, 1, 2, 0, 4096, 4096, 0, 5, 100, 60, 40);"
+		"PRAGMA user_version=1;";
+	char path[128], err[512] = "", expect[256];
+	path_in(path, sizeof(path), "v1.db");
+	sqlite3 *db;
+	assert_int_equal(sqlite3_open(path, &db), SQLITE_OK);
+	assert_int_equal(sqlite3_exec(db, v1, NULL, NULL, NULL), SQLITE_OK);
+	sqlite3_close(db);
+
+	snprintf(expect, sizeof(expect),
+		 "database %s has schema version 1, this fsprism knows version %d",
+		 path, FSP_SCHEMA_VERSION);
+	assert_true(FSP_SCHEMA_VERSION >= 2);
+	assert_null(fsp_store_open(path, err, sizeof(err)));
+	assert_string_equal(err, expect);
+	err[0] = 0;
+	assert_null(fsp_store_open_existing(path, err, sizeof(err)));
+	assert_string_equal(err, expect);
+
+	assert_int_equal(sqlite3_open(path, &db), SQLITE_OK);
+	assert_int_equal(q_int(db, "PRAGMA user_version"), 1);
+	assert_int_equal(q_int(db, "SELECT count(*) FROM sqlite_master"), 2);
+	assert_int_equal(q_int(db, "SELECT count(*) FROM pragma_table_info('ops')"), 13);
+	assert_int_equal(q_int(db, "SELECT layer_ns FROM ops"), 40);
+	sqlite3_close(db);
 }
 
 static void test_not_a_database(void **state)
@@ -322,12 +376,16 @@ static void test_recs_roundtrip(void **state)
 		r[i].total_ns = 5000 + (uint64_t)i;
 		/* every 10th: backing > total (clock skew), layer must clamp to 0 */
 		r[i].backing_ns = i % 10 == 0 ? r[i].total_ns + 5 : 3000 + (uint64_t)i / 2;
+		/* emulation share: none, some, or enough to make backing + emu > total */
+		r[i].emu_ns = i % 3 == 0 ? 0 : i % 3 == 1 ? 700 + (uint64_t)i % 50 : 2500;
 		r[i].node = 0x7f0000000000ull + (uint64_t)i;
 		r[i].offset = (uint64_t)i << 32;
 		r[i].length = 4096 + (uint32_t)i;
 		r[i].pid = 100 + (uint32_t)i;
 		r[i].result = i % 13 == 0 ? 5 : 0;
 		r[i].op = (uint16_t)(i % FSP_OP__COUNT);
+		/* device records name the op that caused them (0: background) */
+		r[i].cause_ns = r[i].op >= FSP_OP_DEV_READ && i % 4 ? r[i].start_ns - 3 : 0;
 		r[i].step = (uint16_t)(i % 3);
 		r[i].bytes = (uint64_t)i * 3;
 	}
@@ -341,13 +399,19 @@ static void test_recs_roundtrip(void **state)
 	sqlite3_stmt *s;
 	assert_int_equal(sqlite3_prepare_v2(fsp_store_db(st),
 		"SELECT run, step, op, node, pid, offset, length, bytes, result,"
-		" start_ns, total_ns, backing_ns, layer_ns FROM ops ORDER BY rowid",
+		" start_ns, total_ns, backing_ns, layer_ns, emu_ns, cause_ns"
+		" FROM ops ORDER BY rowid",
 		-1, &s, NULL), SQLITE_OK);
-	int i = 0;
+	int i = 0, clamped = 0, causes = 0;
 	while (sqlite3_step(s) == SQLITE_ROW) {
 		assert_true(i < N);
 		const struct fsp_rec *e = &r[i];
-		uint64_t layer = e->total_ns > e->backing_ns ? e->total_ns - e->backing_ns : 0;
+		/* layer = total - backing - emu, clamped at 0 (computed here in
+		 * signed arithmetic, independently of fsp_rec_layer_ns) */
+		int64_t d = (int64_t)e->total_ns - (int64_t)e->backing_ns - (int64_t)e->emu_ns;
+		uint64_t layer = d > 0 ? (uint64_t)d : 0;
+		clamped += d < 0;
+		causes += e->cause_ns > 0;
 		assert_int_equal(sqlite3_column_int64(s, 0), run);
 		assert_int_equal(sqlite3_column_int64(s, 1), e->step);
 		assert_int_equal(sqlite3_column_int64(s, 2), e->op);
@@ -361,10 +425,14 @@ static void test_recs_roundtrip(void **state)
 		assert_int_equal((uint64_t)sqlite3_column_int64(s, 10), e->total_ns);
 		assert_int_equal((uint64_t)sqlite3_column_int64(s, 11), e->backing_ns);
 		assert_int_equal((uint64_t)sqlite3_column_int64(s, 12), layer);
+		assert_int_equal((uint64_t)sqlite3_column_int64(s, 13), e->emu_ns);
+		assert_int_equal((uint64_t)sqlite3_column_int64(s, 14), e->cause_ns);
 		i++;
 	}
 	sqlite3_finalize(s);
 	assert_int_equal(i, N);
+	assert_true(clamped > N / 4); /* the clamp was exercised, by emu too */
+	assert_true(causes > 0); /* device rows with a cause were exercised */
 	free(r);
 	fsp_store_close(st);
 }
@@ -429,16 +497,133 @@ static void test_hist_roundtrip(void **state)
 	fsp_store_close(st);
 }
 
+/* Sum of a column over emu_extents of (run, obj), e.g. for a checksum. */
+static int64_t ext_q(sqlite3 *db, const char *expr, int64_t run, uint64_t obj)
+{
+	char sql[256];
+	snprintf(sql, sizeof(sql), "SELECT %s FROM emu_extents WHERE run=%lld AND obj=%llu",
+		 expr, (long long)run, (unsigned long long)obj);
+	return q_int(db, sql);
+}
+
+static void test_emu_files_roundtrip(void **state)
+{
+	char path[128], err[512];
+	path_in(path, sizeof(path), "emu.db");
+	struct fsp_store *st = fsp_store_open(path, err, sizeof(err));
+	assert_non_null(st);
+	sqlite3 *db = fsp_store_db(st);
+	struct fsp_run_info info = { .kind = "mount" };
+	int64_t run = fsp_store_begin_run(st, &info), other = fsp_store_begin_run(st, &info);
+	assert_true(run > 0 && other > run);
+
+	/* a fragmented file, a file with a hole and no path, an empty file */
+	enum { NA = 300 };
+	struct fsp_emu_extent *a = calloc(NA, sizeof(*a));
+	uint64_t sum_len = 0;
+	for (int i = 0; i < NA; i++) {
+		a[i].logical = (uint64_t)i * 8192;
+		a[i].physical = (1ull << 40) + (uint64_t)(NA - i) * 65536; /* > 2^32 */
+		a[i].length = 4096 * (1 + (uint64_t)i % 2);
+		sum_len += a[i].length;
+	}
+	const struct fsp_emu_extent b[2] = { { 0, 4096, 4096 }, { 1 << 20, 8192, 12288 } };
+	const struct fsp_emu_file files[3] = {
+		{ .obj = 0xfedcba9876ull, .path = "/dir/frag's \"file\"", .size = NA * 8192ull,
+		  .allocated = sum_len, .nextents = NA, .ext = a },
+		{ .obj = 12, .path = NULL, .size = (1 << 20) + 12288, .allocated = 16384,
+		  .nextents = 2, .ext = b },
+		{ .obj = 13, .path = "/empty", .size = 0, .allocated = 0, .nextents = 0, .ext = NULL },
+	};
+	assert_int_equal(fsp_store_save_emu_files(st, run, files, 3), 0);
+	assert_int_equal(fsp_store_save_emu_files(st, other, &files[1], 1), 0);
+
+	assert_int_equal(q_int(db, "SELECT count(*) FROM emu_files"), 4);
+	sqlite3_stmt *s;
+	assert_int_equal(sqlite3_prepare_v2(db, "SELECT obj, path, size, allocated, extents"
+		" FROM emu_files WHERE run=? ORDER BY obj", -1, &s, NULL), SQLITE_OK);
+	sqlite3_bind_int64(s, 1, run);
+	static const int order[3] = { 1, 2, 0 }; /* by obj */
+	for (int k = 0; k < 3; k++) {
+		const struct fsp_emu_file *e = &files[order[k]];
+		assert_int_equal(sqlite3_step(s), SQLITE_ROW);
+		assert_int_equal((uint64_t)sqlite3_column_int64(s, 0), e->obj);
+		if (e->path)
+			assert_string_equal(sqlite3_column_text(s, 1), e->path);
+		else
+			assert_int_equal(sqlite3_column_type(s, 1), SQLITE_NULL);
+		assert_int_equal((uint64_t)sqlite3_column_int64(s, 2), e->size);
+		assert_int_equal((uint64_t)sqlite3_column_int64(s, 3), e->allocated);
+		assert_int_equal((uint64_t)sqlite3_column_int64(s, 4), e->nextents);
+		/* every extent, exactly */
+		assert_int_equal(ext_q(db, "count(*)", run, e->obj), e->nextents);
+		uint64_t sl = 0, sp = 0, sn = 0;
+		for (size_t x = 0; x < e->nextents; x++) {
+			sl += e->ext[x].logical * (x + 1);
+			sp += e->ext[x].physical * (x + 1);
+			sn += e->ext[x].length * (x + 1);
+		}
+		/* weighted by rank in logical order: catches swapped or shifted rows */
+		assert_int_equal((uint64_t)ext_q(db, "coalesce(sum(logical * (SELECT count(*) FROM"
+			" emu_extents x WHERE x.run=emu_extents.run AND x.obj=emu_extents.obj AND"
+			" x.logical <= emu_extents.logical)), 0)", run, e->obj), sl);
+		assert_int_equal((uint64_t)ext_q(db, "coalesce(sum(physical * (SELECT count(*) FROM"
+			" emu_extents x WHERE x.run=emu_extents.run AND x.obj=emu_extents.obj AND"
+			" x.logical <= emu_extents.logical)), 0)", run, e->obj), sp);
+		assert_int_equal((uint64_t)ext_q(db, "coalesce(sum(length * (SELECT count(*) FROM"
+			" emu_extents x WHERE x.run=emu_extents.run AND x.obj=emu_extents.obj AND"
+			" x.logical <= emu_extents.logical)), 0)", run, e->obj), sn);
+	}
+	assert_int_equal(sqlite3_step(s), SQLITE_DONE);
+	sqlite3_finalize(s);
+
+	/* saving again replaces the run's set; the other run keeps its own */
+	assert_int_equal(fsp_store_save_emu_files(st, run, &files[2], 1), 0);
+	assert_int_equal(q_int(db, "SELECT count(*) FROM emu_files"), 2);
+	assert_int_equal(ext_q(db, "count(*)", run, files[0].obj), 0);
+	assert_int_equal(ext_q(db, "count(*)", other, 12), 2);
+
+	/* bad arguments change nothing */
+	struct fsp_emu_file bad = files[1];
+	bad.ext = NULL;
+	assert_int_equal(fsp_store_save_emu_files(st, run, &bad, 1), -1);
+	assert_int_equal(fsp_store_save_emu_files(st, run, NULL, 2), -1);
+	assert_int_equal(q_int(db, "SELECT count(*) FROM emu_files"), 2);
+	assert_int_equal(fsp_store_save_emu_files(st, run, NULL, 0), 0); /* nothing: cleared */
+	char sql[128];
+	snprintf(sql, sizeof(sql), "SELECT count(*) FROM emu_files WHERE run=%lld", (long long)run);
+	assert_int_equal(q_int(db, sql), 0);
+	assert_int_equal(q_int(db, "SELECT count(*) FROM emu_files"), 1);
+
+	/* one transaction: a failure part-way (here a trigger refuses one
+	 * object's extents) leaves the previous set in place */
+	assert_int_equal(fsp_store_save_emu_files(st, run, files, 2), 0);
+	assert_int_equal(sqlite3_exec(db, "CREATE TRIGGER boom BEFORE INSERT ON emu_extents"
+		" WHEN NEW.obj = 12 BEGIN SELECT RAISE(ABORT, 'boom'); END", NULL, NULL, NULL),
+		SQLITE_OK);
+	assert_int_equal(fsp_store_save_emu_files(st, run, &files[1], 1), -1);
+	assert_int_equal(q_int(db, sql), 2);
+	assert_int_equal(ext_q(db, "count(*)", run, files[0].obj), NA);
+	/* and the store is usable afterwards (no transaction left open) */
+	assert_int_equal(fsp_store_set_attr(st, run, "emu.clean", "1"), 0);
+	assert_int_equal(fsp_store_tx_begin(st), 0);
+	assert_int_equal(fsp_store_tx_commit(st), 0);
+	free(a);
+	fsp_store_close(st);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_setup_teardown(test_create_reopen, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_run_on_block_device, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_version_mismatch, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_v1_refused, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_not_a_database, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_unwritable, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_recs_roundtrip, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_hist_roundtrip, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_emu_files_roundtrip, setup, teardown),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
