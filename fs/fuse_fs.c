@@ -17,6 +17,13 @@
  * Objects are created with the caller's fsuid/fsgid (so owners and setgid
  * inheritance come out as on the backing file system); permission checks
  * are the kernel's (default_permissions is always on).
+ *
+ * Emulation (fs->emu set): regular files on the backing root's file system
+ * keep their name, owner, mode and times in the backing directory, but
+ * their data is an object of the emulated store (fs/emu_store.h) keyed by
+ * the backing inode number. Their handles carry FH_EMU; every store call
+ * is timed with EMU_CALL, which counts the store's IO of the caller's own
+ * data as backing time and the rest of the call as emulation time.
  */
 #include "config.h"
 #include <dirent.h>
@@ -35,6 +42,7 @@
 #include <sys/syscall.h>
 #include <sys/xattr.h>
 #include "clock.h"
+#include "emu_store.h"
 #include "fuse_fs.h"
 #include "inode.h"
 #include "ops.h"
@@ -56,6 +64,14 @@ struct fsp_fs {
 	size_t bufsize;        /* per-thread bounce buffer */
 	struct __user_cap_data_struct caps[2]; /* effective caps to restore */
 	unsigned inflight, max_inflight;
+	/* emulation */
+	struct emu_store *emu;  /* NULL: plain passthrough */
+	dev_t emu_dev;          /* regular files on this device are emulated */
+	int hide_store;         /* hide FSP_STORE_NAME at the root */
+	uint32_t emu_bsize;     /* store block size, for st_blksize */
+	pthread_mutex_t pending_lock;
+	struct fsp_rec *pending; /* device records from before the log existed */
+	size_t npending, pending_cap;
 };
 
 /* ---- per-request timing ---- */
@@ -65,6 +81,7 @@ struct op {
 	uint64_t node;     /* backing inode number, for the record */
 	uint64_t start;
 	uint64_t backing;
+	uint64_t emu;      /* time in the store beyond moving the caller's data */
 	uint64_t total;
 	uint32_t pid;
 	int timing;
@@ -76,6 +93,7 @@ static inline void op_begin(struct op *o, fuse_req_t req)
 	o->node = 0;
 	o->timing = o->fs->timing;
 	o->backing = 0;
+	o->emu = 0;
 	o->total = 0;
 	o->start = 0;
 	o->pid = 0;
@@ -93,6 +111,42 @@ static inline void op_begin(struct op *o, fuse_req_t req)
 		(o)->backing += fsp_now_ns() - bk_t0_;                  \
 	bk_r_; })
 
+/*
+ * Call the emulated store with context cx (filled by op_cx): the store's IO
+ * of the caller's own data (cx->data_ns) counts as backing time, the rest of
+ * the call (its CPU, metadata, journal, flushes) as emulation time.
+ */
+#define EMU_CALL(o, cx, expr) ({                                        \
+	(cx)->data_ns = 0;                                              \
+	(cx)->other_ns = 0;                                             \
+	uint64_t em_t0_ = (o)->timing ? fsp_now_ns() : 0;               \
+	__auto_type em_r_ = (expr);                                     \
+	if ((o)->timing) {                                              \
+		uint64_t em_d_ = fsp_now_ns() - em_t0_;                 \
+		uint64_t em_b_ = (cx)->data_ns < em_d_ ? (cx)->data_ns : em_d_; \
+		(o)->backing += em_b_;                                  \
+		(o)->emu += em_d_ - em_b_;                              \
+	}                                                               \
+	em_r_; })
+
+/* A store call that does no IO for the caller (sizes, seek, statfs). */
+#define EMU_TIME(o, expr) ({                                            \
+	uint64_t em_t0_ = (o)->timing ? fsp_now_ns() : 0;               \
+	__auto_type em_r_ = (expr);                                     \
+	if ((o)->timing)                                                \
+		(o)->emu += fsp_now_ns() - em_t0_;                      \
+	em_r_; })
+
+/* The store's context for this operation: its device IO is tied to it. */
+static inline void op_cx(const struct op *o, struct emu_cx *cx)
+{
+	cx->cause_ns = o->start;
+	cx->node = o->node;
+	cx->pid = o->pid;
+	cx->data_ns = 0;
+	cx->other_ns = 0;
+}
+
 static inline void op_end(struct op *o)
 {
 	if (o->timing)
@@ -104,10 +158,13 @@ static inline void op_log(struct op *o, int opcode, uint64_t offset,
 {
 	if (!o->timing || !o->fs->log)
 		return;
+	uint64_t backing = o->backing < o->total ? o->backing : o->total;
+	uint64_t emu = o->emu < o->total - backing ? o->emu : o->total - backing;
 	struct fsp_rec r = {
 		.start_ns = o->start,
 		.total_ns = o->total,
-		.backing_ns = o->backing < o->total ? o->backing : o->total,
+		.backing_ns = backing,
+		.emu_ns = emu,
 		.node = o->node,
 		.offset = offset,
 		.length = length > UINT32_MAX ? UINT32_MAX : (uint32_t)length,
@@ -147,8 +204,10 @@ static inline struct fsp_inode *op_node(struct op *o, fuse_ino_t ino)
 	return n;
 }
 
-/* File handles: the backing fd, plus bit 32 for "opened O_DIRECT". */
+/* File handles: the backing fd, plus bit 32 for "opened O_DIRECT" and bit
+ * 33 for "data in the emulated store". */
 #define FH_DIRECT (1ull << 32)
+#define FH_EMU (1ull << 33)
 static inline int fh_fd(const struct fuse_file_info *fi)
 {
 	return (int)(uint32_t)fi->fh;
@@ -157,9 +216,14 @@ static inline int fh_direct(const struct fuse_file_info *fi)
 {
 	return (fi->fh & FH_DIRECT) != 0;
 }
-static inline uint64_t fh_make(int fd, int flags)
+static inline int fh_emu(const struct fuse_file_info *fi)
 {
-	return (uint64_t)(uint32_t)fd | ((flags & O_DIRECT) ? FH_DIRECT : 0);
+	return (fi->fh & FH_EMU) != 0;
+}
+static inline uint64_t fh_make(int fd, int flags, int emu)
+{
+	return (uint64_t)(uint32_t)fd | ((flags & O_DIRECT) ? FH_DIRECT : 0) |
+	       (emu ? FH_EMU : 0);
 }
 
 static void proc_path(char *buf, size_t len, int fd)
@@ -244,6 +308,181 @@ static void as_daemon(int switched)
 	syscall(SYS_setfsgid, 0);
 }
 
+/* ---- emulation helpers ---- */
+
+/* Is n's data in the store? Regular files of the backing root's file
+ * system only: object ids are inode numbers, unique on one device. */
+static inline int emulated(const struct fsp_fs *fs, const struct fsp_inode *n)
+{
+	return fs->emu && n->type == S_IFREG && n->dev == fs->emu_dev;
+}
+
+static inline int st_emulated(const struct fsp_fs *fs, const struct stat *st)
+{
+	return fs->emu && S_ISREG(st->st_mode) && st->st_dev == fs->emu_dev;
+}
+
+/* The store file BACKING/.fsprism-store is not part of the mount. */
+static inline int hidden(const struct fsp_fs *fs, const struct fsp_inode *parent,
+			 const char *name)
+{
+	return fs->hide_store && parent == fsp_itable_root(fs->itable) &&
+	       !strcmp(name, FSP_STORE_NAME);
+}
+
+/* Size and allocation of an emulated file come from its store object
+ * (none yet: an empty file). */
+static void emu_fix_attr(struct op *o, struct stat *st)
+{
+	if (!st_emulated(o->fs, st))
+		return;
+	uint64_t size = 0, alloc = 0;
+	if (EMU_TIME(o, emu_store_obj_size(o->fs->emu, st->st_ino, &size, &alloc)) < 0)
+		size = alloc = 0;
+	st->st_size = (off_t)size;
+	st->st_blocks = (blkcnt_t)((alloc + 511) / 512);
+	st->st_blksize = (blksize_t)o->fs->emu_bsize;
+}
+
+/*
+ * Writes to the store leave the backing file's mtime alone, so a node whose
+ * data changed is marked (mtime_dirty) and its backing mtime and ctime are
+ * set to "now" before its attributes are next reported or its handle is
+ * released: the reported mtime is then never older than the change.
+ */
+static inline void mark_changed(struct fsp_inode *n)
+{
+	__atomic_store_n(&n->mtime_dirty, 1, __ATOMIC_RELAXED);
+}
+
+static void sync_mtime(struct op *o, struct fsp_inode *n, int fd)
+{
+	if (!__atomic_load_n(&n->mtime_dirty, __ATOMIC_RELAXED) ||
+	    !__atomic_exchange_n(&n->mtime_dirty, 0, __ATOMIC_RELAXED))
+		return;
+	struct timespec tv[2] = { { 0, UTIME_OMIT }, { 0, UTIME_NOW } };
+	if (fd >= 0) {
+		BACKING(o, futimens(fd, tv));
+	} else {
+		char path[64];
+		proc_path(path, sizeof(path), n->fd);
+		BACKING(o, utimensat(AT_FDCWD, path, tv, 0));
+	}
+}
+
+/* The object's generation: the backing file's birth time, read once per
+ * node (the node pins the inode, so it cannot change). Under n->lock. */
+static uint64_t node_gen_locked(struct op *o, struct fsp_inode *n)
+{
+	if (!n->gen_known) {
+		n->gen = BACKING(o, fsp_birth_ns(n->fd, "", AT_EMPTY_PATH));
+		n->gen_known = 1;
+	}
+	return n->gen;
+}
+
+/* Make sure n's object exists (and is not a stale one of an earlier file
+ * with the same inode number). 0 or -errno. */
+static int emu_obj_ensure(struct op *o, struct fsp_inode *n, struct emu_cx *cx)
+{
+	pthread_mutex_lock(&n->lock);
+	uint64_t gen = node_gen_locked(o, n);
+	pthread_mutex_unlock(&n->lock);
+	return EMU_CALL(o, cx, emu_store_obj_open(o->fs->emu, cx, n->ino, gen));
+}
+
+/* A new handle on n's data: count it, open the object, apply O_TRUNC.
+ * Returns 0 or a positive errno (then nothing is counted). */
+static int emu_handle_open(struct op *o, struct fsp_inode *n, int flags)
+{
+	struct emu_cx cx;
+	op_cx(o, &cx);
+	pthread_mutex_lock(&n->lock);
+	uint64_t gen = node_gen_locked(o, n);
+	n->opens++;
+	pthread_mutex_unlock(&n->lock);
+	int r = EMU_CALL(o, &cx, emu_store_obj_open(o->fs->emu, &cx, n->ino, gen));
+	if (!r && (flags & O_TRUNC))
+		r = EMU_CALL(o, &cx, emu_store_truncate(o->fs->emu, &cx, n->ino, 0));
+	if (r < 0) {
+		pthread_mutex_lock(&n->lock);
+		n->opens--;
+		pthread_mutex_unlock(&n->lock);
+		return -r;
+	}
+	return 0;
+}
+
+/*
+ * Remove the object of n, whose last link went through the mount, once no
+ * handle is open and no link has come back (its O_PATH fd pins the inode
+ * and tells). Under n->lock.
+ */
+static void emu_remove_if_gone_locked(struct op *o, struct fsp_inode *n)
+{
+	struct stat st;
+	if (!n->unlinked || n->opens || BACKING(o, fstat(n->fd, &st)) < 0 || st.st_nlink)
+		return;
+	struct emu_cx cx;
+	op_cx(o, &cx);
+	EMU_CALL(o, &cx, emu_store_obj_remove(o->fs->emu, &cx, n->ino));
+	n->unlinked = 0;
+}
+
+/* A handle on n's data was released: the last one of an unlinked file
+ * takes the object with it. */
+static void emu_handle_close(struct op *o, struct fsp_inode *n)
+{
+	pthread_mutex_lock(&n->lock);
+	if (n->opens)
+		n->opens--;
+	emu_remove_if_gone_locked(o, n);
+	pthread_mutex_unlock(&n->lock);
+}
+
+/* fsp_itable_forget_cb callback: a node leaves the table. An unlinked
+ * file the kernel has let go of (no handle open) takes its object along. */
+static void node_gone(void *arg, struct fsp_inode *n)
+{
+	struct op *o = arg;
+	if (!emulated(o->fs, n))
+		return;
+	pthread_mutex_lock(&n->lock);
+	emu_remove_if_gone_locked(o, n);
+	pthread_mutex_unlock(&n->lock);
+}
+
+/* Drop count lookups of n (every forget in this file goes through here). */
+static void node_forget(struct op *o, struct fsp_inode *n, uint64_t count)
+{
+	fsp_itable_forget_cb(o->fs->itable, n, count, o->fs->emu ? node_gone : NULL, o);
+}
+
+/*
+ * pre is the stat of a name that unlink or rename has just removed or
+ * replaced. If that was the last link of an emulated file, its object goes:
+ * now if the kernel does not know the file, else when the last handle is
+ * released or the kernel forgets the node, whichever is last. (Not at once:
+ * an OPEN of the file may still be on its way, looked up before the unlink.)
+ */
+static void emu_drop_if_last(struct op *o, const struct stat *pre)
+{
+	if (!st_emulated(o->fs, pre) || pre->st_nlink != 1)
+		return;
+	struct fsp_inode *n = fsp_itable_find(o->fs->itable, pre->st_dev, pre->st_ino);
+	if (n) {
+		pthread_mutex_lock(&n->lock);
+		n->unlinked = 1;
+		pthread_mutex_unlock(&n->lock);
+		node_forget(o, n, 1); /* the kernel may have forgotten it meanwhile */
+	} else {
+		/* not known, so not open through the mount */
+		struct emu_cx cx;
+		op_cx(o, &cx);
+		EMU_CALL(o, &cx, emu_store_obj_remove(o->fs->emu, &cx, pre->st_ino));
+	}
+}
+
 /* Look name up under parent; on success fills e (one new lookup ref). */
 static int do_lookup(struct op *o, struct fsp_inode *parent, const char *name,
 		     struct fuse_entry_param *e)
@@ -251,6 +490,8 @@ static int do_lookup(struct op *o, struct fsp_inode *parent, const char *name,
 	memset(e, 0, sizeof(*e));
 	e->attr_timeout = o->fs->attr_timeout;
 	e->entry_timeout = o->fs->entry_timeout;
+	if (hidden(o->fs, parent, name))
+		return ENOENT;
 	int fd = BACKING(o, openat(parent->fd, name, O_PATH | O_NOFOLLOW | O_CLOEXEC));
 	if (fd < 0)
 		return errno;
@@ -265,6 +506,13 @@ static int do_lookup(struct op *o, struct fsp_inode *parent, const char *name,
 	if (!n)
 		return ENOMEM;
 	e->ino = fsp_inode_id(o->fs->itable, n);
+	if (emulated(o->fs, n)) {
+		if (__atomic_load_n(&n->mtime_dirty, __ATOMIC_RELAXED)) {
+			sync_mtime(o, n, -1);
+			BACKING(o, fstat(n->fd, &e->attr));
+		}
+		emu_fix_attr(o, &e->attr);
+	}
 	return 0;
 }
 
@@ -276,7 +524,7 @@ static void reply_entry_or_err(struct op *o, fuse_req_t req, int opcode,
 		fuse_reply_err(req, err);
 	else if (fuse_reply_entry(req, e) == -ENOENT)
 		/* interrupted: the kernel will not count this lookup */
-		fsp_itable_forget(o->fs->itable, fsp_inode_of(o->fs->itable, e->ino), 1);
+		node_forget(o, fsp_inode_of(o->fs->itable, e->ino), 1);
 	op_log(o, opcode, 0, 0, 0, err);
 }
 
@@ -322,7 +570,7 @@ static void fs_forget(fuse_req_t req, fuse_ino_t ino, uint64_t nlookup)
 	struct op o;
 	op_begin(&o, req);
 	struct fsp_inode *n = op_node(&o, ino);
-	fsp_itable_forget(o.fs->itable, n, nlookup);
+	node_forget(&o, n, nlookup);
 	op_end(&o);
 	fuse_reply_none(req);
 	op_log(&o, FSP_OP_FORGET, 0, nlookup, 0, 0);
@@ -334,8 +582,7 @@ static void fs_forget_multi(fuse_req_t req, size_t count,
 	struct op o;
 	op_begin(&o, req);
 	for (size_t i = 0; i < count; i++)
-		fsp_itable_forget(o.fs->itable, node_of(&o, forgets[i].ino),
-				  forgets[i].nlookup);
+		node_forget(&o, node_of(&o, forgets[i].ino), forgets[i].nlookup);
 	op_end(&o);
 	fuse_reply_none(req);
 	op_log(&o, FSP_OP_FORGET, 0, count, 0, 0);
@@ -348,6 +595,10 @@ static void fs_mknod_common(fuse_req_t req, int opcode, fuse_ino_t parent,
 	struct op o;
 	op_begin(&o, req);
 	struct fsp_inode *p = op_node(&o, parent);
+	if (hidden(o.fs, p, name)) {
+		finish_err(&o, req, opcode, EPERM);
+		return;
+	}
 	int sw = as_caller(o.fs, req);
 	int res;
 	if (link)
@@ -389,6 +640,10 @@ static void fs_link(fuse_req_t req, fuse_ino_t ino, fuse_ino_t newparent,
 	op_begin(&o, req);
 	struct fsp_inode *n = op_node(&o, ino);
 	struct fsp_inode *p = node_of(&o, newparent);
+	if (hidden(o.fs, p, newname)) {
+		finish_err(&o, req, FSP_OP_LINK, EPERM);
+		return;
+	}
 	int res = BACKING(&o, linkat(n->fd, "", p->fd, newname, AT_EMPTY_PATH));
 	int err = res < 0 ? errno : 0;
 	struct fuse_entry_param e;
@@ -402,8 +657,19 @@ static void fs_unlink(fuse_req_t req, fuse_ino_t parent, const char *name)
 	struct op o;
 	op_begin(&o, req);
 	struct fsp_inode *p = op_node(&o, parent);
+	if (hidden(o.fs, p, name)) {
+		finish_err(&o, req, FSP_OP_UNLINK, ENOENT);
+		return;
+	}
+	/* with emulation: is this the file's last link? (its object goes too) */
+	struct stat pre;
+	int have_pre = o.fs->emu &&
+		BACKING(&o, fstatat(p->fd, name, &pre, AT_SYMLINK_NOFOLLOW)) == 0;
 	int res = BACKING(&o, unlinkat(p->fd, name, 0));
-	finish_err(&o, req, FSP_OP_UNLINK, res < 0 ? errno : 0);
+	int err = res < 0 ? errno : 0;
+	if (!err && have_pre)
+		emu_drop_if_last(&o, &pre);
+	finish_err(&o, req, FSP_OP_UNLINK, err);
 }
 
 static void fs_rmdir(fuse_req_t req, fuse_ino_t parent, const char *name)
@@ -411,6 +677,10 @@ static void fs_rmdir(fuse_req_t req, fuse_ino_t parent, const char *name)
 	struct op o;
 	op_begin(&o, req);
 	struct fsp_inode *p = op_node(&o, parent);
+	if (hidden(o.fs, p, name)) {
+		finish_err(&o, req, FSP_OP_RMDIR, ENOENT);
+		return;
+	}
 	int res = BACKING(&o, unlinkat(p->fd, name, AT_REMOVEDIR));
 	finish_err(&o, req, FSP_OP_RMDIR, res < 0 ? errno : 0);
 }
@@ -423,8 +693,21 @@ static void fs_rename(fuse_req_t req, fuse_ino_t parent, const char *name,
 	op_begin(&o, req);
 	struct fsp_inode *p = op_node(&o, parent);
 	struct fsp_inode *np = node_of(&o, newparent);
+	if (hidden(o.fs, p, name) || hidden(o.fs, np, newname)) {
+		finish_err(&o, req, FSP_OP_RENAME, hidden(o.fs, p, name) ? ENOENT : EPERM);
+		return;
+	}
+	/* with emulation: a replaced target may lose its last link */
+	struct stat src, dst;
+	int have_pre = o.fs->emu && !(flags & (RENAME_EXCHANGE | RENAME_NOREPLACE)) &&
+		BACKING(&o, fstatat(np->fd, newname, &dst, AT_SYMLINK_NOFOLLOW)) == 0 &&
+		BACKING(&o, fstatat(p->fd, name, &src, AT_SYMLINK_NOFOLLOW)) == 0 &&
+		!(src.st_ino == dst.st_ino && src.st_dev == dst.st_dev);
 	int res = BACKING(&o, renameat2(p->fd, name, np->fd, newname, flags));
-	finish_err(&o, req, FSP_OP_RENAME, res < 0 ? errno : 0);
+	int err = res < 0 ? errno : 0;
+	if (!err && have_pre)
+		emu_drop_if_last(&o, &dst);
+	finish_err(&o, req, FSP_OP_RENAME, err);
 }
 
 static void fs_readlink(fuse_req_t req, fuse_ino_t ino)
@@ -451,11 +734,17 @@ static int stat_node(struct op *o, struct fsp_inode *n, struct fuse_file_info *f
 		     struct stat *st)
 {
 	int res;
-	if (fi && n->type == S_IFREG)
-		res = BACKING(o, fstat(fh_fd(fi), st));
+	int fd = (fi && n->type == S_IFREG) ? fh_fd(fi) : -1;
+	if (emulated(o->fs, n))
+		sync_mtime(o, n, fd);
+	if (fd >= 0)
+		res = BACKING(o, fstat(fd, st));
 	else
 		res = BACKING(o, fstatat(n->fd, "", st, AT_EMPTY_PATH | AT_SYMLINK_NOFOLLOW));
-	return res < 0 ? errno : 0;
+	if (res < 0)
+		return errno;
+	emu_fix_attr(o, st);
+	return 0;
 }
 
 static void fs_getattr(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
@@ -501,7 +790,22 @@ static void fs_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr,
 		if (res < 0)
 			goto out;
 	}
-	if (valid & FUSE_SET_ATTR_SIZE) {
+	if ((valid & FUSE_SET_ATTR_SIZE) && emulated(o.fs, n)) {
+		/* the data is the store's; the backing file stays as it is */
+		struct emu_cx cx;
+		op_cx(&o, &cx);
+		res = emu_obj_ensure(&o, n, &cx);
+		if (!res)
+			res = EMU_CALL(&o, &cx, emu_store_truncate(o.fs->emu, &cx, n->ino,
+								   (uint64_t)attr->st_size));
+		if (res < 0) {
+			errno = -res;
+			res = -1;
+			goto out;
+		}
+		if (!(valid & FUSE_SET_ATTR_MTIME))
+			mark_changed(n);
+	} else if (valid & FUSE_SET_ATTR_SIZE) {
 		if (fd >= 0)
 			res = BACKING(&o, ftruncate(fd, attr->st_size));
 		else
@@ -510,6 +814,9 @@ static void fs_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr,
 			goto out;
 	}
 	if (valid & (FUSE_SET_ATTR_ATIME | FUSE_SET_ATTR_MTIME)) {
+		/* an explicit mtime wins over one pending from earlier writes */
+		if (valid & FUSE_SET_ATTR_MTIME)
+			__atomic_store_n(&n->mtime_dirty, 0, __ATOMIC_RELAXED);
 		struct timespec tv[2];
 		tv[0].tv_sec = 0;
 		tv[1].tv_sec = 0;
@@ -563,6 +870,15 @@ static void fs_statfs(fuse_req_t req, fuse_ino_t ino)
 	struct statvfs sv;
 	int res = BACKING(&o, fstatvfs(n->fd, &sv));
 	int err = res < 0 ? errno : 0;
+	if (!err && o.fs->emu) {
+		/* space is the store's; names and inodes the backing's */
+		uint64_t blocks, free_blocks;
+		uint32_t bsize;
+		EMU_TIME(&o, (emu_store_statfs(o.fs->emu, &blocks, &free_blocks, &bsize), 0));
+		sv.f_bsize = sv.f_frsize = bsize;
+		sv.f_blocks = blocks;
+		sv.f_bfree = sv.f_bavail = free_blocks;
+	}
 	op_end(&o);
 	if (err)
 		fuse_reply_err(req, err);
@@ -653,6 +969,11 @@ static void do_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t offset
 		off_t next = d->entry->d_off;
 		const char *name = d->entry->d_name;
 		size_t used;
+		if (hidden(o.fs, n, name)) {
+			d->entry = NULL;
+			d->offset = next;
+			continue;
+		}
 		if (plus) {
 			struct fuse_entry_param e;
 			if (is_dot_or_dotdot(name)) {
@@ -674,8 +995,7 @@ static void do_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t offset
 			used = fuse_add_direntry_plus(req, p, rem, name, &e, next);
 			if (used > rem) {
 				if (e.ino)
-					fsp_itable_forget(o.fs->itable,
-							  node_of(&o, e.ino), 1);
+					node_forget(&o, node_of(&o, e.ino), 1);
 				break;
 			}
 		} else {
@@ -762,25 +1082,49 @@ static void fs_create(fuse_req_t req, fuse_ino_t parent, const char *name,
 	struct op o;
 	op_begin(&o, req);
 	struct fsp_inode *p = op_node(&o, parent);
+	if (hidden(o.fs, p, name)) {
+		finish_err(&o, req, FSP_OP_CREATE, EPERM);
+		return;
+	}
 	int flags = backing_flags(o.fs, fi->flags) | O_CREAT;
+	/* the backing file of an emulated file does no IO */
+	int bflags = o.fs->emu ? flags & ~O_DIRECT : flags;
 	int sw = as_caller(o.fs, req);
-	int fd = BACKING(&o, openat(p->fd, name, flags, mode));
+	int fd = BACKING(&o, openat(p->fd, name, bflags, mode));
 	int err = fd < 0 ? errno : 0;
 	as_daemon(sw);
 	struct fuse_entry_param e;
+	struct fsp_inode *n = NULL;
+	int emu = 0;
 	if (!err) {
 		err = do_lookup(&o, p, name, &e);
 		if (err)
 			close(fd);
 	}
+	if (!err) {
+		n = node_of(&o, e.ino);
+		emu = emulated(o.fs, n);
+	}
+	if (emu) {
+		/* open (or renew a stale) object before the size is reported */
+		err = emu_handle_open(&o, n, flags);
+		if (err) {
+			close(fd);
+			node_forget(&o, n, 1);
+		} else {
+			emu_fix_attr(&o, &e.attr);
+		}
+	}
 	op_end(&o);
 	if (err) {
 		fuse_reply_err(req, err);
 	} else {
-		fi->fh = fh_make(fd, flags);
+		fi->fh = fh_make(fd, flags, emu);
 		if (fuse_reply_create(req, &e, fi) == -ENOENT) {
 			close(fd);
-			fsp_itable_forget(o.fs->itable, node_of(&o, e.ino), 1);
+			if (emu)
+				emu_handle_close(&o, n);
+			node_forget(&o, n, 1);
 		}
 	}
 	op_log(&o, FSP_OP_CREATE, 0, 0, 0, err);
@@ -794,15 +1138,25 @@ static void fs_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 	char path[64];
 	proc_path(path, sizeof(path), n->fd);
 	int flags = backing_flags(o.fs, fi->flags) & ~O_CREAT;
-	int fd = BACKING(&o, open(path, flags));
+	int emu = emulated(o.fs, n);
+	/* the backing file of an emulated file does no IO */
+	int fd = BACKING(&o, open(path, emu ? flags & ~O_DIRECT : flags));
 	int err = fd < 0 ? errno : 0;
+	if (!err && emu) {
+		err = emu_handle_open(&o, n, flags);
+		if (err)
+			close(fd);
+	}
 	op_end(&o);
 	if (err) {
 		fuse_reply_err(req, err);
 	} else {
-		fi->fh = fh_make(fd, flags);
-		if (fuse_reply_open(req, fi) == -ENOENT)
+		fi->fh = fh_make(fd, flags, emu);
+		if (fuse_reply_open(req, fi) == -ENOENT) {
 			close(fd);
+			if (emu)
+				emu_handle_close(&o, n);
+		}
 	}
 	op_log(&o, FSP_OP_OPEN, 0, 0, 0, err);
 }
@@ -819,6 +1173,15 @@ static void fs_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 	if (!buf) {
 		got = -1;
 		err = ENOMEM;
+	} else if (fh_emu(fi)) {
+		struct emu_cx cx;
+		op_cx(&o, &cx);
+		inflight_enter(o.fs);
+		got = EMU_CALL(&o, &cx, emu_store_read(o.fs->emu, &cx, o.node, buf, size,
+						       (uint64_t)off));
+		if (got < 0)
+			err = (int)-got;
+		inflight_leave(o.fs);
 	} else {
 		inflight_enter(o.fs);
 		got = BACKING(&o, pread(fh_fd(fi), buf, size, off));
@@ -840,11 +1203,46 @@ static void fs_write_buf(fuse_req_t req, fuse_ino_t ino, struct fuse_bufvec *in,
 {
 	struct op o;
 	op_begin(&o, req);
-	op_node(&o, ino);
+	struct fsp_inode *n = op_node(&o, ino);
 	size_t size = fuse_buf_size(in);
 	ssize_t res;
 	int err = 0;
-	if (!fh_direct(fi)) {
+	if (fh_emu(fi)) {
+		/* The store takes any alignment: write straight from the request
+		 * buffer when the payload is in memory, else (spliced) copy it
+		 * into the per-thread buffer first. */
+		const void *src;
+		if (in->count == 1 && in->idx == 0 && in->off == 0 &&
+		    !(in->buf[0].flags & FUSE_BUF_IS_FD)) {
+			src = in->buf[0].mem;
+		} else {
+			void *buf = thread_buf(o.fs, size);
+			if (!buf) {
+				res = -1;
+				err = ENOMEM;
+				goto out;
+			}
+			struct fuse_bufvec dst = FUSE_BUFVEC_INIT(size);
+			dst.buf[0].mem = buf;
+			res = fuse_buf_copy(&dst, in, 0);
+			if (res < 0) {
+				err = (int)-res;
+				goto out;
+			}
+			size = (size_t)res;
+			src = buf;
+		}
+		struct emu_cx cx;
+		op_cx(&o, &cx);
+		inflight_enter(o.fs);
+		res = EMU_CALL(&o, &cx, emu_store_write(o.fs->emu, &cx, o.node, src, size,
+							(uint64_t)off));
+		inflight_leave(o.fs);
+		if (res < 0)
+			err = (int)-res;
+		else
+			mark_changed(n);
+	} else if (!fh_direct(fi)) {
 		struct fuse_bufvec dst = FUSE_BUFVEC_INIT(size);
 		dst.buf[0].flags = FUSE_BUF_IS_FD | FUSE_BUF_FD_SEEK;
 		dst.buf[0].fd = fh_fd(fi);
@@ -920,20 +1318,39 @@ static void fs_release(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi
 {
 	struct op o;
 	op_begin(&o, req);
-	op_node(&o, ino);
+	struct fsp_inode *n = op_node(&o, ino);
+	if (fh_emu(fi))
+		sync_mtime(&o, n, fh_fd(fi));
 	BACKING(&o, close(fh_fd(fi)));
+	if (fh_emu(fi))
+		emu_handle_close(&o, n);
 	finish_err(&o, req, FSP_OP_RELEASE, 0);
 }
 
+/*
+ * fsync of an emulated file commits the store (emu_store_fsync) and does not
+ * fsync the backing file: the namespace file holds no data, and its own
+ * flushes would reach the same device and blur the emulation's flush counts.
+ * (docs/fuse.md, "Emulation": what a machine crash can lose.)
+ */
 static void fs_fsync(fuse_req_t req, fuse_ino_t ino, int datasync,
 		     struct fuse_file_info *fi)
 {
 	struct op o;
 	op_begin(&o, req);
-	op_node(&o, ino);
+	struct fsp_inode *n = op_node(&o, ino);
 	int fd = fh_fd(fi);
-	int res = BACKING(&o, datasync ? fdatasync(fd) : fsync(fd));
-	finish_err(&o, req, FSP_OP_FSYNC, res < 0 ? errno : 0);
+	int err = 0;
+	if (fh_emu(fi)) {
+		sync_mtime(&o, n, fd);
+		struct emu_cx cx;
+		op_cx(&o, &cx);
+		int r = EMU_CALL(&o, &cx, emu_store_fsync(o.fs->emu, &cx, o.node));
+		err = r < 0 ? -r : 0;
+	} else if (BACKING(&o, datasync ? fdatasync(fd) : fsync(fd)) < 0) {
+		err = errno;
+	}
+	finish_err(&o, req, FSP_OP_FSYNC, err);
 }
 
 static void fs_fallocate(fuse_req_t req, fuse_ino_t ino, int mode, off_t offset,
@@ -941,9 +1358,21 @@ static void fs_fallocate(fuse_req_t req, fuse_ino_t ino, int mode, off_t offset,
 {
 	struct op o;
 	op_begin(&o, req);
-	op_node(&o, ino);
-	int res = BACKING(&o, fallocate(fh_fd(fi), mode, offset, length));
-	int err = res < 0 ? errno : 0;
+	struct fsp_inode *n = op_node(&o, ino);
+	int err;
+	if (fh_emu(fi)) {
+		struct emu_cx cx;
+		op_cx(&o, &cx);
+		int r = EMU_CALL(&o, &cx, emu_store_fallocate(o.fs->emu, &cx, o.node, mode,
+							      (uint64_t)offset, (uint64_t)length));
+		err = r < 0 ? -r : 0;
+		if (!err && (!(mode & FALLOC_FL_KEEP_SIZE) ||
+			     (mode & (FALLOC_FL_PUNCH_HOLE | FALLOC_FL_ZERO_RANGE))))
+			mark_changed(n);
+	} else {
+		int res = BACKING(&o, fallocate(fh_fd(fi), mode, offset, length));
+		err = res < 0 ? errno : 0;
+	}
 	op_end(&o);
 	fuse_reply_err(req, err);
 	op_log(&o, FSP_OP_FALLOCATE, (uint64_t)offset, (uint64_t)length, 0, err);
@@ -956,11 +1385,35 @@ static void fs_copy_file_range(fuse_req_t req, fuse_ino_t ino_in, off_t off_in,
 {
 	struct op o;
 	op_begin(&o, req);
-	op_node(&o, ino_out);
-	loff_t in = off_in, out = off_out;
-	ssize_t res = BACKING(&o, copy_file_range(fh_fd(fi_in), &in, fh_fd(fi_out),
+	struct fsp_inode *nout = op_node(&o, ino_out);
+	ssize_t res;
+	int err = 0;
+	if (fh_emu(fi_in) && fh_emu(fi_out)) {
+		/* whole blocks are shared by reference (a clone) */
+		uint64_t src = node_of(&o, ino_in)->ino;
+		struct emu_cx cx;
+		op_cx(&o, &cx);
+		if (flags) {
+			res = -EINVAL;
+		} else {
+			res = EMU_CALL(&o, &cx, emu_store_clone(o.fs->emu, &cx, src,
+								(uint64_t)off_in, o.node,
+								(uint64_t)off_out, len));
+		}
+		if (res < 0)
+			err = (int)-res;
+		else if (res > 0)
+			mark_changed(nout);
+	} else if (fh_emu(fi_in) || fh_emu(fi_out)) {
+		/* one side in the store, one not: let the caller copy */
+		res = -1;
+		err = EXDEV;
+	} else {
+		loff_t in = off_in, out = off_out;
+		res = BACKING(&o, copy_file_range(fh_fd(fi_in), &in, fh_fd(fi_out),
 						  &out, len, (unsigned)flags));
-	int err = res < 0 ? errno : 0;
+		err = res < 0 ? errno : 0;
+	}
 	op_end(&o);
 	if (err)
 		fuse_reply_err(req, err);
@@ -976,8 +1429,27 @@ static void fs_lseek(fuse_req_t req, fuse_ino_t ino, off_t off, int whence,
 	struct op o;
 	op_begin(&o, req);
 	op_node(&o, ino);
-	off_t res = BACKING(&o, lseek(fh_fd(fi), off, whence));
-	int err = res < 0 ? errno : 0;
+	off_t res;
+	int err = 0;
+	if (fh_emu(fi)) {
+		/* the kernel sends only SEEK_DATA and SEEK_HOLE */
+		if (whence != SEEK_DATA && whence != SEEK_HOLE) {
+			res = -1;
+			err = EINVAL;
+		} else if (off < 0) {
+			res = -1;
+			err = ENXIO;
+		} else {
+			int64_t r = EMU_TIME(&o, emu_store_seek(o.fs->emu, o.node,
+								(uint64_t)off, whence));
+			res = (off_t)r;
+			if (r < 0)
+				err = (int)-r;
+		}
+	} else {
+		res = BACKING(&o, lseek(fh_fd(fi), off, whence));
+		err = res < 0 ? errno : 0;
+	}
 	op_end(&o);
 	if (err)
 		fuse_reply_err(req, err);
@@ -1236,6 +1708,7 @@ struct fsp_fs *fsp_fs_new(const char *backing, const struct fsp_fs_opts *opts,
 	/* Reads may be as large as max_pages (1 MiB); writes max_write. */
 	fs->bufsize = fs->max_write > FSP_DEF_MAX_WRITE ? fs->max_write : FSP_DEF_MAX_WRITE;
 	fs->is_root = geteuid() == 0;
+	pthread_mutex_init(&fs->pending_lock, NULL);
 	if (fs->is_root) {
 		struct __user_cap_header_struct hdr = { _LINUX_CAPABILITY_VERSION_3, 0 };
 		if (syscall(SYS_capget, &hdr, fs->caps) < 0)
@@ -1246,7 +1719,77 @@ struct fsp_fs *fsp_fs_new(const char *backing, const struct fsp_fs_opts *opts,
 
 void fsp_fs_set_log(struct fsp_fs *fs, struct fsp_oplog *log)
 {
-	fs->log = log;
+	pthread_mutex_lock(&fs->pending_lock);
+	__atomic_store_n(&fs->log, log, __ATOMIC_RELEASE);
+	for (size_t i = 0; log && i < fs->npending; i++)
+		fsp_oplog_add(log, &fs->pending[i]);
+	free(fs->pending);
+	fs->pending = NULL;
+	fs->npending = fs->pending_cap = 0;
+	pthread_mutex_unlock(&fs->pending_lock);
+}
+
+void fsp_fs_set_emu(struct fsp_fs *fs, struct emu_store *st, int hide_store_name)
+{
+	fs->emu = st;
+	fs->hide_store = st && hide_store_name;
+	fs->emu_dev = fsp_itable_root(fs->itable)->dev;
+	fs->emu_bsize = 4096;
+	if (st) {
+		uint64_t blocks, free_blocks;
+		uint32_t bsize;
+		emu_store_statfs(st, &blocks, &free_blocks, &bsize);
+		if (bsize)
+			fs->emu_bsize = bsize;
+	}
+}
+
+void fsp_fs_devio(void *arg, const struct emu_cx *cx, int fsp_op, uint64_t off,
+		  uint64_t len, uint64_t start_ns, uint64_t ns, int err)
+{
+	struct fsp_fs *fs = arg;
+	if (!fs->timing)
+		return;
+	if (err < 0)
+		err = -err;
+	struct fsp_rec r = {
+		.start_ns = start_ns,
+		.total_ns = ns,
+		.backing_ns = ns,
+		.node = cx ? cx->node : 0,
+		.offset = off,
+		.length = len > UINT32_MAX ? UINT32_MAX : (uint32_t)len,
+		.pid = cx ? cx->pid : 0,
+		.result = err,
+		.op = (uint16_t)fsp_op,
+		.step = 0,
+		.bytes = err ? 0 : len,
+		.emu_ns = 0,
+		.cause_ns = cx ? cx->cause_ns : 0,
+	};
+	struct fsp_oplog *log = __atomic_load_n(&fs->log, __ATOMIC_ACQUIRE);
+	if (__builtin_expect(log != NULL, 1)) {
+		fsp_oplog_add(log, &r);
+		return;
+	}
+	/* The store's IO while it is opened (format, replay) comes before the
+	 * oplog exists: keep it for fsp_fs_set_log. */
+	pthread_mutex_lock(&fs->pending_lock);
+	if (fs->log) {
+		fsp_oplog_add(fs->log, &r);
+	} else {
+		if (fs->npending == fs->pending_cap) {
+			size_t cap = fs->pending_cap ? fs->pending_cap * 2 : 256;
+			struct fsp_rec *p = realloc(fs->pending, cap * sizeof(*p));
+			if (p) {
+				fs->pending = p;
+				fs->pending_cap = cap;
+			}
+		}
+		if (fs->npending < fs->pending_cap)
+			fs->pending[fs->npending++] = r;
+	}
+	pthread_mutex_unlock(&fs->pending_lock);
 }
 
 void fsp_fs_free(struct fsp_fs *fs)
@@ -1254,5 +1797,7 @@ void fsp_fs_free(struct fsp_fs *fs)
 	if (!fs)
 		return;
 	fsp_itable_free(fs->itable);
+	pthread_mutex_destroy(&fs->pending_lock);
+	free(fs->pending);
 	free(fs);
 }

@@ -5,6 +5,13 @@
  * directory and timed: total handler time, time inside backing system calls,
  * and the difference (fsprism's own work). One struct fsp_rec per request
  * goes to the oplog after the reply is sent.
+ *
+ * With the copy-on-write / journaling emulation on (fsp_fs_set_emu), the
+ * backing directory keeps the namespace and the data of its regular files
+ * lives in the emulated store (fs/emu_store.h): reads, writes, sizes,
+ * truncation, fallocate, copy_file_range, SEEK_DATA/SEEK_HOLE, fsync and
+ * statfs go to the store. Each store IO becomes a device record
+ * (FSP_OP_DEV_*) through fsp_fs_devio. See docs/fuse.md, "Emulation".
  */
 #ifndef FSP_FS_FUSE_FS_H
 #define FSP_FS_FUSE_FS_H
@@ -16,6 +23,9 @@
 #endif
 #include <fuse_lowlevel.h>
 #include "oplog.h"
+
+struct emu_store;
+struct emu_cx;
 
 struct fsp_fs_opts {
 	double attr_timeout;     /* seconds the kernel may cache attributes */
@@ -39,8 +49,28 @@ struct fsp_fs *fsp_fs_new(const char *backing, const struct fsp_fs_opts *opts,
 			  char *err, size_t errlen);
 void fsp_fs_free(struct fsp_fs *fs);
 
-/* Attach the oplog once the run exists (before any request is served). */
+/*
+ * Attach the oplog once the run exists (before any request is served).
+ * Device records that fsp_fs_devio received before (the store's IO while
+ * it was opened) are added to it now.
+ */
 void fsp_fs_set_log(struct fsp_fs *fs, struct fsp_oplog *log);
+
+/*
+ * Serve regular files' data from st (before any request is served).
+ * hide_store_name: the store is BACKING/FSP_STORE_NAME, which is then
+ * invisible at the root of the mount (lookup, readdir, create, rename ...).
+ */
+#define FSP_STORE_NAME ".fsprism-store"
+void fsp_fs_set_emu(struct fsp_fs *fs, struct emu_store *st, int hide_store_name);
+
+/*
+ * The store's devio callback (struct emu_store_cfg; arg = the fsp_fs): one
+ * FSP_OP_DEV_* record per store IO, tied to the user operation in cx.
+ * Nothing is recorded when timing is off.
+ */
+void fsp_fs_devio(void *arg, const struct emu_cx *cx, int fsp_op, uint64_t off,
+		  uint64_t len, uint64_t start_ns, uint64_t ns, int err);
 
 /* The request handlers; userdata for fuse_session_new must be the fsp_fs. */
 extern const struct fuse_lowlevel_ops fsp_fs_ops;

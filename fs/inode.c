@@ -8,6 +8,7 @@
  */
 #include "config.h"
 #include <errno.h>
+#include <fcntl.h>
 #include <stdlib.h>
 #include <unistd.h>
 #include <sys/stat.h>
@@ -45,6 +46,11 @@ static void node_init(struct fsp_inode *n, int fd, const struct stat *st)
 	n->nlookup = 1;
 	pthread_mutex_init(&n->lock, NULL);
 	n->lockfds = NULL;
+	n->opens = 0;
+	n->gen_known = 0;
+	n->gen = 0;
+	n->mtime_dirty = 0;
+	n->unlinked = 0;
 }
 
 static void node_close(struct fsp_inode *n)
@@ -122,7 +128,27 @@ struct fsp_inode *fsp_itable_get(struct fsp_itable *t, int fd,
 	return n;
 }
 
+struct fsp_inode *fsp_itable_find(struct fsp_itable *t, dev_t dev, ino_t ino)
+{
+	unsigned b = hash_key(dev, ino);
+	pthread_mutex_t *lock = stripe_of(t, b);
+	pthread_mutex_lock(lock);
+	struct fsp_inode *n = t->buckets[b];
+	while (n && !(n->ino == ino && n->dev == dev))
+		n = n->next;
+	if (n)
+		n->nlookup++;
+	pthread_mutex_unlock(lock);
+	return n;
+}
+
 void fsp_itable_forget(struct fsp_itable *t, struct fsp_inode *node, uint64_t n)
+{
+	fsp_itable_forget_cb(t, node, n, NULL, NULL);
+}
+
+void fsp_itable_forget_cb(struct fsp_itable *t, struct fsp_inode *node, uint64_t n,
+			  void (*gone)(void *arg, struct fsp_inode *node), void *arg)
 {
 	if (node == &t->root)
 		return;
@@ -141,6 +167,8 @@ void fsp_itable_forget(struct fsp_itable *t, struct fsp_inode *node, uint64_t n)
 		*pp = node->next;
 	pthread_mutex_unlock(lock);
 	__atomic_sub_fetch(&t->count, 1, __ATOMIC_RELAXED);
+	if (gone)
+		gone(arg, node);
 	node_close(node);
 	free(node);
 }
@@ -165,4 +193,13 @@ void fsp_itable_free(struct fsp_itable *t)
 		pthread_mutex_destroy(&t->stripes[i]);
 	free(t->buckets);
 	free(t);
+}
+
+uint64_t fsp_birth_ns(int dirfd, const char *path, int flags)
+{
+	struct statx stx;
+	if (statx(dirfd, path, flags | AT_SYMLINK_NOFOLLOW, STATX_BTIME, &stx) < 0 ||
+	    !(stx.stx_mask & STATX_BTIME))
+		return 0;
+	return (uint64_t)stx.stx_btime.tv_sec * 1000000000ull + stx.stx_btime.tv_nsec;
 }

@@ -7,6 +7,11 @@
  * inode, so its number cannot be reused while the kernel still knows it) and
  * the kernel's lookup count. The FUSE node id is the node's address; node 1
  * is the backing root, which is never forgotten.
+ *
+ * With the copy-on-write / journaling emulation on, a regular file's node
+ * also counts the open handles whose data goes through the emulated store,
+ * so that the store object of a file whose last link is gone is removed
+ * only when the last of them is released.
  */
 #ifndef FSP_FS_INODE_H
 #define FSP_FS_INODE_H
@@ -16,6 +21,13 @@
 #include <sys/types.h>
 #ifndef FUSE_USE_VERSION
 #define FUSE_USE_VERSION 314
+/*
+ * Birth time in ns of path relative to dirfd (flags as for statx, e.g.
+ * AT_EMPTY_PATH), or 0 if the file system does not record it or it cannot
+ * be read.
+ */
+uint64_t fsp_birth_ns(int dirfd, const char *path, int flags);
+
 #endif
 #include <fuse_lowlevel.h>
 
@@ -33,8 +45,14 @@ struct fsp_inode {
 	dev_t dev;
 	ino_t ino;
 	uint64_t nlookup;       /* under the stripe lock */
-	pthread_mutex_t lock;   /* guards lockfds */
+	pthread_mutex_t lock;   /* guards lockfds and opens */
 	struct fsp_lockfd *lockfds;
+	/* emulation only */
+	uint32_t opens;         /* open handles served by the store (under lock) */
+	int gen_known;          /* gen has been read (atomic) */
+	uint64_t gen;           /* birth time in ns, the store object's generation */
+	int mtime_dirty;        /* data changed since the backing mtime was set (atomic) */
+	int unlinked;           /* its last link went through the mount (under lock) */
 };
 
 struct fsp_itable;
@@ -65,7 +83,25 @@ static inline fuse_ino_t fsp_inode_id(struct fsp_itable *t, struct fsp_inode *n)
 struct fsp_inode *fsp_itable_get(struct fsp_itable *t, int fd,
 				 const struct stat *st);
 
+/*
+ * The node for (dev, ino) if the kernel knows it, with one lookup added
+ * (drop it with fsp_itable_forget(t, node, 1)); NULL if there is none.
+ */
+struct fsp_inode *fsp_itable_find(struct fsp_itable *t, dev_t dev, ino_t ino);
+
 /* Drop n lookups; the node is freed (fd and lock fds closed) at zero. */
 void fsp_itable_forget(struct fsp_itable *t, struct fsp_inode *node, uint64_t n);
+
+/* The same; at zero, gone(arg, node) is called first, once the node is out
+ * of the table but its fd still open. */
+void fsp_itable_forget_cb(struct fsp_itable *t, struct fsp_inode *node, uint64_t n,
+			  void (*gone)(void *arg, struct fsp_inode *node), void *arg);
+
+/*
+ * Birth time in ns of path relative to dirfd (flags as for statx, e.g.
+ * AT_EMPTY_PATH), or 0 if the file system does not record it or it cannot
+ * be read.
+ */
+uint64_t fsp_birth_ns(int dirfd, const char *path, int flags);
 
 #endif

@@ -8,11 +8,21 @@
  * flock on a pid file for as long as it runs, including the final flush of
  * records, so `fsprism umount` can unmount and then wait on that lock until
  * the database is complete.
+ *
+ * With --cow / --journal / --store the data of regular files lives in an
+ * emulated store (fs/emu_store.h). Its inputs are checked before forking
+ * (raw-write safety for a block device, as for `fsprism run`); the daemon
+ * opens it before mounting, so an error still reaches the terminal and
+ * leaves nothing mounted. At mount it drops objects whose file is gone
+ * from the backing tree; at unmount it closes the store before the oplog
+ * (so the last commit's device IO is recorded) and stores the device
+ * counters (dev.* run attributes) and every file's extents.
  */
 #include "config.h"
 #define FUSE_USE_VERSION 314
 #include <errno.h>
 #include <fcntl.h>
+#include <ftw.h>
 #include <getopt.h>
 #include <limits.h>
 #include <signal.h>
@@ -30,15 +40,22 @@
 #include <fuse_lowlevel.h>
 #include "mountinfo.h"
 #include "cli.h"
+#include "emu_store.h"
 #include "fuse_fs.h"
+#include "inode.h"
 #include "oplog.h"
+#include "profile.h"
 #include "store.h"
+#include "target.h"
 
 #define DEF_THREADS 32
 #define DEF_MAX_BACKGROUND 64
 #define DEF_MAX_WRITE (1u << 20)
 #define DEF_TIMEOUT 1.0
 #define UMOUNT_WAIT_S 120
+#define DEF_STORE_SIZE (1ull << 30)
+#define DEF_COMMIT_INTERVAL_S 5
+#define DEF_COMMIT_BYTES (64ull << 20)
 
 struct mount_opts {
 	int foreground;
@@ -58,6 +75,18 @@ struct mount_opts {
 	char backing[PATH_MAX];
 	char mnt[PATH_MAX];
 	char *cmdline;        /* for the run's options column */
+	/* emulation: on when --store is given or --cow / --journal is not off */
+	int emu;
+	struct emu_store_cfg ecfg;
+	char store[PATH_MAX]; /* absolute */
+	int store_given;
+	int hide_store;       /* the store is BACKING/.fsprism-store */
+	uint64_t store_size;  /* a new store file's size */
+	int store_size_given;
+	int journal_size_given;
+	int destroy_data;
+	int emu_opt_given;    /* an emulation-only option, for "needs --store ..." */
+	const char *emu_opt_name;
 };
 
 static void mount_usage(FILE *f)
@@ -86,9 +115,29 @@ static void mount_usage(FILE *f)
 "                       as run attribute max_inflight_io [off]\n"
 "  -h, --help           this text\n"
 "\n"
+"copy-on-write / journaling emulation (on when --store is given or --cow or\n"
+"--journal is not off; file data then lives in the store, names, owners,\n"
+"modes and times in BACKING_DIR):\n"
+"  --cow MODE           off | shared | always: move overwritten blocks to new\n"
+"                       space never, only when shared by a clone, always [off]\n"
+"  --journal MODE       off | writeback | ordered | data [off]\n"
+"  --store PATH         block device or file holding the data\n"
+"                       [BACKING_DIR/.fsprism-store, hidden from the mount]\n"
+"  --store-size SIZE    size of a new store file, e.g. 4G [1G]\n"
+"  --format             format the store even if it holds a valid one\n"
+"  --destroy-data       allow formatting a device or file that holds other\n"
+"                       data (a signature, or an existing fsprism store on a\n"
+"                       device with --format) [refuse]\n"
+"  --alloc POLICY       next-fit | first-fit block allocation [next-fit]\n"
+"  --commit-interval S  seconds between commits; 0 or never: only on fsync,\n"
+"                       --commit-bytes and unmount [%d]\n"
+"  --commit-bytes SIZE  dirty data that forces a commit [64M]\n"
+"  --journal-size SIZE  journal of a new store [1/32 of it, 1M..128M]\n"
+"  --no-flush           send no cache flushes or FUA writes (like nobarrier)\n"
+"\n"
 "Unmount with 'fsprism umount MOUNTPOINT' (waits until every record is stored),\n"
 "fusermount3 -u, or SIGTERM/SIGINT to the daemon. See docs/fuse.md.\n",
-		DEF_THREADS, DEF_MAX_BACKGROUND, DEF_TIMEOUT, DEF_TIMEOUT);
+		DEF_THREADS, DEF_MAX_BACKGROUND, DEF_TIMEOUT, DEF_TIMEOUT, DEF_COMMIT_INTERVAL_S);
 }
 
 /* ---- small helpers ---- */
@@ -272,9 +321,140 @@ static int validate_dir(const char *what, const char *arg, char *real, int need_
 	return 0;
 }
 
+/* ---- the emulated store: its path and whether it may be written ---- */
+
+/*
+ * The store's absolute path: --store resolved (the file need not exist yet,
+ * its directory must), or BACKING/.fsprism-store. Any other path inside the
+ * backing directory is refused: it would show (and could be written) through
+ * the mount. Returns 0 or the exit status.
+ */
+static int resolve_store(struct mount_opts *o, const char *arg)
+{
+	char def[PATH_MAX + sizeof(FSP_STORE_NAME) + 1];
+	snprintf(def, sizeof(def), "%s/%s", strcmp(o->backing, "/") ? o->backing : "",
+		 FSP_STORE_NAME);
+	if (!arg) {
+		if (snprintf(o->store, sizeof(o->store), "%s", def) >= (int)sizeof(o->store)) {
+			fprintf(stderr, "fsprism mount: store %s: path too long\n", def);
+			return 1;
+		}
+	} else if (!realpath(arg, o->store)) {
+		if (errno != ENOENT) {
+			fprintf(stderr, "fsprism mount: store %s: %s\n", arg, strerror(errno));
+			return 1;
+		}
+		/* a new store file: its directory must exist */
+		char dir[PATH_MAX], real[PATH_MAX];
+		snprintf(dir, sizeof(dir), "%s", arg);
+		char *slash = strrchr(dir, '/');
+		const char *base = slash ? slash + 1 : dir;
+		if (slash == dir)
+			snprintf(real, sizeof(real), "/");
+		else if (slash)
+			*slash = '\0';
+		if (!*base || (slash != dir && !realpath(slash ? dir : ".", real))) {
+			fprintf(stderr, "fsprism mount: store %s: directory %s\n", arg,
+				!*base ? "path, not a file" : "does not exist");
+			return 1;
+		}
+		if (snprintf(o->store, sizeof(o->store), "%s/%s", strcmp(real, "/") ? real : "",
+			     base) >= (int)sizeof(o->store)) {
+			fprintf(stderr, "fsprism mount: store %s: path too long\n", arg);
+			return 1;
+		}
+	}
+	o->hide_store = !strcmp(o->store, def);
+	size_t blen = strlen(o->backing);
+	if (!o->hide_store && !strncmp(o->store, o->backing, blen) &&
+	    (o->store[blen] == '/' || blen == 1)) {
+		fprintf(stderr, "fsprism mount: store %s is inside the backing directory %s "
+			"(only %s is hidden from the mount)\n", o->store, o->backing, def);
+		return 1;
+	}
+	return 0;
+}
+
+/*
+ * Refuse to overwrite what is not ours. A block device gets the raw-write
+ * checks of `fsprism run` (mounted, holders, swap, exclusive openers,
+ * signatures unless --destroy-data); one that already holds a valid
+ * fsprism store is re-mounted without --destroy-data, but formatting over
+ * it needs it. A non-empty regular file that is not an fsprism store is
+ * refused without --destroy-data. Returns 0 or the exit status.
+ */
+static int check_store(struct mount_opts *o)
+{
+	char err[PATH_MAX + 512];
+	struct stat st;
+	if (stat(o->store, &st) < 0) {
+		if (errno == ENOENT)
+			return 0; /* created at open, --store-size bytes */
+		fprintf(stderr, "fsprism mount: store %s: %s\n", o->store, strerror(errno));
+		return 1;
+	}
+	if (!S_ISBLK(st.st_mode) && !S_ISREG(st.st_mode)) {
+		fprintf(stderr, "fsprism mount: store %s is neither a block device nor a "
+			"regular file\n", o->store);
+		return 1;
+	}
+	if (S_ISBLK(st.st_mode) && o->store_size_given) {
+		fprintf(stderr, "fsprism mount: --store-size is for a store file; %s is a "
+			"block device (its whole size is used)\n", o->store);
+		return 2;
+	}
+	if (S_ISREG(st.st_mode) && st.st_size == 0)
+		return 0; /* an empty file: formatted at open */
+	int valid = emu_store_probe(o->store);
+	if (valid < 0) {
+		fprintf(stderr, "fsprism mount: cannot read store %s: %s\n", o->store,
+			strerror(-valid));
+		return 1;
+	}
+	if (S_ISREG(st.st_mode)) {
+		if (!valid && !o->destroy_data) {
+			fprintf(stderr, "fsprism mount: store %s (%lld bytes) is not an fsprism "
+				"store (use --destroy-data to overwrite it)\n", o->store,
+				(long long)st.st_size);
+			return 1;
+		}
+		return 0;
+	}
+	if (valid && o->ecfg.format && !o->destroy_data) {
+		fprintf(stderr, "fsprism mount: %s holds an fsprism store; formatting it "
+			"needs --destroy-data\n", o->store);
+		return 1;
+	}
+	/* our own store carries no foreign signature: only the busy checks */
+	if (fsp_target_check_raw_write(o->store, o->destroy_data || valid, err, sizeof(err))) {
+		fprintf(stderr, "fsprism mount: %s\n", err);
+		return 1;
+	}
+	return 0;
+}
+
+/* SIZE option value: 0, or 2 after the message. */
+static int parse_size_opt(const char *name, const char *arg, uint64_t min,
+			  uint64_t max, uint64_t *out)
+{
+	uint64_t v;
+	if (fsp_parse_size(arg, &v) || v < min || v > max || v % 4096) {
+		char a[32], b[32];
+		fsp_format_size(min, a, sizeof(a));
+		fsp_format_size(max, b, sizeof(b));
+		fprintf(stderr, "fsprism mount: invalid --%s '%s' (a multiple of 4k, %s..%s)\n",
+			name, arg, a, b);
+		return 2;
+	}
+	*out = v;
+	return 0;
+}
+
 enum { OPT_LOG = 256, OPT_RECORD, OPT_THREADS, OPT_CLONE_FD, OPT_WRITEBACK,
        OPT_SPLICE, OPT_MAX_WRITE, OPT_MAX_BG, OPT_ATTR_TO, OPT_ENTRY_TO,
-       OPT_INFLIGHT };
+       OPT_INFLIGHT, OPT_COW, OPT_JOURNAL, OPT_STORE, OPT_STORE_SIZE, OPT_FORMAT,
+       OPT_DESTROY, OPT_ALLOC, OPT_COMMIT_INT, OPT_COMMIT_BYTES, OPT_JOURNAL_SIZE,
+       OPT_NO_FLUSH };
 
 /* Returns 0, or the exit status to return. */
 static int parse_mount_args(int argc, char **argv, struct mount_opts *o)
@@ -291,11 +471,27 @@ static int parse_mount_args(int argc, char **argv, struct mount_opts *o)
 		{ "attr-timeout", required_argument, NULL, OPT_ATTR_TO },
 		{ "entry-timeout", required_argument, NULL, OPT_ENTRY_TO },
 		{ "count-inflight", no_argument, NULL, OPT_INFLIGHT },
+		{ "cow", required_argument, NULL, OPT_COW },
+		{ "journal", required_argument, NULL, OPT_JOURNAL },
+		{ "store", required_argument, NULL, OPT_STORE },
+		{ "store-size", required_argument, NULL, OPT_STORE_SIZE },
+		{ "format", no_argument, NULL, OPT_FORMAT },
+		{ "destroy-data", no_argument, NULL, OPT_DESTROY },
+		{ "alloc", required_argument, NULL, OPT_ALLOC },
+		{ "commit-interval", required_argument, NULL, OPT_COMMIT_INT },
+		{ "commit-bytes", required_argument, NULL, OPT_COMMIT_BYTES },
+		{ "journal-size", required_argument, NULL, OPT_JOURNAL_SIZE },
+		{ "no-flush", no_argument, NULL, OPT_NO_FLUSH },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
 	const char *log = "fsprism.db";
+	const char *store = NULL;
 	unsigned long long v;
+	int m;
+	double secs;
+	emu_store_cfg_default(&o->ecfg);
+	o->store_size = DEF_STORE_SIZE;
 	o->record = "full";
 	o->threads = DEF_THREADS;
 	o->max_write = DEF_MAX_WRITE;
@@ -346,6 +542,77 @@ static int parse_mount_args(int argc, char **argv, struct mount_opts *o)
 				return 2;
 			}
 			break;
+		case OPT_COW:
+			if ((m = emu_cow_mode_parse(optarg)) < 0) {
+				fprintf(stderr, "fsprism mount: invalid --cow '%s' (off, shared or always)\n", optarg);
+				return 2;
+			}
+			o->ecfg.cow = (enum emu_cow_mode)m;
+			break;
+		case OPT_JOURNAL:
+			if ((m = emu_journal_mode_parse(optarg)) < 0) {
+				fprintf(stderr, "fsprism mount: invalid --journal '%s' (off, writeback, ordered or data)\n",
+					optarg);
+				return 2;
+			}
+			o->ecfg.journal = (enum emu_journal_mode)m;
+			break;
+		case OPT_STORE:
+			if (!*optarg) {
+				fprintf(stderr, "fsprism mount: invalid --store '' (a path)\n");
+				return 2;
+			}
+			store = optarg;
+			o->store_given = 1;
+			break;
+		case OPT_STORE_SIZE:
+			if (parse_size_opt("store-size", optarg, 1ull << 20, 1ull << 50, &o->store_size))
+				return 2;
+			o->store_size_given = 1;
+			goto emu_only;
+		case OPT_FORMAT:
+			o->ecfg.format = 1;
+			goto emu_only;
+		case OPT_DESTROY:
+			o->destroy_data = 1;
+			goto emu_only;
+		case OPT_ALLOC:
+			if (!strcmp(optarg, "next-fit")) {
+				o->ecfg.alloc = EMU_ALLOC_NEXT_FIT;
+			} else if (!strcmp(optarg, "first-fit")) {
+				o->ecfg.alloc = EMU_ALLOC_FIRST_FIT;
+			} else {
+				fprintf(stderr, "fsprism mount: invalid --alloc '%s' (next-fit or first-fit)\n", optarg);
+				return 2;
+			}
+			goto emu_only;
+		case OPT_COMMIT_INT:
+			if (!strcmp(optarg, "never")) {
+				secs = 0;
+			} else if (parse_seconds(optarg, &secs) || (secs > 0 && secs < 0.001)) {
+				fprintf(stderr, "fsprism mount: invalid --commit-interval '%s' "
+					"(seconds, 0.001..86400, or 0 or never)\n", optarg);
+				return 2;
+			}
+			o->ecfg.commit_interval_ms = secs > 0 ? (uint64_t)(secs * 1000 + 0.5) : UINT64_MAX;
+			goto emu_only;
+		case OPT_COMMIT_BYTES:
+			if (parse_size_opt("commit-bytes", optarg, 4096, 1ull << 40, &o->ecfg.commit_bytes))
+				return 2;
+			goto emu_only;
+		case OPT_JOURNAL_SIZE:
+			if (parse_size_opt("journal-size", optarg, 64 << 10, 1ull << 30,
+					   &o->ecfg.journal_bytes))
+				return 2;
+			o->journal_size_given = 1;
+			goto emu_only;
+		case OPT_NO_FLUSH:
+			o->ecfg.flush = 0;
+		emu_only:
+			/* meaningful only with the emulation: checked below */
+			o->emu_opt_given = 1;
+			o->emu_opt_name = argv[optind - 1];
+			break;
 		case ':':
 			fprintf(stderr, "fsprism mount: option %s needs a value\n", argv[optind - 1]);
 			return 2;
@@ -367,6 +634,12 @@ static int parse_mount_args(int argc, char **argv, struct mount_opts *o)
 			o->record);
 		return 2;
 	}
+	o->emu = o->store_given || o->ecfg.cow != EMU_COW_OFF || o->ecfg.journal != EMU_JOURNAL_OFF;
+	if (!o->emu && o->emu_opt_given) {
+		fprintf(stderr, "fsprism mount: %s needs the emulation (--store, --cow or --journal)\n",
+			o->emu_opt_name);
+		return 2;
+	}
 	if (validate_dir("backing directory", argv[optind], o->backing, 1))
 		return 1;
 	if (validate_dir("mountpoint", argv[optind + 1], o->mnt, 0))
@@ -384,6 +657,13 @@ static int parse_mount_args(int argc, char **argv, struct mount_opts *o)
 		fprintf(stderr, "fsprism mount: mountpoint %s is %sthe backing directory %s\n",
 			o->mnt, strcmp(o->mnt, o->backing) ? "inside " : "", o->backing);
 		return 1;
+	}
+	if (o->emu) {
+		int rc = resolve_store(o, store);
+		if (!rc)
+			rc = check_store(o);
+		if (rc)
+			return rc;
 	}
 	struct stat fst;
 	if (stat("/dev/fuse", &fst) < 0) {
@@ -431,6 +711,13 @@ static int parse_mount_args(int argc, char **argv, struct mount_opts *o)
 
 /* ---- the daemon ---- */
 
+/* The store's files at unmount, kept from before the store closes until
+ * the oplog has closed and the database is ours again. */
+struct emu_files {
+	struct fsp_emu_file *f;
+	size_t n, cap;
+};
+
 struct daemon {
 	struct mount_opts *o;
 	struct fsp_store *store;
@@ -441,7 +728,403 @@ struct daemon {
 	int pid_fd;
 	int mounted;
 	int db_existed;
+	/* emulation */
+	struct emu_store *emu;
+	struct emu_store_info einfo;
+	int store_fd;         /* holds the flock: one daemon per store */
+	int store_created;    /* this start created the store file */
+	struct emu_store_acct acct;
+	int have_acct;
+	struct emu_files files;
 };
+
+/* ---- the emulated store in the daemon ---- */
+
+/* The regular files of the backing tree (one file system: FTW_MOUNT). */
+struct tree_file {
+	uint64_t ino;
+	uint64_t btime; /* birth time in ns, 0 if unknown (want_btime only) */
+	char *path;     /* relative to the backing directory (want_paths only) */
+};
+
+struct tree {
+	struct tree_file *v;
+	size_t n, cap;
+	size_t skip;    /* strlen of "BACKING/" */
+	int want_paths, want_btime;
+	int incomplete; /* a directory or file could not be read */
+};
+
+static struct tree *tree_cur; /* nftw passes no context */
+
+static int tree_visit(const char *fpath, const struct stat *sb, int type, struct FTW *ftw)
+{
+	struct tree *t = tree_cur;
+	(void)ftw;
+	if (type == FTW_DNR || type == FTW_NS) {
+		t->incomplete = 1;
+		return 0;
+	}
+	if (type != FTW_F || !S_ISREG(sb->st_mode))
+		return 0;
+	if (t->n == t->cap) {
+		size_t cap = t->cap ? t->cap * 2 : 1024;
+		struct tree_file *v = realloc(t->v, cap * sizeof(*v));
+		if (!v)
+			return -1;
+		t->v = v;
+		t->cap = cap;
+	}
+	struct tree_file *f = &t->v[t->n];
+	f->ino = sb->st_ino;
+	f->btime = t->want_btime ? fsp_birth_ns(AT_FDCWD, fpath, 0) : 0;
+	f->path = NULL;
+	if (t->want_paths && !(f->path = strdup(strlen(fpath) > t->skip ? fpath + t->skip : "")))
+		return -1;
+	t->n++;
+	return 0;
+}
+
+static int cmp_tree_file(const void *a, const void *b)
+{
+	uint64_t x = ((const struct tree_file *)a)->ino, y = ((const struct tree_file *)b)->ino;
+	return x < y ? -1 : x > y;
+}
+
+static void tree_free(struct tree *t)
+{
+	for (size_t i = 0; i < t->n; i++)
+		free(t->v[i].path);
+	free(t->v);
+	memset(t, 0, sizeof(*t));
+}
+
+/* Walk the backing tree, files sorted by inode. 0, or -1 if it could not
+ * be read completely (then nothing may be concluded from a missing file). */
+static int tree_walk(const char *backing, struct tree *t, int want_paths, int want_btime)
+{
+	memset(t, 0, sizeof(*t));
+	t->skip = strcmp(backing, "/") ? strlen(backing) + 1 : 1;
+	t->want_paths = want_paths;
+	t->want_btime = want_btime;
+	tree_cur = t;
+	int rc = nftw(backing, tree_visit, 64, FTW_PHYS | FTW_MOUNT);
+	tree_cur = NULL;
+	if (rc || t->incomplete)
+		return -1;
+	qsort(t->v, t->n, sizeof(*t->v), cmp_tree_file);
+	return 0;
+}
+
+static struct tree_file *tree_find(const struct tree *t, uint64_t ino)
+{
+	struct tree_file key = { .ino = ino };
+	return t->n ? bsearch(&key, t->v, t->n, sizeof(key), cmp_tree_file) : NULL;
+}
+
+struct obj_list {
+	uint64_t (*v)[2]; /* id, gen */
+	size_t n, cap;
+};
+
+static int obj_list_add(void *ctx, uint64_t obj, uint64_t gen, uint64_t size)
+{
+	struct obj_list *l = ctx;
+	(void)size;
+	if (l->n == l->cap) {
+		size_t cap = l->cap ? l->cap * 2 : 256;
+		void *v = realloc(l->v, cap * sizeof(*l->v));
+		if (!v)
+			return -ENOMEM;
+		l->v = v;
+		l->cap = cap;
+	}
+	l->v[l->n][0] = obj;
+	l->v[l->n][1] = gen;
+	l->n++;
+	return 0;
+}
+
+/*
+ * Remove the objects whose file is gone from the backing tree (deleted while
+ * not mounted, or while the daemon was killed), or whose inode number now
+ * belongs to a newer file (another birth time). Nothing is removed if the
+ * tree cannot be read completely. Returns the number removed, or -1.
+ */
+static long sweep_orphans(struct daemon *d)
+{
+	struct tree t;
+	struct obj_list l = { 0 };
+	long removed = -1;
+	if (tree_walk(d->o->backing, &t, 0, 1) < 0 ||
+	    emu_store_foreach_obj(d->emu, obj_list_add, &l) < 0)
+		goto out;
+	removed = 0;
+	for (size_t i = 0; i < l.n; i++) {
+		struct tree_file *f = tree_find(&t, l.v[i][0]);
+		if (f && !(l.v[i][1] && f->btime && l.v[i][1] != f->btime))
+			continue;
+		struct emu_cx cx = { 0 };
+		if (emu_store_obj_remove(d->emu, &cx, l.v[i][0]) == 0)
+			removed++;
+	}
+out:
+	tree_free(&t);
+	free(l.v);
+	return removed;
+}
+
+static const char *plural(uint64_t n)
+{
+	return n == 1 ? "" : "s";
+}
+
+/* The emu.replay.end attribute: how replay ended, or "none". */
+static const char *replay_end_attr(const struct emu_store_info *in)
+{
+	if (!in->replayed && in->clean)
+		return "none";
+	if (in->replay.end == EMU_REPLAY_IO)
+		return "io";
+	return emu_replay_end_name(in->replay.end);
+}
+
+/* One line on stderr (the user's terminal: the daemon has not detached
+ * yet) when the store was not closed cleanly. A journaled mount whose log
+ * held nothing to replay says so ("replayed 0 transactions"). */
+static void report_unclean(const char *path, const struct emu_store_info *in,
+			   enum emu_journal_mode journal)
+{
+	if (in->formatted || in->clean)
+		return;
+	char line[PATH_MAX + 512];
+	int n;
+	if (in->replayed || journal != EMU_JOURNAL_OFF) {
+		n = snprintf(line, sizeof(line), "store %s was not closed cleanly: journal replayed "
+			     "%llu transaction%s (%llu block%s), stopped at %s", path,
+			     (unsigned long long)in->replay.txns_replayed,
+			     plural(in->replay.txns_replayed),
+			     (unsigned long long)in->replay.blocks_replayed,
+			     plural(in->replay.blocks_replayed), replay_end_attr(in));
+		if (in->replay.txns_discarded && n > 0 && (size_t)n < sizeof(line))
+			n += snprintf(line + n, sizeof(line) - (size_t)n,
+				      " (%llu transaction%s discarded)",
+				      (unsigned long long)in->replay.txns_discarded,
+				      plural(in->replay.txns_discarded));
+	} else {
+		n = snprintf(line, sizeof(line), "store %s was not closed cleanly and has no "
+			     "journal: changes after the last commit are lost", path);
+	}
+	if (in->damaged_objects && n > 0 && (size_t)n < sizeof(line))
+		n += snprintf(line + n, sizeof(line) - (size_t)n, "; %llu object%s damaged",
+			      (unsigned long long)in->damaged_objects, plural(in->damaged_objects));
+	if (in->bitmap_mismatches && n > 0 && (size_t)n < sizeof(line))
+		snprintf(line + n, sizeof(line) - (size_t)n, "; %llu bitmap block%s rebuilt",
+			 (unsigned long long)in->bitmap_mismatches, plural(in->bitmap_mismatches));
+	fprintf(stderr, "fsprism mount: %s\n", line);
+}
+
+static void set_attr_u64(struct daemon *d, const char *key, uint64_t v)
+{
+	char s[32];
+	snprintf(s, sizeof(s), "%llu", (unsigned long long)v);
+	fsp_store_set_attr(d->store, d->run, key, s);
+}
+
+/*
+ * Lock and open the store (creating a store file), report what the open
+ * found, drop orphaned objects, record the emu.* attributes. The oplog does
+ * not exist yet: fsp_fs_devio keeps the open's device IO until it does.
+ */
+static int emu_begin(struct daemon *d, char *err, size_t errlen)
+{
+	struct mount_opts *o = d->o;
+	struct stat st;
+	d->store_created = stat(o->store, &st) < 0;
+	d->store_fd = open(o->store, O_RDONLY | O_CREAT | O_CLOEXEC, 0600);
+	if (d->store_fd < 0) {
+		snprintf(err, errlen, "cannot %s store %s: %s", d->store_created ? "create" : "open",
+			 o->store, strerror(errno));
+		return -1;
+	}
+	if (flock(d->store_fd, LOCK_EX | LOCK_NB) < 0) {
+		snprintf(err, errlen, "store %s is in use by another fsprism mount", o->store);
+		return -1;
+	}
+	/* --format --store-size over a store file: empty it, so that the new
+	 * store gets the size asked for */
+	if (fstat(d->store_fd, &st) == 0 && S_ISREG(st.st_mode) && o->ecfg.format &&
+	    o->store_size_given && st.st_size && truncate(o->store, 0) < 0) {
+		snprintf(err, errlen, "cannot resize store %s: %s", o->store, strerror(errno));
+		return -1;
+	}
+	struct emu_store_cfg cfg = o->ecfg;
+	cfg.devio = fsp_fs_devio;
+	cfg.devio_arg = d->fs;
+	char serr[PATH_MAX + 256];
+	d->emu = emu_store_open(o->store, o->store_size, &cfg, &d->einfo, serr, sizeof(serr));
+	if (!d->emu) {
+		snprintf(err, errlen, "%s", serr);
+		return -1;
+	}
+	fsp_fs_set_emu(d->fs, d->emu, o->hide_store);
+	report_unclean(o->store, &d->einfo, o->ecfg.journal);
+	int size_differs = o->store_size_given &&
+		d->einfo.nblocks * d->einfo.block_size != o->store_size;
+	if (!d->einfo.formatted && (size_differs || o->journal_size_given))
+		fprintf(stderr, "fsprism mount: store %s already exists: %s applies only when "
+			"a store is formatted (--format)\n", o->store,
+			size_differs ? "--store-size" : "--journal-size");
+	long orphans = sweep_orphans(d);
+	if (orphans < 0)
+		fprintf(stderr, "fsprism mount: cannot read all of %s: objects of deleted "
+			"files are kept\n", o->backing);
+
+	const struct emu_store_info *in = &d->einfo;
+	fsp_store_set_attr(d->store, d->run, "emu.cow", emu_cow_mode_name(o->ecfg.cow));
+	fsp_store_set_attr(d->store, d->run, "emu.journal",
+			   emu_journal_mode_name(o->ecfg.journal));
+	fsp_store_set_attr(d->store, d->run, "emu.alloc", emu_alloc_policy_name(o->ecfg.alloc));
+	fsp_store_set_attr(d->store, d->run, "emu.store", o->store);
+	set_attr_u64(d, "emu.formatted", (uint64_t)in->formatted);
+	set_attr_u64(d, "emu.clean", (uint64_t)(in->formatted || in->clean));
+	fsp_store_set_attr(d->store, d->run, "emu.replay.end", replay_end_attr(in));
+	set_attr_u64(d, "emu.replay.txns", in->replayed ? in->replay.txns_replayed : 0);
+	set_attr_u64(d, "emu.replay.blocks", in->replayed ? in->replay.blocks_replayed : 0);
+	set_attr_u64(d, "emu.replay.discarded", in->replayed ? in->replay.txns_discarded : 0);
+	set_attr_u64(d, "emu.damaged_objects", in->damaged_objects);
+	set_attr_u64(d, "emu.bitmap_mismatches", in->bitmap_mismatches);
+	if (orphans >= 0)
+		set_attr_u64(d, "emu.orphans_removed", (uint64_t)orphans);
+	return 0;
+}
+
+/* Collect one object's extents (emu_store_fiemap callback). */
+static int file_add_extent(void *ctx, uint64_t logical, uint64_t physical, uint64_t len)
+{
+	struct fsp_emu_file *f = ctx;
+	if ((f->nextents & (f->nextents - 1)) == 0) {
+		/* grow at powers of two */
+		size_t cap = f->nextents ? f->nextents * 2 : 4;
+		void *v = realloc((void *)f->ext, cap * sizeof(*f->ext));
+		if (!v)
+			return -ENOMEM;
+		f->ext = v;
+	}
+	((struct fsp_emu_extent *)f->ext)[f->nextents++] =
+		(struct fsp_emu_extent){ logical, physical, len };
+	return 0;
+}
+
+struct files_ctx {
+	struct daemon *d;
+	struct tree *tree;
+};
+
+static int file_add(void *ctx, uint64_t obj, uint64_t gen, uint64_t size)
+{
+	struct files_ctx *c = ctx;
+	struct emu_files *fl = &c->d->files;
+	(void)gen;
+	if (fl->n == fl->cap) {
+		size_t cap = fl->cap ? fl->cap * 2 : 256;
+		void *v = realloc(fl->f, cap * sizeof(*fl->f));
+		if (!v)
+			return -ENOMEM;
+		fl->f = v;
+		fl->cap = cap;
+	}
+	struct fsp_emu_file *f = &fl->f[fl->n];
+	memset(f, 0, sizeof(*f));
+	f->obj = obj;
+	f->size = size;
+	uint64_t alloc = 0;
+	if (emu_store_obj_size(c->d->emu, obj, &f->size, &alloc) == 0)
+		f->allocated = alloc;
+	struct tree_file *tf = c->tree ? tree_find(c->tree, obj) : NULL;
+	f->path = strdup(tf && tf->path ? tf->path : "");
+	fl->n++;
+	if (!f->path)
+		return -ENOMEM;
+	int rc = emu_store_fiemap(c->d->emu, obj, file_add_extent, f);
+	return rc == -ENOENT ? 0 : rc;
+}
+
+static void files_free(struct emu_files *fl)
+{
+	for (size_t i = 0; i < fl->n; i++) {
+		free((void *)fl->f[i].path);
+		free((void *)fl->f[i].ext);
+	}
+	free(fl->f);
+	memset(fl, 0, sizeof(*fl));
+}
+
+/*
+ * Unmount: drop the objects no name leads to any more, commit, note every
+ * object's extents and path and the device counters, close the store (while
+ * the oplog still takes its device IO). Returns 0 or -1 (reason on stderr).
+ */
+static int emu_end(struct daemon *d, int served)
+{
+	int rc = 0;
+	if (served) {
+		struct emu_cx cx = { 0 };
+		struct tree t;
+		int have_tree = tree_walk(d->o->backing, &t, 1, 0) == 0;
+		if (have_tree) {
+			/* files unlinked while the kernel still held them, or deleted
+			 * in the backing directory: their objects go now */
+			struct obj_list l = { 0 };
+			if (emu_store_foreach_obj(d->emu, obj_list_add, &l) == 0)
+				for (size_t i = 0; i < l.n; i++)
+					if (!tree_find(&t, l.v[i][0]))
+						emu_store_obj_remove(d->emu, &cx, l.v[i][0]);
+			free(l.v);
+		}
+		int c = emu_store_commit(d->emu, &cx);
+		if (c < 0) {
+			fprintf(stderr, "fsprism mount: commit of store %s failed: %s\n",
+				d->o->store, strerror(-c));
+			rc = -1;
+		}
+		struct files_ctx fc = { d, have_tree ? &t : NULL };
+		if (emu_store_foreach_obj(d->emu, file_add, &fc) < 0) {
+			fprintf(stderr, "fsprism mount: cannot list the files of store %s\n",
+				d->o->store);
+			files_free(&d->files);
+		}
+		tree_free(&t);
+		emu_store_get_acct(d->emu, &d->acct);
+		d->have_acct = 1;
+	}
+	int c = emu_store_close(d->emu);
+	d->emu = NULL;
+	if (c < 0) {
+		fprintf(stderr, "fsprism mount: closing store %s failed: %s\n", d->o->store,
+			strerror(-c));
+		rc = -1;
+	}
+	return rc;
+}
+
+/* After the oplog has closed: dev.* attributes and the files' extents. */
+static void emu_save(struct daemon *d)
+{
+	if (d->have_acct) {
+		const struct emu_store_acct *a = &d->acct;
+		set_attr_u64(d, "dev.ios", a->ios);
+		set_attr_u64(d, "dev.seq_ios", a->seq_ios);
+		set_attr_u64(d, "dev.streams_x1000", a->streams_x1000);
+		set_attr_u64(d, "dev.windows", a->windows);
+		set_attr_u64(d, "dev.fsyncs", a->fsyncs);
+		set_attr_u64(d, "dev.commits", a->commits);
+		set_attr_u64(d, "dev.user_write_bytes", a->user_write_bytes);
+		set_attr_u64(d, "dev.user_read_bytes", a->user_read_bytes);
+	}
+	if (d->files.n)
+		fsp_store_save_emu_files(d->store, d->run, d->files.f, d->files.n);
+}
 
 /*
  * Everything up to a ready mount. Returns 0, or -1 with err filled. The
@@ -505,6 +1188,8 @@ static int daemon_start(struct daemon *d, char *err, size_t errlen)
 		snprintf(err, errlen, "cannot start a run in database %s", o->log_path);
 		return -1;
 	}
+	if (o->emu && emu_begin(d, err, errlen) < 0)
+		return -1;
 	if (o->record_mode != FSP_RECORD_OFF) {
 		d->log = fsp_oplog_open(d->store, d->run, o->record_mode, o->sample_n, 0);
 		if (!d->log) {
@@ -513,6 +1198,14 @@ static int daemon_start(struct daemon *d, char *err, size_t errlen)
 			return -1;
 		}
 		fsp_fs_set_log(d->fs, d->log);
+	}
+	if (d->emu) {
+		int rc = emu_store_start(d->emu);
+		if (rc < 0) {
+			snprintf(err, errlen, "cannot start the commit thread of store %s: %s",
+				 o->store, strerror(-rc));
+			return -1;
+		}
 	}
 	if (fuse_set_signal_handlers(d->se) < 0) {
 		snprintf(err, errlen, "cannot install signal handlers");
@@ -586,6 +1279,9 @@ static int daemon_finish(struct daemon *d, int serve)
 		fuse_remove_signal_handlers(d->se);
 		fuse_session_destroy(d->se);
 	}
+	/* no request runs now; the store's last IO still goes to the oplog */
+	if (d->emu && emu_end(d, serve) < 0)
+		status = 1;
 	if (d->log) {
 		if (fsp_oplog_close(d->log) < 0)
 			status = 1;
@@ -597,6 +1293,9 @@ static int daemon_finish(struct daemon *d, int serve)
 		snprintf(v, sizeof(v), "%u", fsp_fs_max_inflight(d->fs));
 		fsp_store_set_attr(d->store, d->run, "max_inflight_io", v);
 	}
+	if (d->store && d->run > 0 && serve)
+		emu_save(d);
+	files_free(&d->files);
 	if (d->store) {
 		fsp_store_close(d->store);
 		d->store = NULL;
@@ -604,6 +1303,13 @@ static int daemon_finish(struct daemon *d, int serve)
 			forget_failed_run(d);
 	}
 	fsp_fs_free(d->fs);
+	if (d->store_fd >= 0) {
+		/* a store file this failed start created goes again */
+		if (!serve && d->store_created)
+			unlink(d->o->store);
+		close(d->store_fd);
+		d->store_fd = -1;
+	}
 	if (d->pid_fd >= 0) {
 		char path[PATH_MAX];
 		pidfile_path(d->o->mnt, path, sizeof(path));
@@ -632,7 +1338,7 @@ int cmd_mount(int argc, char **argv)
 	fuse_set_log_func(capture_fuse_log);
 	umask(0); /* the kernel already applied the caller's umask */
 
-	struct daemon d = { .o = &o, .pid_fd = -1 };
+	struct daemon d = { .o = &o, .pid_fd = -1, .store_fd = -1 };
 	char err[2 * PATH_MAX + 512];
 	if (o.foreground) {
 		if (daemon_start(&d, err, sizeof(err)) < 0) {
