@@ -1703,6 +1703,50 @@ static int journal_checkpoint(struct emu_store *st, struct emu_cx *cx)
 	return rc;
 }
 
+/* Log blocks a transaction of n blocks needs: descriptors, blocks, commit. */
+static uint64_t journal_cost(const struct emu_store *st, uint64_t n)
+{
+	uint64_t per_desc = (st->bs - EMU_J_DESC_OFF_TAGS) / 8;
+	return n + (n + per_desc - 1) / per_desc + 1;
+}
+
+/*
+ * Make room in the journal for this commit: nmeta metadata blocks plus,
+ * with --journal=data, the transaction's data blocks. If they do not fit
+ * the free log, checkpoint first; if the data cannot fit even an empty log
+ * (many concurrent large writes between two commits), write it home
+ * directly after that checkpoint, as ordered mode would: no older logged
+ * copy of those blocks is left to be replayed over them. Under st->lock.
+ */
+static int fit_journal(struct emu_store *st, struct emu_cx *cx, size_t nmeta)
+{
+	uint64_t ndata = 0;
+	for (size_t i = 0; i < st->pend_cap; i++)
+		for (struct pend *p = st->pend[i]; p; p = p->next)
+			ndata += p->is_data && !p->logged;
+	uint64_t need = journal_cost(st, ndata + nmeta);
+	if (need <= emu_journal_free_blocks(st->journal))
+		return 0;
+	int rc = journal_checkpoint(st, cx);
+	if (rc || need <= emu_journal_free_blocks(st->journal))
+		return rc;
+	struct mwrite *w = malloc((ndata ? ndata : 1) * sizeof(*w));
+	size_t n = 0;
+	if (!w)
+		return -ENOMEM;
+	for (size_t i = 0; i < st->pend_cap; i++)
+		for (struct pend *p = st->pend[i]; p; p = p->next)
+			if (p->is_data && !p->logged)
+				w[n++] = (struct mwrite){ p->pblk, p->buf, EMU_IO_DATA };
+	rc = write_runs(st, cx, w, n);
+	for (size_t i = 0; !rc && i < n; i++)
+		pend_drop(st, w[i].pblk);
+	free(w);
+	if (!rc && journal_cost(st, nmeta) > emu_journal_free_blocks(st->journal))
+		rc = -EFBIG; /* the metadata alone does not fit the journal */
+	return rc;
+}
+
 static void seal_root(struct emu_store *st, uint8_t *b, const uint64_t *omap, size_t nomap,
 		      int bitmap_slot)
 {
@@ -1777,6 +1821,7 @@ static int do_commit(struct emu_store *st, struct emu_cx *cx, int flush_anyway)
 		/* JBD2: log the blocks (data first with data=journal), commit
 		 * record after a flush, home writes at the checkpoint */
 		st->jcx = cx;
+		rc = fit_journal(st, cx, c.n);
 		for (size_t i = 0; !rc && i < st->pend_cap; i++)
 			for (struct pend *p = st->pend[i]; !rc && p; p = p->next)
 				if (p->is_data && !p->logged) {
