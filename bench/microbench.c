@@ -177,7 +177,7 @@ static void bench_store(int rounds)
 				dev += a1.bytes[kind] - a0.bytes[kind];
 			amp = (double)dev / (double)(a1.user_write_bytes - a0.user_write_bytes);
 			best = us < best ? us : best;
-			emu_store_close(st);
+			emu_store_close(st, NULL);
 		}
 		printf("  %-8s %-10s %10.2f %12.3f\n", emu_cow_mode_name(modes[k].cow),
 		       emu_journal_mode_name(modes[k].journal), best, amp);

@@ -2698,7 +2698,7 @@ fail:
 	return NULL;
 }
 
-int emu_store_close(struct emu_store *st)
+int emu_store_close(struct emu_store *st, struct emu_store_acct *final)
 {
 	struct emu_cx cx = { 0 };
 	if (st->timer_running) {
@@ -2719,6 +2719,8 @@ int emu_store_close(struct emu_store *st)
 		rc = dev_flush(st, &cx);
 	if (!rc)
 		rc = write_sb(st, &cx, 1);
+	if (final)
+		emu_store_get_acct(st, final);
 	store_free(st);
 	return rc;
 }

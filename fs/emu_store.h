@@ -136,8 +136,11 @@ struct emu_store *emu_store_open(const char *path, uint64_t size_bytes,
  * formatting over anything else does.) */
 int emu_store_probe(const char *path);
 
-/* Commit, write everything home, mark clean, close. 0 or -errno. */
-int emu_store_close(struct emu_store *st);
+struct emu_store_acct;
+/* Commit, write everything home, mark clean, close. 0 or -errno. When
+ * final is not NULL it receives the device counters including the close's
+ * own IO. */
+int emu_store_close(struct emu_store *st, struct emu_store_acct *final);
 
 /* Start the commit-interval thread (after open, once the caller is ready
  * for devio callbacks from another thread). */

@@ -1095,10 +1095,10 @@ static int emu_end(struct daemon *d, int served)
 			files_free(&d->files);
 		}
 		tree_free(&t);
-		emu_store_get_acct(d->emu, &d->acct);
-		d->have_acct = 1;
 	}
-	int c = emu_store_close(d->emu);
+	/* the counters include the close's own IO (checkpoint, flush, superblock) */
+	int c = emu_store_close(d->emu, &d->acct);
+	d->have_acct = 1;
 	d->emu = NULL;
 	if (c < 0) {
 		fprintf(stderr, "fsprism mount: closing store %s failed: %s\n", d->o->store,

@@ -199,7 +199,7 @@ static void test_modes_model(void **state)
 						check_all(st, &m);
 				}
 				check_all(st, &m);
-				assert_int_equal(emu_store_close(st), 0);
+				assert_int_equal(emu_store_close(st, NULL), 0);
 				st = open_store("modes", cow, journal, 0, &info);
 				assert_non_null(st);
 				assert_false(info.formatted);
@@ -211,7 +211,7 @@ static void test_modes_model(void **state)
 				for (int k = 0; k < 100; k++)
 					random_op(st, &m, direct);
 				check_all(st, &m);
-				assert_int_equal(emu_store_close(st), 0);
+				assert_int_equal(emu_store_close(st, NULL), 0);
 			}
 	unsetenv("EMU_TEST_NOFLUSH");
 }
@@ -255,7 +255,7 @@ static void test_cow_fragments(void **state)
 		struct emu_store_acct a;
 		emu_store_get_acct(st, &a);
 		assert_true(a.bytes[EMU_IO_DATA] >= sizeof(buf) + 4 * 4096);
-		assert_int_equal(emu_store_close(st), 0);
+		assert_int_equal(emu_store_close(st, NULL), 0);
 	}
 }
 
@@ -285,7 +285,7 @@ static void test_clone_diverges(void **state)
 	assert_int_equal(emu_store_read(st, &cx, 2, b, sizeof(b), 0), (ssize_t)sizeof(b));
 	assert_int_equal(b[8192], 0xbb);
 	assert_int_equal(b[0], 0xaa);
-	assert_int_equal(emu_store_close(st), 0);
+	assert_int_equal(emu_store_close(st, NULL), 0);
 	/* sharing survives a remount: the counts are rebuilt from the maps */
 	st = open_store("clone", EMU_COW_OFF, EMU_JOURNAL_ORDERED, 0, &info);
 	assert_non_null(st);
@@ -293,7 +293,7 @@ static void test_clone_diverges(void **state)
 	assert_int_equal(emu_store_write(st, &cx, 1, a, 4096, 0), 4096);
 	assert_int_equal(emu_store_read(st, &cx, 2, b, 4096, 0), 4096);
 	assert_int_equal(b[0], 0xaa);
-	assert_int_equal(emu_store_close(st), 0);
+	assert_int_equal(emu_store_close(st, NULL), 0);
 }
 
 /* ---- crash at every device IO ---- */
@@ -402,7 +402,7 @@ static void crash_mode(int cow, int journal)
 		}
 		total = ios_seen - base;
 		crash_after = -1;
-		assert_int_equal(emu_store_close(st), 0);
+		assert_int_equal(emu_store_close(st, NULL), 0);
 		if (pass < 0)
 			continue;
 		if (pass >= total)
@@ -440,7 +440,7 @@ static void crash_mode(int cow, int journal)
 				assert_true(ok);
 			}
 		}
-		assert_int_equal(emu_store_close(s2), 0);
+		assert_int_equal(emu_store_close(s2, NULL), 0);
 		cfg.devio = crash_devio;
 	}
 	unlink(snap_path);
@@ -483,7 +483,7 @@ static void test_full_store(void **state)
 	uint32_t bs;
 	emu_store_statfs(st, &blocks, &freeb, &bs);
 	assert_true(freeb < 2);
-	assert_int_equal(emu_store_close(st), 0);
+	assert_int_equal(emu_store_close(st, NULL), 0);
 	st = open_store("full", EMU_COW_ALWAYS, EMU_JOURNAL_OFF, 0, &info);
 	assert_non_null(st);
 	uint64_t size;
@@ -496,7 +496,7 @@ static void test_full_store(void **state)
 	assert_int_equal(emu_store_truncate(st, &cx, 3, 0), 0);
 	assert_int_equal(emu_store_commit(st, &cx), 0);
 	assert_int_equal(emu_store_write(st, &cx, 3, buf, 4096, 0), 4096);
-	assert_int_equal(emu_store_close(st), 0);
+	assert_int_equal(emu_store_close(st, NULL), 0);
 }
 
 /* Removing objects frees their data and nodes; the store stays consistent
@@ -522,13 +522,13 @@ static void test_remove(void **state)
 				assert_int_equal(n, (ssize_t)sizeof(buf));
 			}
 			assert_int_equal(emu_store_write(st, &cx, 10, buf, 4096, 0), 4096);
-			assert_int_equal(emu_store_close(st), 0);
+			assert_int_equal(emu_store_close(st, NULL), 0);
 			st = open_store("remove", cow, journal, 0, &info);
 			assert_non_null(st);
 			assert_int_equal(info.bitmap_mismatches, 0);
 			assert_int_equal(emu_store_obj_remove(st, &cx, 9), 0);
 			assert_int_equal(emu_store_obj_remove(st, &cx, 10), 0);
-			assert_int_equal(emu_store_close(st), 0);
+			assert_int_equal(emu_store_close(st, NULL), 0);
 			st = open_store("remove", cow, journal, 0, &info);
 			assert_non_null(st);
 			if (info.bitmap_mismatches)
@@ -541,7 +541,7 @@ static void test_remove(void **state)
 			assert_int_equal(emu_store_commit(st, &cx), 0);
 			emu_store_statfs(st, &blocks, &free1, &bs);
 			assert_int_equal(free1, free0);
-			assert_int_equal(emu_store_close(st), 0);
+			assert_int_equal(emu_store_close(st, NULL), 0);
 		}
 }
 
@@ -566,7 +566,7 @@ static void test_bad_input(void **state)
 	cfg.block_size = 4096;
 	struct emu_store *st = open_store("broken", 0, 0, 1, &info);
 	assert_non_null(st);
-	assert_int_equal(emu_store_close(st), 0);
+	assert_int_equal(emu_store_close(st, NULL), 0);
 	path_of(path, sizeof(path), "broken");
 	assert_int_equal(emu_store_probe(path), 1);
 	int fd = open(path, O_WRONLY);
