@@ -2354,8 +2354,10 @@ static int load_obj(struct emu_store *st, struct emu_cx *cx, struct load *L, str
 		if (!o->nodes) {
 			rc = -ENOMEM;
 		} else {
-			memcpy(o->nodes, list, n * sizeof(*list));
-			memcpy(o->nodes + n, chain, nchain * sizeof(*chain));
+			if (n)
+				memcpy(o->nodes, list, n * sizeof(*list));
+			if (nchain)
+				memcpy(o->nodes + n, chain, nchain * sizeof(*chain));
 			o->nnodes = n + nchain;
 			o->nindex = nchain;
 		}
@@ -2379,7 +2381,8 @@ static int rebuild_alloc(struct emu_store *st, struct load *L)
 	for (size_t i = 0; !rc && i < L->nnodes; i++)
 		if (emu_alloc_state(st->alloc, L->nodes[i]) == 0)
 			rc = emu_alloc_reserve(st->alloc, L->nodes[i], 1);
-	qsort(L->ext, L->next, sizeof(*L->ext), cmp_ext);
+	if (L->next)
+		qsort(L->ext, L->next, sizeof(*L->ext), cmp_ext);
 	for (size_t i = 0; !rc && i < L->next; i++) {
 		uint64_t b = L->ext[i].pblk, end = b + L->ext[i].len;
 		while (!rc && b < end) {

@@ -812,7 +812,8 @@ static int tree_walk(const char *backing, struct tree *t, int want_paths, int wa
 	tree_cur = NULL;
 	if (rc || t->incomplete)
 		return -1;
-	qsort(t->v, t->n, sizeof(*t->v), cmp_tree_file);
+	if (t->n)
+		qsort(t->v, t->n, sizeof(*t->v), cmp_tree_file);
 	return 0;
 }
 
@@ -1119,6 +1120,7 @@ static void emu_save(struct daemon *d)
 		set_attr_u64(d, "dev.windows", a->windows);
 		set_attr_u64(d, "dev.fsyncs", a->fsyncs);
 		set_attr_u64(d, "dev.commits", a->commits);
+		set_attr_u64(d, "dev.fua_writes", a->fua_writes);
 		set_attr_u64(d, "dev.user_write_bytes", a->user_write_bytes);
 		set_attr_u64(d, "dev.user_read_bytes", a->user_read_bytes);
 	}

@@ -513,16 +513,12 @@ static const struct {
 	{ FSP_OP_DEV_WRITE_CKPT, "checkpoint" },
 };
 
-struct emu_acct {
-	uint64_t user_write_bytes;          /* write + copy_file_range */
-	uint64_t writes[NKINDS], bytes[NKINDS];
-	uint64_t write_count, write_bytes;  /* all kinds */
-	uint64_t reads, read_bytes;
-	uint64_t flushes, fsyncs;
-	int have_ios, have_seq, have_streams; /* dev.* attributes present */
-	uint64_t ios, seq_ios, streams_x1000;
-	uint64_t files, extents;
-};
+_Static_assert(NKINDS == FSP_EMU_KINDS, "stats.h lists the same kinds");
+
+const char *fsp_stats_emu_kind_name(int k)
+{
+	return k >= 0 && k < NKINDS ? dev_kinds[k].name : "?";
+}
 
 /* count and bytes of op over all steps of a run (0, 0 if absent). */
 static int op_totals(sqlite3 *db, int64_t run, int op, uint64_t *count, uint64_t *bytes)
@@ -596,7 +592,7 @@ static int is_emulated(sqlite3 *db, int64_t run)
 	return count_query(db, sql, run) > 0;
 }
 
-static int load_emu_acct(sqlite3 *db, int64_t run, struct emu_acct *a)
+int fsp_stats_emu_acct(sqlite3 *db, int64_t run, struct fsp_emu_acct *a)
 {
 	uint64_t c, b;
 	memset(a, 0, sizeof(*a));
@@ -619,6 +615,7 @@ static int load_emu_acct(sqlite3 *db, int64_t run, struct emu_acct *a)
 	a->have_ios = attr_u64(db, run, "dev.ios", &a->ios);
 	a->have_seq = attr_u64(db, run, "dev.seq_ios", &a->seq_ios);
 	a->have_streams = attr_u64(db, run, "dev.streams_x1000", &a->streams_x1000);
+	a->have_fua = attr_u64(db, run, "dev.fua_writes", &a->fua_writes);
 	a->files = (uint64_t)count_query(db, "SELECT count(*) FROM emu_files WHERE run=?", run);
 	a->extents = (uint64_t)count_query(db,
 		"SELECT coalesce(sum(extents), 0) FROM emu_files WHERE run=?", run);
@@ -630,12 +627,12 @@ static double ratio(uint64_t a, uint64_t b)
 	return b ? (double)a / (double)b : NAN;
 }
 
-static double seq_share(const struct emu_acct *a)
+static double seq_share(const struct fsp_emu_acct *a)
 {
 	return a->have_ios && a->have_seq ? ratio(a->seq_ios, a->ios) : NAN;
 }
 
-static double streams(const struct emu_acct *a)
+static double streams(const struct fsp_emu_acct *a)
 {
 	return a->have_streams ? (double)a->streams_x1000 / 1000.0 : NAN;
 }
@@ -777,7 +774,7 @@ static int print_extents_table(sqlite3 *db, int64_t run, FILE *out)
 	return rc == SQLITE_DONE ? 0 : -1;
 }
 
-static int print_emulation_table(sqlite3 *db, int64_t run, const struct emu_acct *a,
+static int print_emulation_table(sqlite3 *db, int64_t run, const struct fsp_emu_acct *a,
 				 unsigned flags, FILE *out)
 {
 	char b[32], r[32];
@@ -799,6 +796,11 @@ static int print_emulation_table(sqlite3 *db, int64_t run, const struct emu_acct
 	fmt_ratio(r, sizeof(r), ratio(a->flushes, a->fsyncs));
 	fprintf(out, "  flushes %" PRIu64 ", user fsyncs %" PRIu64 ", flushes per fsync %s\n",
 		a->flushes, a->fsyncs, r);
+	if (a->have_fua) {
+		fmt_ratio(r, sizeof(r), ratio(a->flushes + a->fua_writes, a->fsyncs));
+		fprintf(out, "  FUA writes %" PRIu64 " (without FUA support a device turns each into "
+			"a flush: up to %s flushes per fsync)\n", a->fua_writes, r);
+	}
 	if (a->have_ios) {
 		fprintf(out, "  device IOs %" PRIu64, a->ios);
 		if (a->have_seq) {
@@ -850,7 +852,7 @@ static void json_attr_value(FILE *out, const char *v)
 		json_str(out, v);
 }
 
-static int print_emulation_json(sqlite3 *db, int64_t run, const struct emu_acct *a,
+static int print_emulation_json(sqlite3 *db, int64_t run, const struct fsp_emu_acct *a,
 				unsigned flags, FILE *out)
 {
 	fprintf(out, ",\n  \"emulation\": {\"user_write_bytes\": %" PRIu64 ",\n"
@@ -869,6 +871,8 @@ static int print_emulation_json(sqlite3 *db, int64_t run, const struct emu_acct 
 	fprintf(out, "    \"flushes\": %" PRIu64 ", \"fsyncs\": %" PRIu64
 		", \"flushes_per_fsync\": ", a->flushes, a->fsyncs);
 	json_num(out, ratio(a->flushes, a->fsyncs));
+	if (a->have_fua)
+		fprintf(out, ", \"fua_writes\": %" PRIu64, a->fua_writes);
 	fputs(",\n    \"device\": {\"ios\": ", out);
 	if (a->have_ios)
 		fprintf(out, "%" PRIu64, a->ios);
@@ -973,7 +977,7 @@ int fsp_stats_print(sqlite3 *db, int64_t run, const char *format, unsigned flags
 	rc = -1;
 	if (load_rows(db, &hdr, &rows, &n) == 0) {
 		struct view vw = { .flags = flags, .op_width = 15 };
-		struct emu_acct acct;
+		struct fsp_emu_acct acct;
 		char sql[160];
 		vw.show_steps =
 			count_query(db, "SELECT count(DISTINCT step) FROM hist WHERE run=?", run) > 1 ||
@@ -988,7 +992,7 @@ int fsp_stats_print(sqlite3 *db, int64_t run, const char *format, unsigned flags
 			if (len > vw.op_width)
 				vw.op_width = len;
 		}
-		if (vw.emulation && load_emu_acct(db, run, &acct) < 0) {
+		if (vw.emulation && fsp_stats_emu_acct(db, run, &acct) < 0) {
 			db_error(db);
 			goto out;
 		}

@@ -30,6 +30,32 @@ int fsp_stats_print(sqlite3 *db, int64_t run, const char *format, unsigned flags
 		    FILE *out);
 
 /*
+ * The emulation's device-level accounting of one run: what the Emulation
+ * section prints (compare prints it for its emu target). Device write
+ * kinds in print order: data, journal, metadata, checkpoint.
+ */
+#define FSP_EMU_KINDS 4
+struct fsp_emu_acct {
+	uint64_t user_write_bytes;          /* write + copy_file_range */
+	uint64_t writes[FSP_EMU_KINDS], bytes[FSP_EMU_KINDS];
+	uint64_t write_count, write_bytes;  /* all kinds */
+	uint64_t reads, read_bytes;
+	uint64_t flushes, fsyncs;
+	/* writes sent with FUA (dev.fua_writes): a device without FUA support
+	 * turns each into a write and a cache flush */
+	uint64_t fua_writes;
+	int have_ios, have_seq, have_streams, have_fua; /* dev.* attributes present */
+	uint64_t ios, seq_ios, streams_x1000;
+	uint64_t files, extents;
+};
+
+/* Name of device write kind k (0 <= k < FSP_EMU_KINDS), e.g. "journal". */
+const char *fsp_stats_emu_kind_name(int k);
+
+/* Fill *a from run's histograms, dev.* attributes and emu_files. 0 or -1. */
+int fsp_stats_emu_acct(sqlite3 *db, int64_t run, struct fsp_emu_acct *a);
+
+/*
  * Quantile q (0..1) of (step, op, layer) of a run, in microseconds.
  * Returns 0 and sets *us, 1 if that histogram does not exist, -1 on error.
  */
