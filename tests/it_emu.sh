@@ -51,12 +51,6 @@ emu_mount() {
 last_run() { sqlite3 "$DB" "select max(id) from runs"; }
 run_attr() { sqlite3 "$DB" "select value from run_attrs where run=$1 and key='$2'"; }
 
-# The daemon's pid, from the pid file fsprism names after the mountpoint
-# (every byte but [A-Za-z0-9._] escaped as %XX).
-daemon_pid() {
-	name=$("$PY" -c 'import re,sys; print(re.sub(r"[^A-Za-z0-9._]", lambda m: "%%%02X" % ord(m.group()), sys.argv[1]))' "$M")
-	cat "/run/fsprism/$name.pid" 2>/dev/null
-}
 
 # A number in [lo, hi) from the seed and a salt (shell arithmetic only).
 pick() { echo $(( $1 + (SEED * 7919 + $3 * 104729) % ($2 - $1) )); }
@@ -166,7 +160,7 @@ for mode in "always ordered" "shared data" "off writeback" "always off" "off off
 	new_backing
 	emu_mount --cow=$cow --journal=$journal --format --destroy-data --commit-interval 1 ||
 		{ not_ok "$name: mount"; continue; }
-	pid=$(daemon_pid)
+	pid=$(fsp_daemon_pid "$M")
 	mkdir "$M/c"
 	direct=""
 	[ $((crash % 2)) -eq 0 ] && direct=--direct

@@ -146,9 +146,7 @@ check "stats lists write and lookup" sh -c "grep -q '^write' '$T/stats.out' && g
 # --- SIGTERM: unmounts and stores everything ---
 fsp_mount "$B" "$M" --log "$DB" || not_ok "second mount"
 for i in $(seq 1 200); do echo "$i" >"$M/sig.$i"; done
-pidfile=$(ls /run/fsprism/*.pid 2>/dev/null | while read -r f; do
-	case "$f" in *"$(basename "$M")".pid) echo "$f";; esac; done | head -1)
-pid=$(cat "$pidfile" 2>/dev/null)
+pid=$(fsp_daemon_pid "$M")
 check "daemon pid file exists" test -n "$pid"
 kill -TERM "$pid" 2>/dev/null
 for i in $(seq 1 100); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done

@@ -99,3 +99,10 @@ fsp_done() {
 	echo "$fsp_pass passed, $fsp_fail failed"
 	[ "$fsp_fail" -eq 0 ]
 }
+
+# The pid of the daemon serving MOUNTPOINT, from the pid file fsprism names
+# after the mountpoint (every byte but [A-Za-z0-9._] escaped as %XX).
+fsp_daemon_pid() {
+	name=$(python3 -c 'import re,sys; print(re.sub(r"[^A-Za-z0-9._]", lambda m: "%%%02X" % ord(m.group()), sys.argv[1]))' "$1")
+	cat "/run/fsprism/$name.pid" 2>/dev/null
+}
