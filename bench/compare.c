@@ -3,9 +3,14 @@
  *   raw      the block device itself,
  *   fs       a file on a native file system made on that device,
  *   fsprism  a file on an fsprism passthrough mount of that file system,
+ *   emu      a file on an fsprism mount that emulates a copy-on-write /
+ *            journaling file system with the device itself as its store
+ *            (--cow, --journal; after the native file system is unmounted),
  * then a side-by-side table (per step, per target: MB/s, p50/p99 latency,
- * ratio to raw) and, for the fsprism target, the per-layer split that the
- * FUSE layer logged during the same run.
+ * ratio to raw) and, for the fsprism and emu targets, the per-layer split
+ * that the FUSE layer logged during the same run; for emu also the
+ * device-level accounting of its mount (write amplification, flushes,
+ * sequentiality), as `fsprism stats` computes it.
  *
  * Without --device it builds its own device (the "embedded default"): a
  * sparse image file attached with losetup --direct-io=on. Everything it sets
@@ -25,6 +30,7 @@
 #include "config.h"
 #include <errno.h>
 #include <fcntl.h>
+#include <ftw.h>
 #include <inttypes.h>
 #include <limits.h>
 #include <signal.h>
@@ -44,10 +50,12 @@
 #include "mountinfo.h"
 #include "cli.h"
 #include "clock.h"
+#include "emu_store.h"
 #include "hist.h"
 #include "jobfile.h"
 #include "ops.h"
 #include "profile.h"
+#include "stats.h"
 #include "store.h"
 #include "target.h"
 
@@ -57,11 +65,13 @@
 #define DEFAULT_IMAGE_SIZE (2ull << 30)
 #define MAX_PASS 64
 
-enum { T_RAW, T_FS, T_FSPRISM, T__COUNT };
-static const char *const target_label[T__COUNT] = { "raw", "fs", "fsprism" };
+enum { T_RAW, T_FS, T_FSPRISM, T_EMU, T__COUNT };
+static const char *const target_label[T__COUNT] = { "raw", "fs", "fsprism", "emu" };
+#define TARGET_NAMES "raw, fs, fsprism, emu"
 
 struct opts {
 	const char *profile, *device, *fs, *db, *scale;
+	const char *cow, *journal, *alloc; /* the emu mount's modes; NULL: mount's default */
 	int want[T__COUNT];
 	int destroy_data;
 	int quiet;
@@ -72,17 +82,26 @@ struct opts {
 	char span_arg[64];    /* the common --span=, or "" */
 };
 
+/* An fsprism mount that compare makes: the fsprism or the emu target's. */
+struct fuse_mnt {
+	const char *name;         /* "fsprism" (mounted on WORKDIR/fuse), "emu" */
+	char dir[1100];           /* mount point */
+	char backing[1200];       /* backing directory */
+	int dir_made, mounted;
+	int backing_made;         /* compare's own dir: removed with its content */
+};
+
 /* What has been set up, so that cleanup undoes exactly that. */
 struct setup {
 	char workdir[1024];       /* mkdtemp; holds image, mount points */
 	char image[1100];
 	char loopdev[64];
 	char fsdir[1100];         /* native file system mount point */
-	char fusedir[1100];       /* fsprism mount point */
-	char backing[1200];       /* fsdir/fsprism: the fsprism backing dir */
 	const char *device;       /* user's device or loopdev */
 	int workdir_made, image_made, loop_attached, fsdir_made, fs_mounted;
-	int fusedir_made, fuse_mounted;
+	struct fuse_mnt fuse;     /* fsprism target: backing fsdir/fsprism */
+	struct fuse_mnt emu;      /* emu target: backing workdir/emu-backing,
+				     store = the device */
 };
 
 static volatile sig_atomic_t stop_sig;   /* first signal received, 0 if none */
@@ -112,13 +131,21 @@ static void usage(FILE *f)
 {
 	fprintf(f,
 "usage: fsprism compare [--profile P] [--device DEV] [--fs ext4|xfs|btrfs]\n"
-"                       [--targets raw,fs,fsprism] [--db FILE] [--scale S]\n"
+"                       [--targets raw,fs,fsprism,emu] [--db FILE] [--scale S]\n"
+"                       [--cow=off|shared|always]\n"
+"                       [--journal=off|writeback|ordered|data]\n"
+"                       [--alloc=next-fit|first-fit]\n"
 "                       [--size SIZE] [--destroy-data] [--quiet]\n"
 "                       [--PARAM=VALUE ...]\n"
 "\n"
 "Run one profile (default " DEFAULT_PROFILE ") on a raw block device, on a file of a\n"
 "native file system made on it, and on a file of an fsprism mount of that\n"
 "file system; print a side-by-side table and the FUSE per-layer split.\n"
+"Target emu (added to the default targets by --cow, --journal or --alloc): a\n"
+"file on an fsprism mount that emulates a copy-on-write / journaling file\n"
+"system with those modes, using the whole device as its store (formatted\n"
+"after the native file system is unmounted); it also prints the device-level\n"
+"accounting of that mount.\n"
 "\n"
 "Without --device, a temporary sparse image of --size (default 2G) in $TMPDIR\n"
 "(default /var/tmp) is attached with losetup --direct-io=on and removed again.\n"
@@ -402,44 +429,103 @@ static int is_fuse_mounted(const char *dir)
 	return found;
 }
 
-static int mount_fsprism(struct setup *su, const char *db)
+/*
+ * fsprism mount --log DB [extra options] m->backing m->dir. The mount
+ * point is made in the work dir; whatever the mount says, if it is
+ * mounted afterwards it is unmounted at teardown.
+ */
+static int mount_fsprism(struct fuse_mnt *m, const char *workdir, const char *db,
+			 char *const extra[])
 {
-	snprintf(su->backing, sizeof su->backing, "%s/fsprism", su->fsdir);
-	if (mkdir(su->backing, 0700) && errno != EEXIST) {
-		fail("cannot create %s: %s", su->backing, strerror(errno));
+	snprintf(m->dir, sizeof m->dir, "%s/%s", workdir,
+		 !strcmp(m->name, "fsprism") ? "fuse" : m->name);
+	if (mkdir(m->dir, 0700)) {
+		fail("cannot create %s: %s", m->dir, strerror(errno));
 		return -1;
 	}
-	snprintf(su->fusedir, sizeof su->fusedir, "%s/fuse", su->workdir);
-	if (mkdir(su->fusedir, 0700)) {
-		fail("cannot create %s: %s", su->fusedir, strerror(errno));
-		return -1;
-	}
-	su->fusedir_made = 1;
-	char *argv[] = { "/proc/self/exe", "mount", "--log", (char *)db,
-			 su->backing, su->fusedir, NULL };
+	m->dir_made = 1;
+	char *argv[24] = { "/proc/self/exe", "mount", "--log", (char *)db };
+	int n = 4;
+	for (int i = 0; extra && extra[i] && n < 21; i++)
+		argv[n++] = extra[i];
+	argv[n++] = m->backing;
+	argv[n++] = m->dir;
+	argv[n] = NULL;
 	int rc = spawn(argv, 0, 1, NULL, 0);
-	/* whatever it says, if it is mounted it must be unmounted */
-	su->fuse_mounted = is_fuse_mounted(su->fusedir);
-	if (rc || !su->fuse_mounted) {
+	m->mounted = is_fuse_mounted(m->dir);
+	if (rc || !m->mounted) {
 		if (rc != 1) /* 1: fsprism mount printed its own reason */
-			fail("fsprism mount %s %s failed (status %d)", su->backing,
-			     su->fusedir, rc);
+			fail("fsprism mount %s %s failed (status %d)", m->backing,
+			     m->dir, rc);
 		return -1;
 	}
 	return 0;
 }
 
-static int umount_fsprism(struct setup *su)
+static int umount_fsprism(struct fuse_mnt *m)
 {
-	char *argv[] = { "/proc/self/exe", "umount", su->fusedir, NULL };
+	char *argv[] = { "/proc/self/exe", "umount", m->dir, NULL };
 	int rc = spawn(argv, 0, 1, NULL, 0);
-	if (is_fuse_mounted(su->fusedir)) {
+	if (is_fuse_mounted(m->dir)) {
 		/* the daemon is gone or stuck: do not leave the mount behind */
-		umount2(su->fusedir, MNT_DETACH);
+		umount2(m->dir, MNT_DETACH);
 		rc = rc ? rc : 1;
 	}
-	su->fuse_mounted = 0;
+	m->mounted = 0;
 	return rc ? -1 : 0;
+}
+
+/* nftw callback: remove one entry of compare's own directory tree. */
+static int remove_entry(const char *path, const struct stat *sb, int flag,
+			struct FTW *ftw)
+{
+	(void)sb;
+	(void)ftw;
+	if (flag == FTW_DP ? rmdir(path) : unlink(path))
+		fail("cannot remove %s: %s", path, strerror(errno));
+	return 0; /* go on: remove as much as possible */
+}
+
+/* Unmount (if mounted) and remove a mount point and compare's backing dir. */
+static int teardown_fuse(struct fuse_mnt *m)
+{
+	int rc = 0;
+	if (m->mounted && umount_fsprism(m)) {
+		fail("fsprism umount %s failed; detached it lazily", m->dir);
+		rc = -1;
+	}
+	if (m->dir_made) {
+		rmdir(m->dir);
+		m->dir_made = 0;
+	}
+	/* FTW_MOUNT: never descend into anything mounted below it */
+	if (m->backing_made) {
+		nftw(m->backing, remove_entry, 16, FTW_DEPTH | FTW_PHYS | FTW_MOUNT);
+		m->backing_made = 0;
+	}
+	return rc;
+}
+
+/* Unmount the native file system; waits while it is busy (a daemon that is
+ * still closing its backing files), else detaches it lazily. */
+static int umount_fs(struct setup *su)
+{
+	int ok = 0;
+	for (int i = 0; i < 50 && !ok; i++) {
+		ok = !umount2(su->fsdir, 0);
+		if (!ok && errno != EBUSY)
+			break;
+		if (!ok)
+			sleep_ms(100);
+	}
+	su->fs_mounted = 0;
+	if (!ok) {
+		fail("cannot unmount %s: %s; detached it lazily", su->fsdir,
+		     strerror(errno));
+		umount2(su->fsdir, MNT_DETACH);
+		return -1;
+	}
+	return 0;
 }
 
 /* LOOP_CLR_FD; on a still-busy device the kernel detaches on last close. */
@@ -460,32 +546,12 @@ static void detach_loop(const char *dev)
 static int teardown(struct setup *su)
 {
 	int rc = 0;
-	if (su->fuse_mounted && umount_fsprism(su)) {
-		fail("fsprism umount %s failed; detached it lazily", su->fusedir);
+	if (teardown_fuse(&su->emu))
 		rc = -1;
-	}
-	if (su->fusedir_made) {
-		rmdir(su->fusedir);
-		su->fusedir_made = 0;
-	}
-	if (su->fs_mounted) {
-		/* the fsprism daemon may still be closing its backing files */
-		int ok = 0;
-		for (int i = 0; i < 50 && !ok; i++) {
-			ok = !umount2(su->fsdir, 0);
-			if (!ok && errno != EBUSY)
-				break;
-			if (!ok)
-				sleep_ms(100);
-		}
-		if (!ok) {
-			fail("cannot unmount %s: %s; detached it lazily", su->fsdir,
-			     strerror(errno));
-			umount2(su->fsdir, MNT_DETACH);
-			rc = -1;
-		}
-		su->fs_mounted = 0;
-	}
+	if (teardown_fuse(&su->fuse))
+		rc = -1;
+	if (su->fs_mounted && umount_fs(su))
+		rc = -1;
 	if (su->fsdir_made) {
 		rmdir(su->fsdir);
 		su->fsdir_made = 0;
@@ -638,14 +704,17 @@ static int64_t find_mount_run(sqlite3 *db, const char *backing, int64_t after)
 	return id;
 }
 
-static int adopt_mount_run(sqlite3 *db, int64_t mount_run, int64_t parent)
+/* label: "fsprism-fuse" or "emu-fuse" */
+static int adopt_mount_run(sqlite3 *db, int64_t mount_run, int64_t parent,
+			   const char *label)
 {
 	sqlite3_stmt *s;
-	if (sqlite3_prepare_v2(db, "UPDATE runs SET parent=?, label='fsprism-fuse' "
-			       "WHERE id=?", -1, &s, NULL) != SQLITE_OK)
+	if (sqlite3_prepare_v2(db, "UPDATE runs SET parent=?, label=? WHERE id=?",
+			       -1, &s, NULL) != SQLITE_OK)
 		return -1;
 	sqlite3_bind_int64(s, 1, parent);
-	sqlite3_bind_int64(s, 2, mount_run);
+	sqlite3_bind_text(s, 2, label, -1, SQLITE_STATIC);
+	sqlite3_bind_int64(s, 3, mount_run);
 	int rc = sqlite3_step(s) == SQLITE_DONE ? 0 : -1;
 	sqlite3_finalize(s);
 	return rc;
@@ -900,20 +969,21 @@ static void print_hist_row(FILE *out, int op, const char *name,
 }
 
 /*
- * The split of the fsprism target: what the engine saw per IO, what the
- * FUSE handler measured (total), how much of that was the backing file
- * system's system call (backing), the copy-on-write / journaling
- * emulation's extra work (emu; printed only when a mount emulated, i.e.
- * when it is not all zero) and fsprism itself (layer). The engine's time
- * minus the handler's total is the kernel's part: VFS, the FUSE request
- * round trip, and the wake-ups on both sides.
+ * The split of the fsprism or emu target: what the engine saw per IO, what
+ * the FUSE handler measured (total), how much of that was the backing file
+ * system's system call (backing; for emu the store IO that moves the
+ * user's data), the copy-on-write / journaling emulation's extra work
+ * (emu; printed only when a mount emulated, i.e. when it is not all zero)
+ * and fsprism itself (layer). The engine's time minus the handler's total
+ * is the kernel's part: VFS, the FUSE request round trip, and the wake-ups
+ * on both sides.
  *
  * The FUSE side comes from the mount's op rows inside the engine's step
  * windows when they were recorded (record=full, nothing dropped); else
  * from its histograms, which also count preparing the target file.
  */
-static void print_layers(FILE *out, struct fsp_store *st, int64_t engine_run,
-			 int64_t mount_run)
+static void print_layers(FILE *out, struct fsp_store *st, int t,
+			 int64_t engine_run, int64_t mount_run)
 {
 	sqlite3 *db = fsp_store_db(st);
 	struct fsp_hist *h = malloc(sizeof *h * FSP_LAYER__COUNT);
@@ -934,9 +1004,9 @@ static void print_layers(FILE *out, struct fsp_store *st, int64_t engine_run,
 		sqlite3_finalize(s);
 	}
 	int use_rows = recorded > 0 && nwin > 0;
-	fprintf(out, "\nfsprism target, per layer (engine run %" PRId64
+	fprintf(out, "\n%s target, per layer (engine run %" PRId64
 		", FUSE log of mount run %" PRId64 "; latency in us)\n",
-		engine_run, mount_run);
+		target_label[t], engine_run, mount_run);
 	if (use_rows)
 		fprintf(out, "  FUSE requests that started during the %d measured "
 			"steps%s\n", nwin, dropped ? " (some op rows were dropped: "
@@ -948,9 +1018,10 @@ static void print_layers(FILE *out, struct fsp_store *st, int64_t engine_run,
 		"mean", "p50", "p99");
 	static const int ops[] = { FSP_OP_READ, FSP_OP_WRITE };
 	/* display order: the parts in the order total = backing + emu + layer */
-	static const struct { int layer; const char *name; } rows[] = {
+	const struct { int layer; const char *name; } rows[] = {
 		{ FSP_LAYER_TOTAL, "fuse total" },
-		{ FSP_LAYER_BACKING, "  backing fs" },
+		/* with the emulation the backing layer is the store's device IO */
+		{ FSP_LAYER_BACKING, t == T_EMU ? "  store IO" : "  backing fs" },
 		{ FSP_LAYER_EMU, "  emulation" },
 		{ FSP_LAYER_LAYER, "  fsprism" },
 	};
@@ -986,8 +1057,97 @@ done:
 	free(tmp);
 }
 
+/* A run attribute into buf ("-" if absent). */
+static const char *run_attr(sqlite3 *db, int64_t run, const char *key,
+			    char *buf, size_t len)
+{
+	sqlite3_stmt *s;
+	snprintf(buf, len, "-");
+	if (sqlite3_prepare_v2(db, "SELECT value FROM run_attrs WHERE run=? AND key=?",
+			       -1, &s, NULL) != SQLITE_OK)
+		return buf;
+	sqlite3_bind_int64(s, 1, run);
+	sqlite3_bind_text(s, 2, key, -1, SQLITE_STATIC);
+	if (sqlite3_step(s) == SQLITE_ROW && sqlite3_column_text(s, 0))
+		snprintf(buf, len, "%s", (const char *)sqlite3_column_text(s, 0));
+	sqlite3_finalize(s);
+	return buf;
+}
+
+/* "x.xxx", or "-" without a denominator; the format `fsprism stats` uses. */
+static void print_ratio(FILE *out, uint64_t a, uint64_t b)
+{
+	if (b)
+		fprintf(out, "%.3f", (double)a / (double)b);
+	else
+		fputc('-', out);
+}
+
+/*
+ * The emu target's device-level accounting: the numbers of the Emulation
+ * section of `fsprism stats DB --run MOUNT_RUN` (src/stats.c computes
+ * them), over the whole mount: preparing the target file, the measured
+ * steps and the commit at unmount.
+ */
+static void print_emu_device(FILE *out, sqlite3 *db, int64_t mount_run)
+{
+	struct fsp_emu_acct a;
+	char cow[32], journal[32], alloc[32], store[PATH_MAX];
+	if (fsp_stats_emu_acct(db, mount_run, &a)) {
+		fprintf(out, "\nemu target, device level: cannot read mount run %"
+			PRId64 " (%s)\n", mount_run, sqlite3_errmsg(db));
+		return;
+	}
+	fprintf(out, "\nemu target, device level (mount run %" PRId64 ", whole mount "
+		"including preparing the file; as in 'fsprism stats DB --run %" PRId64
+		"')\n", mount_run, mount_run);
+	fprintf(out, "  store %s  cow %s  journal %s  alloc %s\n",
+		run_attr(db, mount_run, "emu.store", store, sizeof store),
+		run_attr(db, mount_run, "emu.cow", cow, sizeof cow),
+		run_attr(db, mount_run, "emu.journal", journal, sizeof journal),
+		run_attr(db, mount_run, "emu.alloc", alloc, sizeof alloc));
+	char sz[32];
+	fmt_size(a.user_write_bytes, sz, sizeof sz);
+	fprintf(out, "  user bytes written %" PRIu64 " (%s), device bytes written %"
+		PRIu64 ", read %" PRIu64 "\n", a.user_write_bytes, sz, a.write_bytes,
+		a.read_bytes);
+	fprintf(out, "  write amplification:");
+	for (int k = 0; k < FSP_EMU_KINDS; k++) {
+		fprintf(out, " %s ", fsp_stats_emu_kind_name(k));
+		print_ratio(out, a.bytes[k], a.user_write_bytes);
+	}
+	fprintf(out, "  total ");
+	print_ratio(out, a.write_bytes, a.user_write_bytes);
+	fprintf(out, "\n  flushes %" PRIu64 ", user fsyncs %" PRIu64
+		", flushes per fsync ", a.flushes, a.fsyncs);
+	print_ratio(out, a.flushes, a.fsyncs);
+	fputc('\n', out);
+	if (a.have_fua) {
+		fprintf(out, "  FUA writes %" PRIu64 " (without FUA support a device turns "
+			"each into a flush: up to ", a.fua_writes);
+		print_ratio(out, a.flushes + a.fua_writes, a.fsyncs);
+		fprintf(out, " flushes per fsync)\n");
+	}
+	if (a.have_ios && a.have_seq && a.have_streams) {
+		fprintf(out, "  device IOs %" PRIu64 ", sequential %" PRIu64, a.ios,
+			a.seq_ios);
+		if (a.ios)
+			fprintf(out, " (%.1f%%)", 100.0 * (double)a.seq_ios / (double)a.ios);
+		fprintf(out, ", streams %.3f (mean distinct streams per 16 IOs)\n",
+			(double)a.streams_x1000 / 1000.0);
+	} else {
+		fprintf(out, "  device IOs: not recorded (the mount did not end cleanly)\n");
+	}
+	/* the target file's fragmentation after the run */
+	fprintf(out, "  files %" PRIu64 ", extents %" PRIu64, a.files, a.extents);
+	if (a.files)
+		fprintf(out, " (%.2f per file)", (double)a.extents / (double)a.files);
+	fputc('\n', out);
+}
+
 static void report(FILE *out, struct fsp_store *st, const struct opts *o,
-		   const char *device, int64_t cmp_run, int64_t mount_run)
+		   const char *device, int64_t cmp_run,
+		   const int64_t mount_run[T__COUNT])
 {
 	sqlite3 *db = fsp_store_db(st);
 	struct target_result tr[T__COUNT];
@@ -1011,19 +1171,34 @@ static void report(FILE *out, struct fsp_store *st, const struct opts *o,
 	}
 	char sz[32];
 	fmt_size(o->image_size, sz, sizeof sz);
-	fprintf(out, "\nfsprism compare: profile %s on %s (%s%s), %s; compare run %"
+	int native = o->want[T_FS] || o->want[T_FSPRISM];
+	fprintf(out, "\nfsprism compare: profile %s on %s (%s%s)%s%s; compare run %"
 		PRId64 " (runs:", o->profile, device,
 		o->device ? "block device" : sz,
-		o->device ? "" : " temporary image, loop direct IO", o->fs, cmp_run);
-	for (int t = 0; t < T__COUNT; t++)
+		o->device ? "" : " temporary image, loop direct IO",
+		native ? ", " : "", native ? o->fs : "", cmp_run);
+	for (int t = 0; t < T__COUNT; t++) {
 		if (tr[t].run)
 			fprintf(out, " %s=%" PRId64, target_label[t], tr[t].run);
-	if (mount_run)
-		fprintf(out, " fsprism-fuse=%" PRId64, mount_run);
+		if (mount_run[t])
+			fprintf(out, " %s-fuse=%" PRId64, target_label[t], mount_run[t]);
+	}
 	fprintf(out, ")\n");
+	if (tr[T_EMU].run && mount_run[T_EMU]) {
+		char cow[32], journal[32], alloc[32];
+		fprintf(out, "emu: fsprism mount --cow=%s --journal=%s --alloc=%s with "
+			"all of %s as its store\n",
+			run_attr(db, mount_run[T_EMU], "emu.cow", cow, sizeof cow),
+			run_attr(db, mount_run[T_EMU], "emu.journal", journal, sizeof journal),
+			run_attr(db, mount_run[T_EMU], "emu.alloc", alloc, sizeof alloc),
+			device);
+	}
 	print_steps(out, o, tr);
-	if (tr[T_FSPRISM].run && mount_run)
-		print_layers(out, st, tr[T_FSPRISM].run, mount_run);
+	for (int t = T_FSPRISM; t <= T_EMU; t++)
+		if (tr[t].run && mount_run[t])
+			print_layers(out, st, t, tr[t].run, mount_run[t]);
+	if (tr[T_EMU].run && mount_run[T_EMU])
+		print_emu_device(out, db, mount_run[T_EMU]);
 	for (int t = 0; t < T__COUNT; t++)
 		free(tr[t].rows);
 	free(h);
@@ -1044,13 +1219,13 @@ static int parse_targets(const char *list, int want[T__COUNT])
 			if (!strcmp(w, target_label[t]))
 				break;
 		if (t == T__COUNT) {
-			fail("unknown target '%s' in --targets (raw, fs, fsprism)", w);
+			fail("unknown target '%s' in --targets (" TARGET_NAMES ")", w);
 			return -1;
 		}
 		want[t] = any = 1;
 	}
 	if (!any) {
-		fail("--targets is empty (raw, fs, fsprism)");
+		fail("--targets is empty (" TARGET_NAMES ")");
 		return -1;
 	}
 	return 0;
@@ -1106,6 +1281,9 @@ static int parse_args(int argc, char **argv, struct opts *o)
 		OPT("--db", o->db)
 		OPT("--scale", o->scale)
 		OPT("--size", size)
+		OPT("--cow", o->cow)
+		OPT("--journal", o->journal)
+		OPT("--alloc", o->alloc)
 #undef OPT
 		if (!strcmp(a, "--destroy-data")) {
 			o->destroy_data = 1;
@@ -1140,6 +1318,29 @@ static int parse_args(int argc, char **argv, struct opts *o)
 	}
 	if (targets && parse_targets(targets, o->want))
 		return -1;
+	if (o->cow && emu_cow_mode_parse(o->cow) < 0) {
+		fail("invalid --cow '%s' (off, shared or always)", o->cow);
+		return -1;
+	}
+	if (o->journal && emu_journal_mode_parse(o->journal) < 0) {
+		fail("invalid --journal '%s' (off, writeback, ordered or data)",
+		     o->journal);
+		return -1;
+	}
+	if (o->alloc && strcmp(o->alloc, "next-fit") && strcmp(o->alloc, "first-fit")) {
+		fail("invalid --alloc '%s' (next-fit or first-fit)", o->alloc);
+		return -1;
+	}
+	if (o->cow || o->journal || o->alloc) {
+		/* they configure the emu target: added to the default targets */
+		if (!targets) {
+			o->want[T_EMU] = 1;
+		} else if (!o->want[T_EMU]) {
+			fail("--cow, --journal and --alloc configure the emu target, "
+			     "which --targets leaves out (add emu)");
+			return -1;
+		}
+	}
 	if (size) {
 		if (o->device) {
 			fail("--size sets the size of the temporary image; it cannot "
@@ -1257,7 +1458,8 @@ struct compare {
 	struct fsp_store *st;
 	char db[2 * PATH_MAX + 2];
 	uint64_t dev_size;
-	int64_t run, mount_run;
+	int64_t run;
+	int64_t mount_run[T__COUNT]; /* mount runs of the fsprism and emu targets */
 	int show;                 /* progress on a terminal */
 };
 
@@ -1287,6 +1489,12 @@ static int preflight(struct compare *c)
 		if (fsp_target_check_raw_write(o->device, o->destroy_data, err,
 					       sizeof err)) {
 			fail("%s", err);
+			return 1;
+		}
+		/* an fsprism store has no signature libblkid knows, but is data */
+		if (!o->destroy_data && emu_store_probe(o->device) == 1) {
+			fail("%s holds an fsprism store (use --destroy-data to "
+			     "overwrite it)", o->device);
 			return 1;
 		}
 		if (fsp_target_geometry(o->device, &c->dev_size, &lbs)) {
@@ -1326,6 +1534,13 @@ static int record_compare(struct compare *c, int argc, char **argv)
 	fsp_store_set_attr(c->st, c->run, "profile", c->o.profile);
 	fsp_store_set_attr(c->st, c->run, "fs", c->o.fs);
 	fsp_store_set_attr(c->st, c->run, "device", c->su.device);
+	/* not emu.*: that prefix marks an emulated mount's run for stats */
+	if (c->o.cow)
+		fsp_store_set_attr(c->st, c->run, "emu_cow", c->o.cow);
+	if (c->o.journal)
+		fsp_store_set_attr(c->st, c->run, "emu_journal", c->o.journal);
+	if (c->o.alloc)
+		fsp_store_set_attr(c->st, c->run, "emu_alloc", c->o.alloc);
 	if (!c->o.device) {
 		char sz[32];
 		snprintf(sz, sizeof sz, "%" PRIu64, c->o.image_size);
@@ -1335,39 +1550,92 @@ static int record_compare(struct compare *c, int argc, char **argv)
 	return 0;
 }
 
-/* The fsprism target: mount, adopt the mount's run, measure, unmount. */
-static int measure_fsprism(struct compare *c)
+/*
+ * The fsprism or emu target: mount, adopt the mount's run, make the job's
+ * file through the mount and measure it, unmount (which waits until the
+ * daemon has stored every record, the device accounting included).
+ *
+ * fsprism: a passthrough mount of a directory on the native file system.
+ * emu: the emulation with the device as its store, formatted: compare owns
+ * the device (the temporary image, or a --device that passed the raw-write
+ * checks), and the native file system on it is unmounted by now; the
+ * namespace lives in a small backing directory in the work dir.
+ */
+static int measure_mount(struct compare *c, int t)
 {
 	sqlite3 *db = fsp_store_db(c->st);
 	struct setup *su = &c->su;
-	if (mount_fsprism(su, c->db))
+	struct fuse_mnt *m = t == T_EMU ? &su->emu : &su->fuse;
+	char *extra[12];
+	int n = 0;
+	char cow[64], journal[64], alloc[64];
+	if (t == T_EMU) {
+		snprintf(m->backing, sizeof m->backing, "%s/emu-backing", su->workdir);
+		if (mkdir(m->backing, 0700)) {
+			fail("cannot create %s: %s", m->backing, strerror(errno));
+			return -1;
+		}
+		m->backing_made = 1;
+		extra[n++] = "--store";
+		extra[n++] = (char *)su->device;
+		extra[n++] = "--format";
+		extra[n++] = "--destroy-data";
+		if (c->o.cow) {
+			snprintf(cow, sizeof cow, "--cow=%s", c->o.cow);
+			extra[n++] = cow;
+		}
+		if (c->o.journal) {
+			snprintf(journal, sizeof journal, "--journal=%s", c->o.journal);
+			extra[n++] = journal;
+		}
+		if (c->o.alloc) {
+			snprintf(alloc, sizeof alloc, "--alloc=%s", c->o.alloc);
+			extra[n++] = alloc;
+		}
+	} else {
+		snprintf(m->backing, sizeof m->backing, "%s/fsprism", su->fsdir);
+		if (mkdir(m->backing, 0700) && errno != EEXIST) {
+			fail("cannot create %s: %s", m->backing, strerror(errno));
+			return -1;
+		}
+	}
+	extra[n] = NULL;
+	if (c->show && t == T_EMU)
+		fprintf(stderr, "compare: emu target: formatting %s as the store of "
+			"an fsprism mount\n", su->device);
+	if (mount_fsprism(m, su->workdir, c->db, extra))
 		return -1;
-	for (int i = 0; i < 30 && !c->mount_run; i++) {
-		c->mount_run = find_mount_run(db, su->backing, c->run);
-		if (!c->mount_run)
+	char label[32];
+	snprintf(label, sizeof label, "%s-fuse", target_label[t]);
+	for (int i = 0; i < 30 && !c->mount_run[t]; i++) {
+		c->mount_run[t] = find_mount_run(db, m->backing, c->run);
+		if (!c->mount_run[t])
 			sleep_ms(100);
 	}
-	if (c->mount_run)
-		adopt_mount_run(db, c->mount_run, c->run);
+	if (c->mount_run[t])
+		adopt_mount_run(db, c->mount_run[t], c->run, label);
 	char file[PATH_MAX + 16];
-	snprintf(file, sizeof file, "%s/target.dat", su->fusedir);
-	int r = run_target(&c->o, c->db, c->run, T_FSPRISM, file, c->show);
-	unlink(file);
-	/* wait until the daemon has stored every record */
-	if (umount_fsprism(su)) {
+	snprintf(file, sizeof file, "%s/target.dat", m->dir);
+	int r = run_target(&c->o, c->db, c->run, t, file, c->show);
+	/* the emu file stays until unmount, which records its extents; the
+	 * whole backing dir goes at teardown and the store with the device */
+	if (t != T_EMU)
+		unlink(file);
+	if (umount_fsprism(m)) {
 		fail("fsprism umount %s failed; the FUSE log may be incomplete",
-		     su->fusedir);
+		     m->dir);
 		return -1;
 	}
-	if (!c->mount_run) {
-		c->mount_run = find_mount_run(db, su->backing, c->run);
-		if (c->mount_run)
-			adopt_mount_run(db, c->mount_run, c->run);
+	if (!c->mount_run[t]) {
+		c->mount_run[t] = find_mount_run(db, m->backing, c->run);
+		if (c->mount_run[t])
+			adopt_mount_run(db, c->mount_run[t], c->run, label);
 	}
 	return r;
 }
 
-/* raw, then mkfs, fs, fsprism; stops at the first failure or signal. */
+/* raw, then mkfs, fs, fsprism, umount, emu; stops at the first failure or
+ * signal. */
 static int measure(struct compare *c)
 {
 	const struct opts *o = &c->o;
@@ -1391,8 +1659,15 @@ static int measure(struct compare *c)
 		if (r)
 			return -1;
 	}
-	if (o->want[T_FSPRISM] && !stop_sig && measure_fsprism(c))
+	if (o->want[T_FSPRISM] && !stop_sig && measure_mount(c, T_FSPRISM))
 		return -1;
+	if (o->want[T_EMU] && !stop_sig) {
+		/* the emulation takes over the whole device */
+		if (su->fs_mounted && umount_fs(su))
+			return -1;
+		if (!stop_sig && measure_mount(c, T_EMU))
+			return -1;
+	}
 	return stop_sig ? -1 : 0;
 }
 
@@ -1417,6 +1692,8 @@ int cmd_compare(int argc, char **argv)
 	}
 	install_signals();
 	c.su.device = c.o.device;
+	c.su.fuse.name = target_label[T_FSPRISM];
+	c.su.emu.name = target_label[T_EMU];
 	c.show = !c.o.quiet && isatty(2);
 	int rc = 1;
 	if (make_workdir(&c.su) || (!c.o.device && make_image(&c.su, &c.o)) ||

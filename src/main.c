@@ -19,6 +19,7 @@ static void usage(FILE *f)
 "  umount MOUNTPOINT                        unmount and wait until every record is stored\n"
 "  run PROFILE TARGET [options]             run a benchmark profile on a device or file\n"
 "  compare [options]                        one profile on raw device, native fs, fsprism mount\n"
+"                                           (and, with --cow/--journal, the emulation)\n"
 "  profiles                                 list the benchmark profiles and their parameters\n"
 "  stats DB [--run N] [--format F] [--extents]\n"
 "                                           per-operation, per-layer latency statistics\n"

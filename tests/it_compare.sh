@@ -3,7 +3,9 @@
 # loop device, mkfs, mount, fsprism mount): it finishes, prints the table for
 # all three targets and the per-layer split, records the runs with their
 # parents, and leaves nothing behind -- after success, after SIGINT at
-# different moments, and after bad input.
+# different moments, and after bad input. With --cow=always the emu target
+# (an emulating fsprism mount with the device as its store) is added, and
+# its device-level summary agrees with `fsprism stats` on the same database.
 . "$TESTS_SRCDIR/lib.sh"
 
 # compare's temporary directory lives in $T/tmp, so "nothing left behind"
@@ -46,6 +48,7 @@ for t in raw ext4 fsprism; do
 	expect_eq "table has a $t row for each of the 11 mixes" 11 "$n"
 done
 check "table has ratios to raw" grep -q "x raw" "$T/out"
+check "no emu target without --cow/--journal" sh -c "! grep -q '^  emu ' '$T/out'"
 check "table has the mean over steps" grep -q "^mean over steps" "$T/out"
 for l in "engine (app)" "fuse total" "backing fs" "fsprism" "kernel+FUSE"; do
 	check "per-layer split has '$l' for reads" grep -q "^  read  *$l" "$T/out"
@@ -68,6 +71,63 @@ else
 fi
 expect_eq "compare run ended" 1 "$(q "SELECT ended_ns IS NOT NULL FROM runs WHERE id=$cmp")"
 nothing_left "after a complete compare"
+
+# ---- --cow=always: the emu target is appended ----
+# shellcheck disable=SC2086
+"$FSPRISM" compare --db "$T/e.db" $TINY --cow=always >"$T/eout" 2>"$T/eerr"
+rc=$?
+expect_eq "compare --cow=always exits 0" 0 "$rc"
+[ "$rc" -eq 0 ] || cat "$T/eerr"
+for t in raw ext4 fsprism emu; do
+	n=$(grep -c "^  $t " "$T/eout")
+	expect_eq "--cow=always: a $t row for each of the 11 mixes" 11 "$n"
+done
+check "--cow=always: the emu mount's modes are named" \
+	grep -q "^emu: fsprism mount --cow=always --journal=off" "$T/eout"
+check "--cow=always: the mean line has emu" grep -q "^mean over steps.* emu [0-9.]* (x" "$T/eout"
+check "--cow=always: per-layer split of the emu target" grep -q "^emu target, per layer" "$T/eout"
+for l in "store IO" "emulation"; do
+	check "emu split has '$l' for writes" \
+		sh -c "sed -n '/^emu target, per layer/,\$p' '$T/eout' | grep -q '^  write  *$l'"
+done
+e=$(sqlite3 "$T/e.db" "SELECT id FROM runs WHERE kind='compare'")
+emount=$(sqlite3 "$T/e.db" "SELECT id FROM runs WHERE kind='mount' AND parent=$e AND label='emu-fuse'")
+expect_eq "the emu mount run belongs to the compare" 1 "$(echo "$emount" | wc -w)"
+expect_eq "the emu child run has 11 steps" 11 \
+	"$(sqlite3 "$T/e.db" "SELECT count(*) FROM steps JOIN runs ON runs.id=steps.run WHERE runs.parent=$e AND runs.label='emu'")"
+expect_eq "the emu mount used cow=always on compare's loop device" \
+	"always|$(sqlite3 "$T/e.db" "SELECT value FROM run_attrs WHERE run=$e AND key='device'")" \
+	"$(sqlite3 "$T/e.db" "SELECT (SELECT value FROM run_attrs WHERE run=$emount AND key='emu.cow') || '|' || (SELECT value FROM run_attrs WHERE run=$emount AND key='emu.store')")"
+
+# the device summary against `fsprism stats` of the same mount run
+sed -n '/^emu target, device level/,$p' "$T/eout" >"$T/edev"
+"$FSPRISM" stats "$T/e.db" --run "${emount:-0}" | sed -n '/^Emulation/,$p' >"$T/estats"
+check "--cow=always: the emu device summary is printed" test -s "$T/edev"
+check "fsprism stats has an Emulation section for the emu mount" test -s "$T/estats"
+for k in data journal metadata checkpoint total; do
+	mine=$(sed -n "s/.*write amplification:.* $k \([0-9.-]*\).*/\1/p" "$T/edev")
+	theirs=$(awk -v k="$k" '$1 == k { print $4 }' "$T/estats")
+	if [ -n "$mine" ] && [ "$mine" = "$theirs" ]; then
+		ok "write amplification $k: $mine, as fsprism stats"
+	else
+		not_ok "write amplification $k: compare '$mine', stats '$theirs'"
+	fi
+done
+total=$(sed -n "s/.*write amplification:.* total \([0-9.]*\).*/\1/p" "$T/edev")
+check "--cow=always: total write amplification $total >= 1" \
+	awk -v x="${total:-0}" 'BEGIN { exit !(x >= 1) }'
+for l in "flushes " "device IOs " "files " "FUA writes "; do
+	mine=$(grep "^  $l" "$T/edev")
+	theirs=$(grep "^  $l" "$T/estats")
+	if [ -n "$mine" ] && [ "$mine" = "$theirs" ]; then
+		ok "'$mine' as fsprism stats"
+	elif [ "$l" = "FUA writes " ] && [ -z "$mine$theirs" ]; then
+		ok "no FUA count in either (the mount did not record dev.fua_writes)"
+	else
+		not_ok "compare '$mine', stats '$theirs'"
+	fi
+done
+nothing_left "after compare --cow=always"
 
 # ---- Ctrl-C: early (setup / raw run), and with the fsprism mount up ----
 interrupt_after() {
@@ -94,6 +154,8 @@ interrupt_after() {
 interrupt_after "SIGINT after 2 s" 2
 # only the fsprism target, so that its mount is up within seconds
 interrupt_after "SIGINT with the fsprism mount up" fuse --targets fsprism
+# the emu target: its mount holds the loop device as its store
+interrupt_after "SIGINT with the emu mount up" fuse --targets emu --cow=always
 # SIGTERM too (what a timeout or systemd sends)
 "$FSPRISM" compare --db "$T/i.db" --size=512M --time=2s --span=64M >/dev/null 2>"$T/ierr" &
 pid=$!
@@ -124,6 +186,10 @@ bad "unknown parameter" "--bogus" --bogus=1
 bad "impossible parameter" "qd" --qd=0
 bad "unknown target" "disk" --targets raw,disk
 bad "too small image" "--size" --size=1M
+bad "bad --cow" "--cow" --cow=sometimes
+bad "bad --journal" "--journal" --journal=bogus
+bad "bad --alloc" "--alloc" --alloc=best-fit
+bad "--cow without the emu target in --targets" "emu" --targets raw,fs --cow=always
 
 # a real device that holds data or is in use is refused before anything runs
 D=$(fsp_loop_new 128M)
@@ -145,5 +211,18 @@ expect_eq "--device: raw and ext4 rows for 11 mixes" "11 11" \
 	"$(grep -c "^  raw " "$T/dout") $(grep -c "^  ext4 " "$T/dout")"
 check "--device: nothing of compare mounted" sh -c "! grep -q '$D' /proc/mounts"
 nothing_left "compare --device"
+
+# ---- --device with the emu target: the device becomes an fsprism store ----
+"$FSPRISM" compare --db "$T/d.db" --device "$D" --destroy-data --targets emu \
+	--journal=ordered --time=200ms --span=32M >"$T/dout" 2>"$T/derr"
+rc=$?
+expect_eq "compare --device --targets emu exits 0" 0 "$rc"
+[ "$rc" -eq 0 ] || cat "$T/derr"
+expect_eq "--device: emu rows for 11 mixes" 11 "$(grep -c "^  emu " "$T/dout")"
+check "--device: the emu store is the device" grep -q "^  store $D  cow off  journal ordered" "$T/dout"
+check "--device: nothing of compare mounted" sh -c "! grep -q '$D' /proc/mounts"
+nothing_left "compare --device --targets emu"
+# an fsprism store is data too: not overwritten without --destroy-data
+bad "device holding an fsprism store" "$D holds an fsprism store" --device "$D" --targets raw
 
 fsp_done
