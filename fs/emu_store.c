@@ -85,6 +85,26 @@ void emu_store_cfg_default(struct emu_store_cfg *cfg)
 	cfg->flush = 1;
 }
 
+/* A growable array of block numbers. */
+struct u64s {
+	uint64_t *v;
+	size_t n, cap;
+};
+
+static int u64s_push(struct u64s *a, uint64_t x)
+{
+	if (a->n == a->cap) {
+		size_t ncap = a->cap ? a->cap * 2 : 64;
+		uint64_t *v = realloc(a->v, ncap * sizeof(*v));
+		if (!v)
+			return -ENOMEM;
+		a->v = v;
+		a->cap = ncap;
+	}
+	a->v[a->n++] = x;
+	return 0;
+}
+
 /* ---- objects ---- */
 
 struct obj {
@@ -138,8 +158,7 @@ struct emu_store {
 	struct emu_journal *journal;
 	struct pend **pend;      /* hash of blocks waiting for their home write */
 	size_t pend_cap, npend;
-	uint64_t *deferred;      /* freed node/data blocks waiting for a journal checkpoint */
-	size_t ndeferred, deferred_cap;
+	struct u64s deferred;    /* freed node/data blocks waiting for a journal checkpoint */
 	int broken;              /* an IO error in a commit: refuse further writes */
 
 	/* the IO gate: a commit waits for IO in flight and holds new IO back */
@@ -579,18 +598,10 @@ static void pend_drop(struct emu_store *st, uint64_t pblk)
 
 static int defer_free(struct emu_store *st, uint64_t pblk, uint64_t len)
 {
-	while (len--) {
-		if (st->ndeferred == st->deferred_cap) {
-			size_t ncap = st->deferred_cap ? st->deferred_cap * 2 : 256;
-			uint64_t *n = realloc(st->deferred, ncap * sizeof(*n));
-			if (!n)
-				return -ENOMEM;
-			st->deferred = n;
-			st->deferred_cap = ncap;
-		}
-		st->deferred[st->ndeferred++] = pblk++;
-	}
-	return 0;
+	int rc = 0;
+	while (!rc && len--)
+		rc = u64s_push(&st->deferred, pblk++);
+	return rc;
 }
 
 struct release_ctx {
@@ -1358,8 +1369,7 @@ struct mwrite {
 struct commit {
 	struct mwrite *w;
 	size_t n, cap;
-	uint64_t *freed; /* node blocks no longer referenced */
-	size_t nfreed, freed_cap;
+	struct u64s freed; /* node blocks no longer referenced */
 	int err;
 };
 
@@ -1383,16 +1393,7 @@ static uint8_t *commit_block(struct emu_store *st, struct commit *c, uint64_t pb
 
 static int commit_free(struct commit *c, uint64_t pblk)
 {
-	if (c->nfreed == c->freed_cap) {
-		size_t ncap = c->freed_cap ? c->freed_cap * 2 : 64;
-		uint64_t *n = realloc(c->freed, ncap * sizeof(*n));
-		if (!n)
-			return -ENOMEM;
-		c->freed = n;
-		c->freed_cap = ncap;
-	}
-	c->freed[c->nfreed++] = pblk;
-	return 0;
+	return u64s_push(&c->freed, pblk);
 }
 
 static int cow_meta(const struct emu_store *st)
@@ -1696,10 +1697,10 @@ static int journal_checkpoint(struct emu_store *st, struct emu_cx *cx)
 	for (size_t i = 0; !rc && i < n; i++)
 		pend_drop(st, w[i].pblk);
 	free(w);
-	for (size_t i = 0; !rc && i < st->ndeferred; i++)
-		rc = emu_alloc_free(st->alloc, st->deferred[i], 1);
+	for (size_t i = 0; !rc && i < st->deferred.n; i++)
+		rc = emu_alloc_free(st->alloc, st->deferred.v[i], 1);
 	if (!rc)
-		st->ndeferred = 0;
+		st->deferred.n = 0;
 	return rc;
 }
 
@@ -1765,12 +1766,12 @@ static void commit_release(struct commit *c)
 	for (size_t i = 0; i < c->n; i++)
 		free(c->w[i].buf);
 	free(c->w);
-	free(c->freed);
+	free(c->freed.v);
 }
 
 static int any_dirty(struct emu_store *st)
 {
-	if (st->omap_dirty || st->ndeferred)
+	if (st->omap_dirty || st->deferred.n)
 		return 1;
 	for (size_t i = 0; i < st->hcap; i++)
 		for (struct obj *o = st->htab[i]; o; o = o->hnext)
@@ -1804,9 +1805,9 @@ static int do_commit(struct emu_store *st, struct emu_cx *cx, int flush_anyway)
 	if (!rc)
 		rc = commit_omap(st, &c, &omap, &omap_crc, &nomap);
 	/* nodes that are no longer referenced */
-	for (size_t i = 0; !rc && i < c.nfreed; i++)
-		rc = st->cfg.journal != EMU_JOURNAL_OFF ? defer_free(st, c.freed[i], 1)
-							: emu_alloc_free(st->alloc, c.freed[i], 1);
+	for (size_t i = 0; !rc && i < c.freed.n; i++)
+		rc = st->cfg.journal != EMU_JOURNAL_OFF ? defer_free(st, c.freed.v[i], 1)
+							: emu_alloc_free(st->alloc, c.freed.v[i], 1);
 	int slot = cow_meta(st) ? 1 - st->root_slot : 0;
 	if (!rc)
 		rc = commit_bitmap(st, &c, slot);
@@ -2242,25 +2243,10 @@ struct loaded_ext {
 };
 
 struct load {
-	uint64_t *nodes; /* every metadata block the root reaches */
-	size_t nnodes, nodes_cap;
+	struct u64s nodes; /* every metadata block the root reaches */
 	struct loaded_ext *ext;
 	size_t next, ext_cap;
 };
-
-static int load_push_node(struct load *L, uint64_t pblk)
-{
-	if (L->nnodes == L->nodes_cap) {
-		size_t ncap = L->nodes_cap ? L->nodes_cap * 2 : 256;
-		uint64_t *n = realloc(L->nodes, ncap * sizeof(*n));
-		if (!n)
-			return -ENOMEM;
-		L->nodes = n;
-		L->nodes_cap = ncap;
-	}
-	L->nodes[L->nnodes++] = pblk;
-	return 0;
-}
 
 static int load_push_ext(struct load *L, uint64_t pblk, uint64_t len)
 {
@@ -2281,27 +2267,15 @@ static int load_obj(struct emu_store *st, struct emu_cx *cx, struct load *L, str
 		    uint64_t index, uint8_t *b, uint8_t *lb)
 {
 	size_t per_index = (st->bs - NODE_HDR - INDEX_HEAD) / INDEX_ENT;
-	uint64_t *list = NULL; /* the leaves, then the index chain */
-	uint64_t *chain = NULL;
-	size_t n = 0, cap = 0, nchain = 0, chain_cap = 0;
+	struct u64s leaves = { 0 }, chain = { 0 };
 	int rc = 0;
 	for (uint64_t at = index, hops = 0; at && !rc; hops++) {
 		if (hops > st->nblocks || read_node(st, cx, b, at, NODE_INDEX, o->id)) {
 			o->damaged = 1;
 			break;
 		}
-		if ((rc = load_push_node(L, at)))
+		if ((rc = u64s_push(&L->nodes, at)) || (rc = u64s_push(&chain, at)))
 			break;
-		if (nchain + 1 > chain_cap) {
-			chain_cap = chain_cap ? chain_cap * 2 : 4;
-			uint64_t *nc = realloc(chain, chain_cap * sizeof(*nc));
-			if (!nc) {
-				rc = -ENOMEM;
-				break;
-			}
-			chain = nc;
-		}
-		chain[nchain++] = at;
 		o->size = get64(b + NODE_HDR);
 		uint32_t cnt = get32(b + 24);
 		if (cnt > per_index) {
@@ -2314,17 +2288,9 @@ static int load_obj(struct emu_store *st, struct emu_cx *cx, struct load *L, str
 				o->damaged = 1;
 				break;
 			}
-			rc = load_push_node(L, leaf);
-			if (!rc && n + 1 > cap) {
-				cap = cap ? cap * 2 : 64;
-				uint64_t *nl = realloc(list, cap * sizeof(*nl));
-				if (!nl)
-					rc = -ENOMEM;
-				else
-					list = nl;
-			}
+			rc = u64s_push(&L->nodes, leaf);
 			if (!rc)
-				list[n++] = leaf;
+				rc = u64s_push(&leaves, leaf);
 			uint32_t ne = get32(lb + 24);
 			if (ne > EMU_EMAP_LEAF) {
 				o->damaged = 1;
@@ -2349,21 +2315,17 @@ static int load_obj(struct emu_store *st, struct emu_cx *cx, struct load *L, str
 		at = get64(b + NODE_HDR + 16);
 	}
 	/* the chain as it is on the device: freed when the object next changes */
+	/* o->nodes: the leaves, then the index chain */
+	for (size_t i = 0; !rc && i < chain.n; i++)
+		rc = u64s_push(&leaves, chain.v[i]);
 	if (!rc && !o->damaged) {
-		o->nodes = malloc((n + nchain + 1) * sizeof(*o->nodes));
-		if (!o->nodes) {
-			rc = -ENOMEM;
-		} else {
-			if (n)
-				memcpy(o->nodes, list, n * sizeof(*list));
-			if (nchain)
-				memcpy(o->nodes + n, chain, nchain * sizeof(*chain));
-			o->nnodes = n + nchain;
-			o->nindex = nchain;
-		}
+		o->nodes = leaves.v;
+		o->nnodes = leaves.n;
+		o->nindex = chain.n;
+		leaves.v = NULL;
 	}
-	free(list);
-	free(chain);
+	free(leaves.v);
+	free(chain.v);
 	return rc;
 }
 
@@ -2378,9 +2340,9 @@ static int cmp_ext(const void *a, const void *b)
 static int rebuild_alloc(struct emu_store *st, struct load *L)
 {
 	int rc = 0;
-	for (size_t i = 0; !rc && i < L->nnodes; i++)
-		if (emu_alloc_state(st->alloc, L->nodes[i]) == 0)
-			rc = emu_alloc_reserve(st->alloc, L->nodes[i], 1);
+	for (size_t i = 0; !rc && i < L->nodes.n; i++)
+		if (emu_alloc_state(st->alloc, L->nodes.v[i]) == 0)
+			rc = emu_alloc_reserve(st->alloc, L->nodes.v[i], 1);
 	if (L->next)
 		qsort(L->ext, L->next, sizeof(*L->ext), cmp_ext);
 	for (size_t i = 0; !rc && i < L->next; i++) {
@@ -2494,7 +2456,7 @@ static int mount_store(struct emu_store *st, struct emu_cx *cx, struct emu_store
 			info->damaged_objects++; /* a whole object-map node: its objects */
 			continue;
 		}
-		rc = load_push_node(&L, omap[k]);
+		rc = u64s_push(&L.nodes, omap[k]);
 		uint32_t cnt = get32(ob + 24);
 		if (cnt > per) {
 			info->damaged_objects++;
@@ -2525,7 +2487,7 @@ static int mount_store(struct emu_store *st, struct emu_cx *cx, struct emu_store
 		rc = rebuild_alloc(st, &L);
 	if (!rc)
 		rc = check_bitmaps(st, cx, bitmap_slot, info);
-	free(L.nodes);
+	free(L.nodes.v);
 	free(L.ext);
 	if (rc && !*err)
 		snprintf(err, errlen, "cannot load the store's metadata (%s)", strerror(-rc));
@@ -2547,7 +2509,7 @@ static void store_free(struct emu_store *st)
 			free(p);
 		}
 	free(st->pend);
-	free(st->deferred);
+	free(st->deferred.v);
 	free(st->omap_nodes);
 	free(st->omap_crc);
 	free(st->bitmap_crc[0]);

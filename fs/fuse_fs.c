@@ -1198,6 +1198,21 @@ static void fs_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 	       got > 0 ? (uint64_t)got : 0, err);
 }
 
+/* Copy a write request's payload (in memory or spliced) into the per-thread
+ * page-aligned buffer. Returns the bytes copied or -errno. */
+static ssize_t payload_copy(struct fsp_fs *fs, struct fuse_bufvec *in, size_t size,
+			    void **out)
+{
+	void *buf = thread_buf(fs, size);
+	if (!buf)
+		return -ENOMEM;
+	struct fuse_bufvec dst = FUSE_BUFVEC_INIT(size);
+	dst.buf[0].mem = buf;
+	ssize_t res = fuse_buf_copy(&dst, in, 0);
+	*out = buf;
+	return res;
+}
+
 static void fs_write_buf(fuse_req_t req, fuse_ino_t ino, struct fuse_bufvec *in,
 			 off_t off, struct fuse_file_info *fi)
 {
@@ -1211,26 +1226,15 @@ static void fs_write_buf(fuse_req_t req, fuse_ino_t ino, struct fuse_bufvec *in,
 		/* The store takes any alignment: write straight from the request
 		 * buffer when the payload is in memory, else (spliced) copy it
 		 * into the per-thread buffer first. */
-		const void *src;
+		void *src;
 		if (in->count == 1 && in->idx == 0 && in->off == 0 &&
 		    !(in->buf[0].flags & FUSE_BUF_IS_FD)) {
 			src = in->buf[0].mem;
+		} else if ((res = payload_copy(o.fs, in, size, &src)) < 0) {
+			err = (int)-res;
+			goto out;
 		} else {
-			void *buf = thread_buf(o.fs, size);
-			if (!buf) {
-				res = -1;
-				err = ENOMEM;
-				goto out;
-			}
-			struct fuse_bufvec dst = FUSE_BUFVEC_INIT(size);
-			dst.buf[0].mem = buf;
-			res = fuse_buf_copy(&dst, in, 0);
-			if (res < 0) {
-				err = (int)-res;
-				goto out;
-			}
 			size = (size_t)res;
-			src = buf;
 		}
 		struct emu_cx cx;
 		op_cx(&o, &cx);
@@ -1254,16 +1258,8 @@ static void fs_write_buf(fuse_req_t req, fuse_ino_t ino, struct fuse_bufvec *in,
 			err = (int)-res;
 	} else {
 		/* O_DIRECT needs an aligned source: copy into the bounce buffer. */
-		void *buf = thread_buf(o.fs, size);
-		if (!buf) {
-			res = -1;
-			err = ENOMEM;
-			goto out;
-		}
-		struct fuse_bufvec dst = FUSE_BUFVEC_INIT(size);
-		dst.buf[0].mem = buf;
-		res = fuse_buf_copy(&dst, in, 0);
-		if (res < 0) {
+		void *buf;
+		if ((res = payload_copy(o.fs, in, size, &buf)) < 0) {
 			err = (int)-res;
 			goto out;
 		}
