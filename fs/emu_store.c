@@ -292,27 +292,12 @@ static const int write_op[EMU_IO_NKINDS] = {
 	[EMU_IO_FLUSH] = FSP_OP_DEV_FLUSH,
 };
 
-static int full_pwrite(int fd, const void *buf, size_t len, uint64_t off)
-{
-	const uint8_t *p = buf;
-	while (len) {
-		ssize_t n = pwrite(fd, p, len, (off_t)off);
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n <= 0)
-			return n < 0 ? -errno : -EIO;
-		p += n;
-		len -= (size_t)n;
-		off += (uint64_t)n;
-	}
-	return 0;
-}
-
-static int full_pread(int fd, void *buf, size_t len, uint64_t off)
+/* pwrite/pread the whole range, resuming after short transfers. */
+static int full_io(int fd, void *buf, size_t len, uint64_t off, int write)
 {
 	uint8_t *p = buf;
 	while (len) {
-		ssize_t n = pread(fd, p, len, (off_t)off);
+		ssize_t n = write ? pwrite(fd, p, len, (off_t)off) : pread(fd, p, len, (off_t)off);
 		if (n < 0 && errno == EINTR)
 			continue;
 		if (n <= 0)
@@ -352,11 +337,11 @@ static int dev_write(struct emu_store *st, struct emu_cx *cx, const void *buf, s
 			if (!b)
 				return -ENOMEM;
 			memcpy(b, p + done, n);
-			rc = full_pwrite(fd, b, n, off + done);
+			rc = full_io(fd, b, n, off + done, 1);
 			done += n;
 		}
 	} else {
-		rc = full_pwrite(fd, p, len, off);
+		rc = full_io(fd, (void *)p, len, off, 1);
 	}
 	if (!rc && (flags & EMU_IO_FUA) && st->fua_fd < 0)
 		rc = fdatasync(st->fd) ? -errno : 0;
@@ -376,13 +361,13 @@ static int dev_read(struct emu_store *st, struct emu_cx *cx, void *buf, size_t l
 			size_t n = len - done < BOUNCE_MAX ? len - done : BOUNCE_MAX;
 			if (!b)
 				return -ENOMEM;
-			rc = full_pread(st->fd, b, n, off + done);
+			rc = full_io(st->fd, b, n, off + done, 0);
 			if (!rc)
 				memcpy(p + done, b, n);
 			done += n;
 		}
 	} else {
-		rc = full_pread(st->fd, p, len, off);
+		rc = full_io(st->fd, p, len, off, 0);
 	}
 	dev_note(st, cx, FSP_OP_DEV_READ, EMU_IO_DATA, off, len, t0, rc, user_data, 0);
 	return rc;
