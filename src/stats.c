@@ -852,6 +852,28 @@ static void json_attr_value(FILE *out, const char *v)
 		json_str(out, v);
 }
 
+/* A JSON array of {"obj", "path", cols[0..2]} objects, one per row of s
+ * (columns obj, path, then three integers); finalizes s. */
+static int json_obj_rows(FILE *out, sqlite3_stmt *s, const char *const cols[3])
+{
+	int rc, first = 1;
+	if (!s)
+		return -1;
+	fputc('[', out);
+	while ((rc = sqlite3_step(s)) == SQLITE_ROW) {
+		fprintf(out, "%s\n      {\"obj\": %" PRIu64 ", \"path\": ", first ? "" : ",",
+			U64(s, 0));
+		first = 0;
+		json_str(out, (const char *)sqlite3_column_text(s, 1));
+		for (int c = 0; c < 3; c++)
+			fprintf(out, ", \"%s\": %" PRIu64, cols[c], U64(s, 2 + c));
+		fputc('}', out);
+	}
+	sqlite3_finalize(s);
+	fputs(first ? "]" : "\n    ]", out);
+	return rc == SQLITE_DONE ? 0 : -1;
+}
+
 static int print_emulation_json(sqlite3 *db, int64_t run, const struct fsp_emu_acct *a,
 				unsigned flags, FILE *out)
 {
@@ -907,40 +929,15 @@ static int print_emulation_json(sqlite3 *db, int64_t run, const struct fsp_emu_a
 	if (rc != SQLITE_DONE)
 		return -1;
 
-	fputs("},\n    \"files\": [", out);
-	if (!(s = files_query(db, run)))
+	static const char *const file_cols[3] = { "size", "allocated", "extents" };
+	static const char *const extent_cols[3] = { "logical", "physical", "length" };
+	fputs("},\n    \"files\": ", out);
+	if (json_obj_rows(out, files_query(db, run), file_cols) < 0)
 		return -1;
-	first = 1;
-	while ((rc = sqlite3_step(s)) == SQLITE_ROW) {
-		fprintf(out, "%s\n      {\"obj\": %" PRIu64 ", \"path\": ", first ? "" : ",",
-			U64(s, 0));
-		first = 0;
-		json_str(out, (const char *)sqlite3_column_text(s, 1));
-		fprintf(out, ", \"size\": %" PRIu64 ", \"allocated\": %" PRIu64
-			", \"extents\": %" PRIu64 "}", U64(s, 2), U64(s, 3), U64(s, 4));
-	}
-	sqlite3_finalize(s);
-	if (rc != SQLITE_DONE)
-		return -1;
-	fputs(first ? "]" : "\n    ]", out);
-
 	if (flags & FSP_STATS_EXTENTS) {
-		fputs(",\n    \"extents\": [", out);
-		if (!(s = extents_query(db, run)))
+		fputs(",\n    \"extents\": ", out);
+		if (json_obj_rows(out, extents_query(db, run), extent_cols) < 0)
 			return -1;
-		first = 1;
-		while ((rc = sqlite3_step(s)) == SQLITE_ROW) {
-			fprintf(out, "%s\n      {\"obj\": %" PRIu64 ", \"path\": ",
-				first ? "" : ",", U64(s, 0));
-			first = 0;
-			json_str(out, (const char *)sqlite3_column_text(s, 1));
-			fprintf(out, ", \"logical\": %" PRIu64 ", \"physical\": %" PRIu64
-				", \"length\": %" PRIu64 "}", U64(s, 2), U64(s, 3), U64(s, 4));
-		}
-		sqlite3_finalize(s);
-		if (rc != SQLITE_DONE)
-			return -1;
-		fputs(first ? "]" : "\n    ]", out);
 	}
 	fputs("}", out);
 	return 0;
