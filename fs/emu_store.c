@@ -1430,6 +1430,8 @@ static int commit_obj(struct emu_store *st, struct commit *c, struct obj *o)
 	size_t nl = m->nleaf;
 	size_t per_index = (st->bs - NODE_HDR - INDEX_HEAD) / INDEX_ENT;
 	size_t nidx = nl ? (nl + per_index - 1) / per_index : 1;
+	if (nidx < st->cfg.tree_depth)
+		nidx = st->cfg.tree_depth; /* a deeper tree: more interior nodes per change */
 	uint64_t *nodes = malloc((nl + nidx) * sizeof(*nodes));
 	int rc = 0;
 	if (!nodes)

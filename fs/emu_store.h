@@ -83,7 +83,9 @@ struct emu_store_cfg {
 	enum emu_cow_mode cow;
 	enum emu_journal_mode journal;
 	enum emu_alloc_policy alloc;   /* next-fit (default) or first-fit */
-	uint32_t block_size;           /* format only; 0 = 4096 */
+	uint32_t block_size;           /* format only; 0 = 4096 (also the metadata node size) */
+	uint32_t tree_depth;           /* index nodes written per changed file, at least (the
+					* interior nodes of a deeper tree); 0 = 1 */
 	uint64_t journal_bytes;        /* format only; 0 = 1/32 of the store, 1-128 MiB */
 	uint64_t commit_interval_ms;   /* 0 = 5000 (ext4's default); UINT64_MAX = never */
 	uint64_t commit_bytes;         /* dirty bytes that force a commit; 0 = 64 MiB */

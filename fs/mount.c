@@ -84,6 +84,7 @@ struct mount_opts {
 	uint64_t store_size;  /* a new store file's size */
 	int store_size_given;
 	int journal_size_given;
+	int block_size_given;
 	int destroy_data;
 	int emu_opt_given;    /* an emulation-only option, for "needs --store ..." */
 	const char *emu_opt_name;
@@ -134,6 +135,9 @@ static void mount_usage(FILE *f)
 "  --commit-bytes SIZE  dirty data that forces a commit [64M]\n"
 "  --journal-size SIZE  journal of a new store [1/32 of it, 1M..128M]\n"
 "  --no-flush           send no cache flushes or FUA writes (like nobarrier)\n"
+"  --block-size SIZE    block and metadata node size of a new store, 4k..64k [4k]\n"
+"  --tree-depth N       index nodes rewritten per changed file at least, to model\n"
+"                       a deeper file-system tree (APFS: 2-3) [1]\n"
 "\n"
 "Unmount with 'fsprism umount MOUNTPOINT' (waits until every record is stored),\n"
 "fusermount3 -u, or SIGTERM/SIGINT to the daemon. See docs/fuse.md.\n",
@@ -454,7 +458,7 @@ enum { OPT_LOG = 256, OPT_RECORD, OPT_THREADS, OPT_CLONE_FD, OPT_WRITEBACK,
        OPT_SPLICE, OPT_MAX_WRITE, OPT_MAX_BG, OPT_ATTR_TO, OPT_ENTRY_TO,
        OPT_INFLIGHT, OPT_COW, OPT_JOURNAL, OPT_STORE, OPT_STORE_SIZE, OPT_FORMAT,
        OPT_DESTROY, OPT_ALLOC, OPT_COMMIT_INT, OPT_COMMIT_BYTES, OPT_JOURNAL_SIZE,
-       OPT_NO_FLUSH };
+       OPT_NO_FLUSH, OPT_BLOCK_SIZE, OPT_TREE_DEPTH };
 
 /* Returns 0, or the exit status to return. */
 static int parse_mount_args(int argc, char **argv, struct mount_opts *o)
@@ -482,6 +486,8 @@ static int parse_mount_args(int argc, char **argv, struct mount_opts *o)
 		{ "commit-bytes", required_argument, NULL, OPT_COMMIT_BYTES },
 		{ "journal-size", required_argument, NULL, OPT_JOURNAL_SIZE },
 		{ "no-flush", no_argument, NULL, OPT_NO_FLUSH },
+		{ "block-size", required_argument, NULL, OPT_BLOCK_SIZE },
+		{ "tree-depth", required_argument, NULL, OPT_TREE_DEPTH },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
@@ -606,6 +612,28 @@ static int parse_mount_args(int argc, char **argv, struct mount_opts *o)
 				return 2;
 			o->journal_size_given = 1;
 			goto emu_only;
+		case OPT_BLOCK_SIZE: {
+			uint64_t bsz;
+			if (fsp_parse_size(optarg, &bsz) || bsz < 4096 || bsz > 65536 ||
+			    (bsz & (bsz - 1))) {
+				fprintf(stderr, "fsprism mount: invalid --block-size '%s' (a power of "
+					"two, 4k..64k)\n", optarg);
+				return 2;
+			}
+			o->ecfg.block_size = (uint32_t)bsz;
+			o->block_size_given = 1;
+			goto emu_only;
+		}
+		case OPT_TREE_DEPTH: {
+			char *end;
+			long depth = strtol(optarg, &end, 10);
+			if (*optarg == 0 || *end || depth < 1 || depth > 16) {
+				fprintf(stderr, "fsprism mount: invalid --tree-depth '%s' (1..16)\n", optarg);
+				return 2;
+			}
+			o->ecfg.tree_depth = (uint32_t)depth;
+			goto emu_only;
+		}
 		case OPT_NO_FLUSH:
 			o->ecfg.flush = 0;
 		emu_only:
@@ -972,10 +1000,11 @@ static int emu_begin(struct daemon *d, char *err, size_t errlen)
 	report_unclean(o->store, &d->einfo, o->ecfg.journal);
 	int size_differs = o->store_size_given &&
 		d->einfo.nblocks * d->einfo.block_size != o->store_size;
-	if (!d->einfo.formatted && (size_differs || o->journal_size_given))
+	int bs_differs = o->block_size_given && d->einfo.block_size != o->ecfg.block_size;
+	if (!d->einfo.formatted && (size_differs || o->journal_size_given || bs_differs))
 		fprintf(stderr, "fsprism mount: store %s already exists: %s applies only when "
 			"a store is formatted (--format)\n", o->store,
-			size_differs ? "--store-size" : "--journal-size");
+			size_differs ? "--store-size" : bs_differs ? "--block-size" : "--journal-size");
 	long orphans = sweep_orphans(d);
 	if (orphans < 0)
 		fprintf(stderr, "fsprism mount: cannot read all of %s: objects of deleted "
