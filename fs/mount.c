@@ -135,6 +135,8 @@ static void mount_usage(FILE *f)
 "  --commit-bytes SIZE  dirty data that forces a commit [64M]\n"
 "  --journal-size SIZE  journal of a new store [1/32 of it, 1M..128M]\n"
 "  --no-flush           send no cache flushes or FUA writes (like nobarrier)\n"
+"  --no-fsync-commit    fsync only flushes the device cache; metadata waits for\n"
+"                       the next timer or size commit\n"
 "  --block-size SIZE    block and metadata node size of a new store, 4k..64k [4k]\n"
 "  --tree-depth N       index nodes rewritten per changed file at least, to model\n"
 "                       a deeper file-system tree (APFS: 2-3) [1]\n"
@@ -458,7 +460,7 @@ enum { OPT_LOG = 256, OPT_RECORD, OPT_THREADS, OPT_CLONE_FD, OPT_WRITEBACK,
        OPT_SPLICE, OPT_MAX_WRITE, OPT_MAX_BG, OPT_ATTR_TO, OPT_ENTRY_TO,
        OPT_INFLIGHT, OPT_COW, OPT_JOURNAL, OPT_STORE, OPT_STORE_SIZE, OPT_FORMAT,
        OPT_DESTROY, OPT_ALLOC, OPT_COMMIT_INT, OPT_COMMIT_BYTES, OPT_JOURNAL_SIZE,
-       OPT_NO_FLUSH, OPT_BLOCK_SIZE, OPT_TREE_DEPTH };
+       OPT_NO_FLUSH, OPT_BLOCK_SIZE, OPT_TREE_DEPTH, OPT_NO_FSYNC_COMMIT };
 
 /* Returns 0, or the exit status to return. */
 static int parse_mount_args(int argc, char **argv, struct mount_opts *o)
@@ -488,6 +490,7 @@ static int parse_mount_args(int argc, char **argv, struct mount_opts *o)
 		{ "no-flush", no_argument, NULL, OPT_NO_FLUSH },
 		{ "block-size", required_argument, NULL, OPT_BLOCK_SIZE },
 		{ "tree-depth", required_argument, NULL, OPT_TREE_DEPTH },
+		{ "no-fsync-commit", no_argument, NULL, OPT_NO_FSYNC_COMMIT },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
@@ -634,6 +637,9 @@ static int parse_mount_args(int argc, char **argv, struct mount_opts *o)
 			o->ecfg.tree_depth = (uint32_t)depth;
 			goto emu_only;
 		}
+		case OPT_NO_FSYNC_COMMIT:
+			o->ecfg.fsync_commit = 0;
+			goto emu_only;
 		case OPT_NO_FLUSH:
 			o->ecfg.flush = 0;
 		emu_only:
