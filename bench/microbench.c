@@ -7,6 +7,10 @@
  *   emap      the copy-on-write bookkeeping of one overwrite (classify,
  *             allocate, insert, release) on a fragmenting 256 MiB file, as in
  *             validation test 1, for both allocator policies;
+ *   oplog     the per-operation log: a producer's cost per record (clock
+ *             reads excluded) and the whole process's CPU per stored row
+ *             (the background writer's SQLite inserts included), per
+ *             --record mode;
  *   store     one 4 KiB random overwrite through the whole emulated store in
  *             several --cow/--journal modes, on a store in /dev/shm (page
  *             cache, no device), i.e. the emulation's CPU and memory cost
@@ -26,7 +30,9 @@
 #include "emu_alloc.h"
 #include "emu_extent.h"
 #include "emu_store.h"
+#include "oplog.h"
 #include "pattern.h"
+#include "store.h"
 
 static double cpu_ns(void)
 {
@@ -126,6 +132,75 @@ static void bench_emap(int rounds)
 	}
 }
 
+static double process_cpu_ns(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+	return (double)ts.tv_sec * 1e9 + (double)ts.tv_nsec;
+}
+
+static void bench_oplog(int rounds)
+{
+	static const char *const modes[] = { "hist", "full" };
+	char path[256], err[256];
+	snprintf(path, sizeof(path), "/dev/shm/fsprism-microbench.%d.db", (int)getpid());
+	printf("oplog: 1M records from one thread into a database in /dev/shm "
+	       "(ns per record, best of %d)\n", rounds);
+	printf("  %-6s %12s %14s %8s\n", "mode", "producer", "process total", "dropped");
+	for (int k = 0; k < 2; k++) {
+		double best_add = 1e30, best_all = 1e30;
+		uint64_t dropped = 0;
+		for (int r = 0; r < rounds; r++) {
+			unlink(path);
+			struct fsp_store *db = fsp_store_open(path, err, sizeof(err));
+			if (!db) {
+				fprintf(stderr, "microbench: %s\n", err);
+				exit(1);
+			}
+			struct fsp_run_info info = { .kind = "mount", .options = "microbench",
+						     .backing_path = "/dev/shm", .record_mode = modes[k] };
+			int64_t run = fsp_store_begin_run(db, &info);
+			enum fsp_record_mode mode;
+			unsigned sample_n;
+			fsp_record_mode_parse(modes[k], &mode, &sample_n);
+			struct fsp_oplog *log = fsp_oplog_open(db, run, mode, sample_n, 0);
+			const int n = 1000000;
+			struct fsp_rec rec = { .op = FSP_OP_READ, .length = 4096, .bytes = 4096 };
+			double p0 = process_cpu_ns(), t0 = cpu_ns();
+			for (int i = 0; i < n; i++) {
+				rec.start_ns = (uint64_t)i * 1000;
+				rec.total_ns = 20000 + (uint64_t)(i % 5000);
+				rec.backing_ns = 18000 + (uint64_t)(i % 3000);
+				rec.offset = (uint64_t)i * 4096;
+				fsp_oplog_add(log, &rec);
+				if ((i & 1023) == 1023) {
+					/* about 100k records/s, as a fast FUSE mount produces */
+					struct timespec ts = { 0, 10 * 1000 * 1000 };
+					double t = cpu_ns();
+					nanosleep(&ts, NULL);
+					t0 += cpu_ns() - t;
+				}
+			}
+			double add = (cpu_ns() - t0) / n;
+			dropped = fsp_oplog_dropped(log);
+			fsp_oplog_close(log);
+			double all = (process_cpu_ns() - p0) / n;
+			fsp_store_end_run(db, run, 0, 0);
+			fsp_store_close(db);
+			best_add = add < best_add ? add : best_add;
+			best_all = all < best_all ? all : best_all;
+		}
+		printf("  %-6s %12.1f %14.1f %8llu\n", modes[k], best_add, best_all,
+		       (unsigned long long)dropped);
+	}
+	unlink(path);
+	char side[300];
+	snprintf(side, sizeof(side), "%s-wal", path);
+	unlink(side);
+	snprintf(side, sizeof(side), "%s-shm", path);
+	unlink(side);
+}
+
 static void bench_store(int rounds)
 {
 	static const struct {
@@ -194,6 +269,7 @@ int main(int argc, char **argv)
 	}
 	bench_pattern(rounds);
 	bench_emap(rounds);
+	bench_oplog(rounds < 3 ? rounds : 3);
 	bench_store(rounds < 3 ? rounds : 3);
 	return 0;
 }
