@@ -33,7 +33,37 @@ static void crc32c_init(void)
 	__atomic_store_n(&crc32c_ready, 1, __ATOMIC_RELEASE);
 }
 
+#if defined(__x86_64__)
+/* The SSE4.2 crc32 instruction computes exactly this CRC (Castagnoli,
+ * reflected) 8 bytes at a time: an order of magnitude faster than the table,
+ * which matters because every commit checksums every node it writes. */
+__attribute__((target("sse4.2")))
+static uint32_t crc32c_hw(uint32_t crc, const uint8_t *p, size_t len)
+{
+	uint64_t c = ~crc;
+	for (; len && ((uintptr_t)p & 7); len--)
+		c = __builtin_ia32_crc32qi((uint32_t)c, *p++);
+	for (; len >= 8; len -= 8, p += 8) {
+		uint64_t v;
+		memcpy(&v, p, 8);
+		c = __builtin_ia32_crc32di(c, v);
+	}
+	for (; len; len--)
+		c = __builtin_ia32_crc32qi((uint32_t)c, *p++);
+	return ~(uint32_t)c;
+}
+#endif
+
 uint32_t emu_crc32c(uint32_t crc, const void *buf, size_t len)
+{
+#if defined(__x86_64__)
+	if (__builtin_cpu_supports("sse4.2"))
+		return crc32c_hw(crc, buf, len);
+#endif
+	return emu_crc32c_portable(crc, buf, len);
+}
+
+uint32_t emu_crc32c_portable(uint32_t crc, const void *buf, size_t len)
 {
 	const uint8_t *p = buf;
 	/* The table is a pure function of the polynomial, so two threads

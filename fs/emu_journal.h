@@ -91,6 +91,8 @@ void emu_io_acct_init(struct emu_io *io, struct emu_io_acct *acct, const struct 
 /* CRC32C (Castagnoli, reflected, as iSCSI/ext4/btrfs): table driven.
  * crc32c of "123456789" is 0xe3069283. Start with crc = 0. */
 uint32_t emu_crc32c(uint32_t crc, const void *buf, size_t len);
+/* The table-driven version (what emu_crc32c uses without SSE4.2). */
+uint32_t emu_crc32c_portable(uint32_t crc, const void *buf, size_t len);
 
 /* ---- on-disk format (exposed for tests and tools) ---- */
 

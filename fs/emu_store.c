@@ -10,6 +10,7 @@
 #define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
+#include <libaio.h>
 #include <linux/falloc.h>
 #include <linux/fs.h>
 #include <pthread.h>
@@ -135,7 +136,7 @@ struct pend {
 struct emu_store {
 	struct emu_store_cfg cfg;
 	char path[4096];
-	int fd, fua_fd, direct;
+	int fd, direct;
 	uint32_t bs;
 	uint64_t nblocks;
 	uint64_t uuid;
@@ -254,12 +255,15 @@ static void account_io(struct emu_store *st, uint64_t off, uint64_t len)
 	}
 }
 
-static void dev_note(struct emu_store *st, struct emu_cx *cx, int op, int kind,
-		     uint64_t off, uint64_t len, uint64_t t0, int err, int user_data,
-		     unsigned flags)
+/* Account one device IO that ran from t0 to t1. user_data: 1 the caller's
+ * own data (backing time), 0 the emulation's (emu time), -1 the caller
+ * accounts the time itself. */
+static void dev_note_at(struct emu_store *st, struct emu_cx *cx, int op, int kind,
+			uint64_t off, uint64_t len, uint64_t t0, uint64_t t1, int err,
+			int user_data, unsigned flags)
 {
-	uint64_t ns = fsp_now_ns() - t0;
-	if (cx) {
+	uint64_t ns = t1 - t0;
+	if (cx && user_data >= 0) {
 		if (user_data)
 			cx->data_ns += ns;
 		else
@@ -282,6 +286,13 @@ static void dev_note(struct emu_store *st, struct emu_cx *cx, int op, int kind,
 	pthread_mutex_unlock(&st->acct_lock);
 	if (st->cfg.devio)
 		st->cfg.devio(st->cfg.devio_arg, cx, op, off, len, t0, ns, err);
+}
+
+static void dev_note(struct emu_store *st, struct emu_cx *cx, int op, int kind,
+		     uint64_t off, uint64_t len, uint64_t t0, int err, int user_data,
+		     unsigned flags)
+{
+	dev_note_at(st, cx, op, kind, off, len, t0, fsp_now_ns(), err, user_data, flags);
 }
 
 static const int write_op[EMU_IO_NKINDS] = {
@@ -319,8 +330,14 @@ static int dev_flush(struct emu_store *st, struct emu_cx *cx)
 	return rc;
 }
 
-/* One write to the store. Unaligned buffers go through the bounce buffer
- * (the store is opened O_DIRECT when the file system allows it). */
+/*
+ * One write to the store. Unaligned buffers go through the bounce buffer
+ * (the store is opened O_DIRECT when the file system allows it). A FUA
+ * write is sent as the write followed by a cache flush, recorded as such:
+ * userspace cannot send REQ_FUA alone (an O_DSYNC write is a FUA write
+ * *and* a flush), and write + flush is what the block layer itself sends
+ * for FUA to a device without FUA support, so the flush count stays exact.
+ */
 static int dev_write(struct emu_store *st, struct emu_cx *cx, const void *buf, size_t len,
 		     uint64_t off, int kind, unsigned flags, int user_data)
 {
@@ -329,7 +346,7 @@ static int dev_write(struct emu_store *st, struct emu_cx *cx, const void *buf, s
 	uint64_t t0 = fsp_now_ns();
 	if (!st->cfg.flush)
 		flags &= ~EMU_IO_FUA;
-	int fd = (flags & EMU_IO_FUA) && st->fua_fd >= 0 ? st->fua_fd : st->fd;
+	int fd = st->fd;
 	if (st->direct && !aligned(buf, len, off)) {
 		uint8_t *b = bounce_buf();
 		for (size_t done = 0; !rc && done < len;) {
@@ -343,9 +360,9 @@ static int dev_write(struct emu_store *st, struct emu_cx *cx, const void *buf, s
 	} else {
 		rc = full_io(fd, (void *)p, len, off, 1);
 	}
-	if (!rc && (flags & EMU_IO_FUA) && st->fua_fd < 0)
-		rc = fdatasync(st->fd) ? -errno : 0;
 	dev_note(st, cx, write_op[kind], kind, off, len, t0, rc, user_data, flags);
+	if (!rc && (flags & EMU_IO_FUA))
+		rc = dev_flush(st, cx);
 	return rc;
 }
 
@@ -647,11 +664,125 @@ static int read_blocks(struct emu_store *st, struct emu_cx *cx, uint8_t *buf, ui
 	return 0;
 }
 
+/*
+ * Reads of a fragmented range: the mapped pieces of one request go to the
+ * device together, through a per-thread libaio context, as a kernel file
+ * system submits one bio per extent and lets them run in parallel. A
+ * request that maps to one piece is a plain pread.
+ */
+#define READ_PIECES 256
+
+struct rpiece {
+	uint64_t lblk, n, pblk; /* pblk valid when mapped */
+	int mapped;
+};
+
+static __thread io_context_t aio_ctx;
+static __thread int aio_state; /* 0 unknown, 1 ready, -1 unavailable */
+static pthread_key_t aio_key;
+static pthread_once_t aio_once = PTHREAD_ONCE_INIT;
+
+static void aio_ctx_free(void *p)
+{
+	io_destroy((io_context_t)p);
+}
+
+static void aio_key_init(void)
+{
+	pthread_key_create(&aio_key, aio_ctx_free);
+}
+
+static io_context_t thread_aio(void)
+{
+	if (aio_state == 0) {
+		pthread_once(&aio_once, aio_key_init);
+		aio_state = io_setup(READ_PIECES, &aio_ctx) == 0 ? 1 : -1;
+		if (aio_state == 1)
+			pthread_setspecific(aio_key, aio_ctx);
+	}
+	return aio_state == 1 ? aio_ctx : NULL;
+}
+
+/* Read the mapped pieces p[0..n) into dst (block i of the range at
+ * dst + (p.lblk - first) * bs). 0 or -errno. */
+static int read_pieces(struct emu_store *st, struct emu_cx *cx, const struct rpiece *p,
+		       size_t n, uint64_t first, uint8_t *dst)
+{
+	size_t mapped = 0;
+	for (size_t i = 0; i < n; i++)
+		mapped += p[i].mapped;
+	io_context_t ctx = mapped > 1 ? thread_aio() : NULL;
+	if (!ctx) {
+		for (size_t i = 0; i < n; i++) {
+			if (!p[i].mapped)
+				continue;
+			int rc = dev_read(st, cx, dst + (p[i].lblk - first) * st->bs, p[i].n * st->bs,
+					  p[i].pblk * st->bs, 1);
+			if (rc)
+				return rc;
+		}
+		return 0;
+	}
+	struct iocb cbs[READ_PIECES], *cbp[READ_PIECES];
+	struct io_event ev[READ_PIECES];
+	size_t k = 0;
+	for (size_t i = 0; i < n; i++) {
+		if (!p[i].mapped)
+			continue;
+		io_prep_pread(&cbs[k], st->fd, dst + (p[i].lblk - first) * st->bs,
+			      p[i].n * st->bs, (long long)(p[i].pblk * st->bs));
+		cbs[k].data = (void *)&p[i];
+		cbp[k] = &cbs[k];
+		k++;
+	}
+	uint64_t t0 = fsp_now_ns();
+	int rc = 0;
+	size_t submitted = 0, reaped = 0;
+	while (submitted < k) {
+		int r = io_submit(ctx, (long)(k - submitted), cbp + submitted);
+		if (r == -EINTR || r == -EAGAIN)
+			continue;
+		if (r <= 0) {
+			rc = r < 0 ? r : -EIO;
+			break;
+		}
+		submitted += (size_t)r;
+	}
+	while (reaped < submitted) {
+		int r = io_getevents(ctx, 1, (long)(submitted - reaped), ev, NULL);
+		if (r == -EINTR)
+			continue;
+		if (r < 0) {
+			rc = rc ? rc : r;
+			break; /* cannot happen with a valid context; the pieces leak */
+		}
+		uint64_t now = fsp_now_ns();
+		for (int e = 0; e < r; e++) {
+			const struct rpiece *q = ev[e].data;
+			long res = (long)ev[e].res;
+			int err = res < 0 ? (int)res : (uint64_t)res != q->n * st->bs ? -EIO : 0;
+			if (err && !rc)
+				rc = err;
+			/* each piece is recorded with its own completion time;
+			 * the caller's data time is the batch's wall time,
+			 * added once below */
+			dev_note_at(st, cx, FSP_OP_DEV_READ, EMU_IO_DATA, q->pblk * st->bs,
+				    q->n * st->bs, t0, now, err, -1, 0);
+		}
+		reaped += (size_t)r;
+	}
+	if (cx)
+		cx->data_ns += fsp_now_ns() - t0;
+	return rc;
+}
+
 ssize_t emu_store_read(struct emu_store *st, struct emu_cx *cx, uint64_t id, void *buf,
 		       size_t len, uint64_t off)
 {
 	struct obj *o = obj_get(st, id, 0);
 	ssize_t done = 0;
+	uint32_t bs = st->bs;
+	struct rpiece p[READ_PIECES];
 	if (!o)
 		return 0;
 	gate_enter(st);
@@ -666,38 +797,57 @@ ssize_t emu_store_read(struct emu_store *st, struct emu_cx *cx, uint64_t id, voi
 		len = (size_t)(o->size - off);
 	while ((size_t)done < len) {
 		uint64_t pos = off + (uint64_t)done;
-		uint64_t lblk = pos / st->bs, boff = pos % st->bs;
-		uint64_t want = (boff + (len - (size_t)done) + st->bs - 1) / st->bs;
-		if (want > BOUNCE_MAX / st->bs)
-			want = BOUNCE_MAX / st->bs;
-		struct emu_map m;
+		uint64_t first = pos / bs, boff = pos % bs;
+		size_t chunk = len - (size_t)done;
+		if (boff + chunk > BOUNCE_MAX)
+			chunk = (size_t)(BOUNCE_MAX - boff);
+		uint64_t nblocks = (boff + chunk + bs - 1) / bs;
+		/* the pieces of [first, first + nblocks), under one lock hold */
+		size_t n = 0;
+		uint64_t at = first;
 		pthread_mutex_lock(&st->lock);
-		emu_emap_lookup(&o->map, lblk, want, &m);
-		pthread_mutex_unlock(&st->lock);
-		size_t piece = (size_t)(m.len * st->bs - boff);
-		if (piece > len - (size_t)done)
-			piece = len - (size_t)done;
-		uint8_t *dst = (uint8_t *)buf + done;
-		if (m.kind == EMU_MAP_HOLE || (m.txid & UNWRITTEN)) {
-			memset(dst, 0, piece);
-		} else if (boff == 0 && piece % st->bs == 0 && ((uintptr_t)dst % 4096) == 0 &&
-			   st->cfg.journal != EMU_JOURNAL_DATA) {
-			int rc = dev_read(st, cx, dst, piece, m.pblk * st->bs, 1);
-			if (rc) {
-				done = rc;
-				goto out;
-			}
-		} else {
-			uint8_t *b = bounce_buf();
-			uint64_t nb = (boff + piece + st->bs - 1) / st->bs;
-			int rc = b ? read_blocks(st, cx, b, m.pblk, nb, 1) : -ENOMEM;
-			if (rc) {
-				done = rc;
-				goto out;
-			}
-			memcpy(dst, b + boff, piece);
+		while (at < first + nblocks && n < READ_PIECES) {
+			struct emu_map m;
+			emu_emap_lookup(&o->map, at, first + nblocks - at, &m);
+			p[n++] = (struct rpiece){ at, m.len, m.pblk,
+						  m.kind != EMU_MAP_HOLE && !(m.txid & UNWRITTEN) };
+			at += m.len;
 		}
-		done += (ssize_t)piece;
+		pthread_mutex_unlock(&st->lock);
+		if (at < first + nblocks) { /* more pieces than one batch: a shorter chunk */
+			nblocks = at - first;
+			chunk = (size_t)(nblocks * bs - boff);
+		}
+		uint8_t *dst = (uint8_t *)buf + done;
+		int direct = boff == 0 && chunk % bs == 0 && ((uintptr_t)dst % 4096) == 0 &&
+			     st->cfg.journal != EMU_JOURNAL_DATA;
+		uint8_t *target = direct ? dst : bounce_buf();
+		if (!target) {
+			done = done ? done : -ENOMEM;
+			goto out;
+		}
+		for (size_t i = 0; i < n; i++)
+			if (!p[i].mapped)
+				memset(target + (p[i].lblk - first) * bs, 0, p[i].n * bs);
+		int rc = read_pieces(st, cx, p, n, first, target);
+		if (!rc && st->cfg.journal == EMU_JOURNAL_DATA) {
+			/* blocks still waiting for their home write */
+			pthread_mutex_lock(&st->lock);
+			for (size_t i = 0; i < n; i++)
+				for (uint64_t b = 0; p[i].mapped && b < p[i].n; b++) {
+					struct pend *q = pend_find(st, p[i].pblk + b);
+					if (q)
+						memcpy(target + (p[i].lblk - first + b) * bs, q->buf, bs);
+				}
+			pthread_mutex_unlock(&st->lock);
+		}
+		if (rc) {
+			done = done ? done : rc;
+			goto out;
+		}
+		if (!direct)
+			memcpy(dst, target + boff, chunk);
+		done += (ssize_t)chunk;
 	}
 	pthread_mutex_lock(&st->acct_lock);
 	st->acct.user_read_bytes += (uint64_t)done;
@@ -855,8 +1005,12 @@ static ssize_t write_locked(struct emu_store *st, struct emu_cx *cx, struct obj 
 		} else if (rc && fresh && !(m.kind != EMU_MAP_HOLE && (uint64_t)dest == m.pblk)) {
 			emu_alloc_free_now(st->alloc, (uint64_t)dest, nb);
 		}
-		o->dirty = 1;
-		st->dirty_bytes += nb * bs;
+		/* an overwrite in place changes no metadata: nothing to
+		 * commit (with --journal=data the block itself waits for one) */
+		if (fresh || st->cfg.journal == EMU_JOURNAL_DATA) {
+			o->dirty = 1;
+			st->dirty_bytes += nb * bs;
+		}
 		pthread_mutex_unlock(&st->lock);
 		if (rc)
 			return done ? (ssize_t)done : rc;
@@ -2506,8 +2660,6 @@ static void store_free(struct emu_store *st)
 	if (st->alloc)
 		emu_alloc_destroy(st->alloc);
 	emu_refs_free(&st->refs);
-	if (st->fua_fd >= 0)
-		close(st->fua_fd);
 	if (st->fd >= 0)
 		close(st->fd);
 	pthread_mutex_destroy(&st->lock);
@@ -2518,8 +2670,7 @@ static void store_free(struct emu_store *st)
 	free(st);
 }
 
-/* Open the store's descriptors: O_DIRECT when the file system takes it,
- * a second O_DSYNC descriptor for FUA writes. */
+/* Open the store: O_DIRECT when the file system takes it. */
 static int open_fds(struct emu_store *st, const char *path, uint64_t size_bytes,
 		    uint64_t *size, char *err, size_t errlen)
 {
@@ -2567,11 +2718,6 @@ static int open_fds(struct emu_store *st, const char *path, uint64_t size_bytes,
 			}
 		}
 	}
-	st->fua_fd = open(path, O_RDWR | O_CLOEXEC | O_DSYNC | (st->direct ? O_DIRECT : 0));
-	if (st->fua_fd < 0) {
-		snprintf(err, errlen, "cannot open store %s: %s", path, strerror(errno));
-		return -errno;
-	}
 	return 0;
 }
 
@@ -2594,7 +2740,7 @@ struct emu_store *emu_store_open(const char *path, uint64_t size_bytes,
 		st->cfg.commit_interval_ms = 5000;
 	if (!st->cfg.commit_bytes)
 		st->cfg.commit_bytes = 64ull << 20;
-	st->fd = st->fua_fd = -1;
+	st->fd = -1;
 	snprintf(st->path, sizeof(st->path), "%s", path);
 	pthread_mutex_init(&st->lock, NULL);
 	pthread_mutex_init(&st->gate_lock, NULL);

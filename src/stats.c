@@ -796,11 +796,9 @@ static int print_emulation_table(sqlite3 *db, int64_t run, const struct fsp_emu_
 	fmt_ratio(r, sizeof(r), ratio(a->flushes, a->fsyncs));
 	fprintf(out, "  flushes %" PRIu64 ", user fsyncs %" PRIu64 ", flushes per fsync %s\n",
 		a->flushes, a->fsyncs, r);
-	if (a->have_fua) {
-		fmt_ratio(r, sizeof(r), ratio(a->flushes + a->fua_writes, a->fsyncs));
-		fprintf(out, "  FUA writes %" PRIu64 " (without FUA support a device turns each into "
-			"a flush: up to %s flushes per fsync)\n", a->fua_writes, r);
-	}
+	if (a->have_fua)
+		fprintf(out, "  FUA writes %" PRIu64 " (each sent as the write and a flush, "
+			"counted in the flushes above)\n", a->fua_writes);
 	if (a->have_ios) {
 		fprintf(out, "  device IOs %" PRIu64, a->ios);
 		if (a->have_seq) {

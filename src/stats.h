@@ -41,8 +41,8 @@ struct fsp_emu_acct {
 	uint64_t write_count, write_bytes;  /* all kinds */
 	uint64_t reads, read_bytes;
 	uint64_t flushes, fsyncs;
-	/* writes sent with FUA (dev.fua_writes): a device without FUA support
-	 * turns each into a write and a cache flush */
+	/* writes the modelled file system sends with FUA (dev.fua_writes): each
+	 * goes to the device as the write and a flush, counted in flushes */
 	uint64_t fua_writes;
 	int have_ios, have_seq, have_streams, have_fua; /* dev.* attributes present */
 	uint64_t ios, seq_ios, streams_x1000;

@@ -1032,6 +1032,21 @@ static void test_crc32c(void **state)
 	(void)state;
 	assert_int_equal(emu_crc32c(0, "123456789", 9), 0xe3069283u);
 	assert_int_equal(emu_crc32c(emu_crc32c(0, "1234", 4), "56789", 5), 0xe3069283u);
+	assert_int_equal(emu_crc32c_portable(0, "123456789", 9), 0xe3069283u);
+	/* the fast path (SSE4.2 where available) equals the table at every
+	 * alignment and length, and continues a running CRC the same way */
+	static uint8_t rnd[4096 + 16];
+	uint64_t x = 88172645463325252ull;
+	for (size_t i = 0; i < sizeof(rnd); i++) {
+		x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+		rnd[i] = (uint8_t)x;
+	}
+	for (size_t start = 0; start < 16; start++)
+		for (size_t len = 0; len < 4096; len += 1 + len / 3) {
+			uint32_t seed = (uint32_t)(start * 7919 + len);
+			assert_int_equal(emu_crc32c(seed, rnd + start, len),
+					 emu_crc32c_portable(seed, rnd + start, len));
+		}
 	assert_int_equal(emu_crc32c(0, "", 0), 0);
 }
 
