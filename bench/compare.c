@@ -1122,12 +1122,7 @@ static void print_emu_device(FILE *out, sqlite3 *db, int64_t mount_run)
 		", flushes per fsync ", a.flushes, a.fsyncs);
 	print_ratio(out, a.flushes, a.fsyncs);
 	fputc('\n', out);
-	if (a.have_fua) {
-		fprintf(out, "  FUA writes %" PRIu64 " (without FUA support a device turns "
-			"each into a flush: up to ", a.fua_writes);
-		print_ratio(out, a.flushes + a.fua_writes, a.fsyncs);
-		fprintf(out, " flushes per fsync)\n");
-	}
+	fsp_stats_print_fua(out, &a);
 	if (a.have_ios && a.have_seq && a.have_streams) {
 		fprintf(out, "  device IOs %" PRIu64 ", sequential %" PRIu64, a.ios,
 			a.seq_ios);

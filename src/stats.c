@@ -774,6 +774,13 @@ static int print_extents_table(sqlite3 *db, int64_t run, FILE *out)
 	return rc == SQLITE_DONE ? 0 : -1;
 }
 
+void fsp_stats_print_fua(FILE *out, const struct fsp_emu_acct *a)
+{
+	if (a->have_fua)
+		fprintf(out, "  FUA writes %" PRIu64 " (each sent as the write and a flush, "
+			"counted in the flushes above)\n", a->fua_writes);
+}
+
 static int print_emulation_table(sqlite3 *db, int64_t run, const struct fsp_emu_acct *a,
 				 unsigned flags, FILE *out)
 {
@@ -796,9 +803,7 @@ static int print_emulation_table(sqlite3 *db, int64_t run, const struct fsp_emu_
 	fmt_ratio(r, sizeof(r), ratio(a->flushes, a->fsyncs));
 	fprintf(out, "  flushes %" PRIu64 ", user fsyncs %" PRIu64 ", flushes per fsync %s\n",
 		a->flushes, a->fsyncs, r);
-	if (a->have_fua)
-		fprintf(out, "  FUA writes %" PRIu64 " (each sent as the write and a flush, "
-			"counted in the flushes above)\n", a->fua_writes);
+	fsp_stats_print_fua(out, a);
 	if (a->have_ios) {
 		fprintf(out, "  device IOs %" PRIu64, a->ios);
 		if (a->have_seq) {

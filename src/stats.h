@@ -51,6 +51,8 @@ struct fsp_emu_acct {
 
 /* Name of device write kind k (0 <= k < FSP_EMU_KINDS), e.g. "journal". */
 const char *fsp_stats_emu_kind_name(int k);
+/* The "FUA writes" line of the Emulation section (nothing without the count). */
+void fsp_stats_print_fua(FILE *out, const struct fsp_emu_acct *a);
 
 /* Fill *a from run's histograms, dev.* attributes and emu_files. 0 or -1. */
 int fsp_stats_emu_acct(sqlite3 *db, int64_t run, struct fsp_emu_acct *a);
