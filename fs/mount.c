@@ -510,7 +510,8 @@ static int parse_mount_args(int argc, char **argv, struct mount_opts *o)
 	opterr = 0;
 	optind = 1;
 	int c;
-	while ((c = getopt_long(argc, argv, ":fo:h", longopts, NULL)) != -1) {
+	int longidx = -1;
+	while ((c = getopt_long(argc, argv, ":fo:h", longopts, &longidx)) != -1) {
 		switch (c) {
 		case 'f': o->foreground = 1; break;
 		case 'o': o->fuse_opts = optarg; break;
@@ -645,7 +646,8 @@ static int parse_mount_args(int argc, char **argv, struct mount_opts *o)
 		emu_only:
 			/* meaningful only with the emulation: checked below */
 			o->emu_opt_given = 1;
-			o->emu_opt_name = argv[optind - 1];
+			/* argv[optind - 1] may be the option's value: name it */
+			o->emu_opt_name = longopts[longidx].name;
 			break;
 		case ':':
 			fprintf(stderr, "fsprism mount: option %s needs a value\n", argv[optind - 1]);
@@ -670,7 +672,7 @@ static int parse_mount_args(int argc, char **argv, struct mount_opts *o)
 	}
 	o->emu = o->store_given || o->ecfg.cow != EMU_COW_OFF || o->ecfg.journal != EMU_JOURNAL_OFF;
 	if (!o->emu && o->emu_opt_given) {
-		fprintf(stderr, "fsprism mount: %s needs the emulation (--store, --cow or --journal)\n",
+		fprintf(stderr, "fsprism mount: --%s needs the emulation (--store, --cow or --journal)\n",
 			o->emu_opt_name);
 		return 2;
 	}

@@ -96,6 +96,53 @@ expect_fail "umount without arguments" 2 "usage: fsprism umount MOUNTPOINT" "$F"
 
 # a second mount on the same mountpoint while the first runs
 DB=$T/load.db
+# --- the copy-on-write / journaling emulation's options and store safety ---
+expect_fail "bad --cow" 2 "invalid --cow 'sometimes' (off, shared or always)" \
+	"$F" mount --cow=sometimes "$B" "$M"
+expect_fail "bad --journal" 2 "invalid --journal 'full'" \
+	"$F" mount --journal=full "$B" "$M"
+expect_fail "bad --block-size" 2 "invalid --block-size '3k' (a power of two, 4k..64k)" \
+	"$F" mount --cow=always --block-size 3k "$B" "$M"
+expect_fail "bad --tree-depth" 2 "invalid --tree-depth '0' (1..16)" \
+	"$F" mount --cow=always --tree-depth 0 "$B" "$M"
+expect_fail "a store option without the emulation" 2 "--store-size needs the emulation (--store, --cow or --journal)" \
+	"$F" mount --store-size 64M "$B" "$M"
+head -c 1048576 /dev/urandom >"$T/notastore"
+sum0=$(md5sum <"$T/notastore")
+expect_fail "a store file holding other data" 1 "is not an fsprism store (use --destroy-data to overwrite it)" \
+	"$F" mount --cow=always --store "$T/notastore" "$B" "$M"
+expect_eq "that file is unchanged" "$sum0" "$(md5sum <"$T/notastore")"
+truncate -s 64M "$T/ext4.img"
+mkfs.ext4 -q -F "$T/ext4.img"
+sdev=$(losetup --find --show "$T/ext4.img") && fsp_track_loop "$sdev"
+sum0=$(md5sum <"$sdev")
+expect_fail "a store device carrying ext4" 1 "ext4" \
+	"$F" mount --cow=always --store "$sdev" "$B" "$M"
+expect_eq "that device is unchanged" "$sum0" "$(md5sum <"$sdev")"
+expect_fail "--store-size for a block device" 2 "--store-size is for a store file" \
+	"$F" mount --cow=always --store "$sdev" --store-size 64M "$B" "$M"
+# an fsprism store on the device: re-mounting is allowed, formatting it is not
+if fsp_mount "$B" "$M" --log "$DB" --cow=always --store "$sdev" --destroy-data --format; then
+	echo data >"$M/kept"
+	fsp_umount "$M"
+	expect_fail "--format over an fsprism store without --destroy-data" 1 \
+		"holds an fsprism store; formatting it needs --destroy-data" \
+		"$F" mount --cow=always --store "$sdev" --format "$B" "$M"
+	if fsp_mount "$B" "$M" --log "$DB" --cow=always --store "$sdev"; then
+		expect_eq "the store re-mounts without --destroy-data, data intact" data "$(cat "$M/kept")"
+		mkdir -p "$T/b2" "$T/m2"
+		(cd "$T/cwd" && "$F" mount --cow=always --store "$sdev" "$T/b2" "$T/m2") >"$T/out" 2>"$T/err"
+		rc=$?
+		check "a store in use by another mount is refused (exit $rc: $(cat "$T/err"))" \
+			sh -c "[ $rc -ne 0 ] && ! mountpoint -q '$T/m2'"
+		fsp_umount "$M"
+	else
+		not_ok "re-mount of the device store"
+	fi
+else
+	not_ok "format a device store with --destroy-data"
+fi
+
 if fsp_mount "$B" "$M" --log "$DB"; then
 	(cd "$T/cwd" && "$F" mount --log "$T/second.db" "$B" "$M") 2>"$T/err"
 	rc=$?
