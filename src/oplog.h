@@ -4,8 +4,11 @@
  * Producers (FUSE worker threads, job-engine threads) call fsp_oplog_add()
  * once per operation. Each producer thread owns a lock-free single-producer
  * ring and a set of histograms; the hot path takes no lock and makes no
- * system call. One background writer thread drains the rings into SQLite in
- * large transactions. A record that finds its ring full is dropped and
+ * system call. One background writer thread drains the rings into an
+ * unlinked spill file beside the database; fsp_oplog_close() loads it into
+ * SQLite in large transactions, after the measured operations (rows appear
+ * in the database at close, not while the log is open). A record that finds
+ * its ring full, or that cannot be spilled or stored, is dropped and
  * counted; histograms are updated for every operation regardless, so the
  * statistics stay exact under sampling, drops, or --record=hist.
  */
@@ -56,8 +59,8 @@ int fsp_record_mode_parse(const char *s, enum fsp_record_mode *mode,
 struct fsp_oplog;
 
 /*
- * Start logging into run `run_id` of `store`. The writer thread owns the
- * store's connection until fsp_oplog_close(). ring_records is the capacity
+ * Start logging into run `run_id` of `store`. The store's connection must
+ * not be used by others until fsp_oplog_close(). ring_records is the capacity
  * of each producer thread's ring (rounded up to a power of two; 0 = default
  * 16384, 1 MiB). Returns NULL with errno set on failure.
  */
@@ -69,7 +72,8 @@ struct fsp_oplog *fsp_oplog_open(struct fsp_store *store, int64_t run_id,
 void fsp_oplog_add(struct fsp_oplog *log, const struct fsp_rec *rec);
 
 /*
- * Stop: wait until every ring is drained, join the writer, write the merged
+ * Stop: wait until every ring is drained, join the writer, load the spilled
+ * rows (per-operation rows: --record=full or sample), write the merged
  * histograms (per step x op x layer) and the dropped/recorded counts to the
  * run, build indexes. Producers must have stopped calling fsp_oplog_add().
  * Returns 0 or -1 (error already printed). Frees log.

@@ -4,13 +4,15 @@
  * are counted exactly, sampling keeps ceil(n/N) rows per thread, the
  * histograms count every operation in every mode, and the four layers
  * (total, backing, emu, layer = total - backing - emu clamped at 0) come
- * out right for user and device (FSP_OP_DEV_*) records alike.
+ * out right for user and device (FSP_OP_DEV_*) records alike. Rows reach
+ * SQLite only at close, through a spill file that leaves nothing behind.
  */
 #include "config.h"
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <setjmp.h>
+#include <dirent.h>
 #include <ftw.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -66,6 +68,23 @@ static int64_t q_int(struct fsp_store *st, const char *fmt, ...)
 		v = sqlite3_column_int64(s, 0);
 	sqlite3_finalize(s);
 	return v;
+}
+
+/* Entries of tmpdir other than databases and their -wal / -shm files. */
+static int count_non_db_files(void)
+{
+	DIR *d = opendir(tmpdir);
+	struct dirent *e;
+	int n = 0;
+	assert_non_null(d);
+	while ((e = readdir(d))) {
+		if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, "..") ||
+		    strstr(e->d_name, ".db"))
+			continue;
+		n++;
+	}
+	closedir(d);
+	return n;
 }
 
 /* Ops a producer cycles through: user ops and every kind of device IO. */
@@ -218,7 +237,11 @@ static void test_full_16_threads(void **state)
 	assert_non_null(log);
 	run_producers(log, 16, count_full);
 	assert_int_equal(fsp_oplog_contexts(log), 16);
+	/* rows go to SQLite at close, never while operations are measured */
+	assert_int_equal(q_int(st, "SELECT count(*) FROM ops"), 0);
 	assert_int_equal(fsp_oplog_close(log), 0);
+	/* the spill file was unlinked from the start: only the database remains */
+	assert_int_equal(count_non_db_files(), 0);
 
 	const uint64_t total = 16ull * FULL_N;
 	assert_int_equal(q_int(st, "SELECT count(*) FROM ops WHERE run=%lld", (long long)run), total);
