@@ -18,7 +18,9 @@
 #
 # usage: bench/bench-fuse.sh [--rounds N] [--runtime SECONDS] [--size MiB]
 #        (FSPRISM=path/to/fsprism overrides the binary; default ./build/fsprism;
-#         FSPRISM_MOUNT_OPTS="--threads 8" adds mount options to both fsprism variants)
+#         FSPRISM_MOUNT_OPTS="--threads 8" adds mount options to the fsprism variants;
+#         BENCH_JOBS="randread-4k-qd32" and BENCH_VARIANTS="fsprism-off fsprism-hist
+#         fsprism-full" narrow a run; fsprism-hist is --record=hist, not in the default set)
 set -euo pipefail
 
 ROUNDS=3
@@ -78,6 +80,9 @@ mount_variant() {
 	fsprism-off)
 		"$FSPRISM" mount --record=off ${FSPRISM_MOUNT_OPTS:-} --log "$DB" "$T/ext4/data" "$T/mnt-fsp"
 		DIR="$T/mnt-fsp" ;;
+	fsprism-hist)
+		"$FSPRISM" mount --record=hist ${FSPRISM_MOUNT_OPTS:-} --log "$DB" "$T/ext4/data" "$T/mnt-fsp"
+		DIR="$T/mnt-fsp" ;;
 	fsprism-full)
 		"$FSPRISM" mount --record=full ${FSPRISM_MOUNT_OPTS:-} --log "$DB" "$T/ext4/data" "$T/mnt-fsp"
 		DIR="$T/mnt-fsp" ;;
@@ -113,8 +118,8 @@ job_args() {
 	seqwrite-128k-buffered) echo "--rw=write --bs=128k --iodepth=1 --direct=0 --end_fsync=1" ;;
 	esac
 }
-JOBS="randread-4k-qd1 randread-4k-qd32 seqread-128k-qd1 seqwrite-128k-direct seqwrite-128k-buffered"
-VARIANTS="native passthrough_ll fsprism-off fsprism-full"
+JOBS=${BENCH_JOBS:-"randread-4k-qd1 randread-4k-qd32 seqread-128k-qd1 seqwrite-128k-direct seqwrite-128k-buffered"}
+VARIANTS=${BENCH_VARIANTS:-"native passthrough_ll fsprism-off fsprism-full"}
 
 for round in $(seq 1 "$ROUNDS"); do
 	for job in $JOBS; do
@@ -177,11 +182,17 @@ for j in jobs:
     print(f"{j:24} {r('fsprism-full','passthrough_ll'):>20} {r('fsprism-full','fsprism-off'):>9} "
           f"{r('fsprism-off','native'):>11} {r('fsprism-full','native'):>12}")
 print()
-print("daemon CPU per IO, fsprism-full / fsprism-off (what full logging costs the daemon):")
+print("per-round paired ratios to fsprism-off (median over rounds): IOPS, daemon CPU per IO")
 for j in jobs:
-    c = cpus.get(j, {})
-    if c.get("fsprism-off"):
-        print(f"{j:24} {c['fsprism-full'] / c['fsprism-off']:.3f}")
+    for v in ("fsprism-hist", "fsprism-full"):
+        if v not in variants or "fsprism-off" not in variants:
+            continue
+        pairs = [(load(r, j, v), load(r, j, "fsprism-off")) for r in range(1, rounds + 1)]
+        if any(a is None or b is None for a, b in pairs):
+            continue
+        iops = statistics.median(a[0] / b[0] for a, b in pairs)
+        cpu = statistics.median(a[2] / b[2] for a, b in pairs if b[2])
+        print(f"{j:24} {v + '/off':18} IOPS {iops:.3f}   CPU/IO {cpu:.3f}")
 EOF
 echo
 echo "fsprism-full runs: recorded and dropped op rows"

@@ -2,19 +2,26 @@
  * oplog.c - the per-operation latency log (see oplog.h).
  *
  * Each producer thread gets a context on its first fsp_oplog_add(): a
- * single-producer/single-consumer ring of records, a dropped counter, and
- * its own histograms for every (step, op, layer) it has seen. The hot path
- * touches only that context: no lock, no atomic read-modify-write, no
- * system call, no malloc (except once per new (step, op)). One writer
- * thread drains the rings; producers never wait for it.
+ * single-producer/single-consumer ring of records and a dropped counter.
+ * The hot path copies the record into the ring and publishes it: no lock,
+ * no atomic read-modify-write, no system call, and one or two cache lines
+ * touched. One writer thread drains the rings, adds every record to the
+ * histograms (one set, which stays warm in its cache) and keeps the rows
+ * that --record asks for; producers never wait for it.
  *
- * The writer appends the records, as they are, to an unlinked spill file
- * beside the database, and fsp_oplog_close() loads that file into SQLite.
- * Inserting into SQLite costs about a microsecond of CPU per row; done
- * while the operations are being measured, on a machine with few CPUs, it
- * competed with them (it was most of logging's cost at 4 KiB QD1). A spill
- * write costs a few nanoseconds per record, so the measured window now
- * pays only for the clock reads, the histograms and the ring.
+ * Why the writer and not the producer updates the histograms: a FUSE mount
+ * runs dozens of worker threads, and the kernel hands requests to them in
+ * turn, so per-thread histograms (four layers, each a header and a bucket
+ * line) were cold at every request; on a 2-CPU machine at QD32 that cost
+ * more than the rest of the logging together. A producer whose ring is full
+ * updates histograms of its own instead, so the statistics stay exact even
+ * when rows are dropped; all sets are merged at close.
+ *
+ * Rows are appended, as they are, to an unlinked spill file beside the
+ * database, and fsp_oplog_close() loads that file into SQLite. Inserting
+ * into SQLite costs about a microsecond of CPU per row; done while the
+ * operations are being measured it competed with them (it was most of
+ * logging's cost at 4 KiB QD1). A spill write costs nanoseconds per record.
  *
  * Threads come and go (libfuse ends idle workers), so a thread's exit marks
  * its context orphaned and the next new thread adopts it instead of making
@@ -65,13 +72,20 @@ struct steptab {
 	struct opstat *(*pages[STEP_PAGES])[STEP_PAGE][FSP_OP__COUNT];
 };
 
+/*
+ * In the ring, op carries this flag when the record feeds the histograms
+ * but is not to be kept as a row (--record=sample:N or hist). Operations
+ * are below FSP_OP__COUNT, far under it.
+ */
+#define OP_NO_ROW 0x8000u
+
 struct ctx {
 	/* producer side */
 	_Alignas(64) _Atomic uint64_t head;  /* next slot to fill */
 	_Atomic uint64_t dropped;            /* written by the producer only */
 	uint64_t tail_seen;                  /* producer's last view of tail */
 	uint64_t sample_skip;                /* ops to skip before the next sampled row */
-	struct steptab stats;
+	struct steptab stats;                /* only for records the ring had no room for */
 	/* writer side */
 	_Alignas(64) _Atomic uint64_t tail;  /* next slot to drain */
 	/* shared, fixed */
@@ -93,6 +107,7 @@ struct fsp_oplog {
 	_Atomic uint64_t writer_dropped; /* rows the writer could not keep */
 	_Atomic uint64_t recorded;  /* rows stored in SQLite (at close) */
 	_Atomic int stop;
+	struct steptab stats;       /* the writer's histograms */
 	int spill_fd;               /* -1 unless rows are kept */
 	uint64_t spilled;           /* rows in the spill file (writer only) */
 	int writer_started;
@@ -176,7 +191,7 @@ static struct ctx *ctx_new(struct fsp_oplog *log)
 	if (!c)
 		return NULL;
 	memset(c, 0, sizeof(*c));
-	if (log->mode == FSP_RECORD_FULL || log->mode == FSP_RECORD_SAMPLE) {
+	if (log->mode != FSP_RECORD_OFF) {
 		c->ring = aligned_alloc(64, log->ring_cap * sizeof(struct fsp_rec));
 		if (!c->ring) {
 			free(c);
@@ -187,16 +202,21 @@ static struct ctx *ctx_new(struct fsp_oplog *log)
 	return c;
 }
 
-static void ctx_free(struct ctx *c)
+static void steptab_free(struct steptab *t)
 {
 	for (unsigned p = 0; p < STEP_PAGES; p++) {
-		if (!c->stats.pages[p])
+		if (!t->pages[p])
 			continue;
 		for (unsigned s = 0; s < STEP_PAGE; s++)
 			for (unsigned op = 0; op < FSP_OP__COUNT; op++)
-				free((*c->stats.pages[p])[s][op]);
-		free(c->stats.pages[p]);
+				free((*t->pages[p])[s][op]);
+		free(t->pages[p]);
 	}
+}
+
+static void ctx_free(struct ctx *c)
+{
+	steptab_free(&c->stats);
 	free(c->ring);
 	free(c);
 }
@@ -250,16 +270,16 @@ static inline struct ctx *ctx_get(struct fsp_oplog *log)
 	return ctx_register(log);
 }
 
-/* The stats of (step, op) in c, allocated on first use. */
-static struct opstat *opstat_get(struct ctx *c, unsigned step, unsigned op)
+/* The stats of (step, op) in t, allocated on first use. */
+static struct opstat *opstat_get(struct steptab *t, unsigned step, unsigned op)
 {
 	unsigned page = step >> STEP_PAGE_BITS, slot = step & (STEP_PAGE - 1);
-	if (__builtin_expect(!c->stats.pages[page], 0)) {
-		c->stats.pages[page] = calloc(1, sizeof(*c->stats.pages[page]));
-		if (!c->stats.pages[page])
+	if (__builtin_expect(!t->pages[page], 0)) {
+		t->pages[page] = calloc(1, sizeof(*t->pages[page]));
+		if (!t->pages[page])
 			return NULL;
 	}
-	struct opstat **sp = &(*c->stats.pages[page])[slot][op];
+	struct opstat **sp = &(*t->pages[page])[slot][op];
 	if (__builtin_expect(!*sp, 0)) {
 		struct opstat *s = malloc(sizeof(*s));
 		if (!s)
@@ -280,6 +300,23 @@ static inline void count_drop(struct ctx *c)
 		memory_order_relaxed);
 }
 
+/* Add rec to the histograms of t; -1 if it has no place (bad op, no memory). */
+static int stats_add(struct steptab *t, const struct fsp_rec *rec)
+{
+	struct opstat *s = rec->op < FSP_OP__COUNT ? opstat_get(t, rec->step, rec->op) : NULL;
+	if (__builtin_expect(!s, 0))
+		return -1;
+	/* device records (FSP_OP_DEV_*) take the same path: their own (step, op) */
+	fsp_hist_add(&s->hist[FSP_LAYER_TOTAL], rec->total_ns);
+	fsp_hist_add(&s->hist[FSP_LAYER_BACKING], rec->backing_ns);
+	fsp_hist_add(&s->hist[FSP_LAYER_EMU], rec->emu_ns);
+	fsp_hist_add(&s->hist[FSP_LAYER_LAYER], fsp_rec_layer_ns(rec));
+	s->bytes += rec->bytes;
+	if (rec->result != 0)
+		s->errors++;
+	return 0;
+}
+
 void fsp_oplog_add(struct fsp_oplog *log, const struct fsp_rec *rec)
 {
 	if (!log || log->mode == FSP_RECORD_OFF)
@@ -289,29 +326,15 @@ void fsp_oplog_add(struct fsp_oplog *log, const struct fsp_rec *rec)
 		atomic_fetch_add_explicit(&log->lost, 1, memory_order_relaxed);
 		return;
 	}
-	struct opstat *s = rec->op < FSP_OP__COUNT ? opstat_get(c, rec->step, rec->op) : NULL;
-	if (__builtin_expect(!s, 0)) {
-		count_drop(c); /* invalid op or no memory: counted, never silent */
+	if (__builtin_expect(rec->op >= FSP_OP__COUNT, 0)) {
+		count_drop(c); /* invalid op: counted, never silent */
 		return;
 	}
-	/* device records (FSP_OP_DEV_*) take the same path: their own (step, op) */
-	fsp_hist_add(&s->hist[FSP_LAYER_TOTAL], rec->total_ns);
-	fsp_hist_add(&s->hist[FSP_LAYER_BACKING], rec->backing_ns);
-	fsp_hist_add(&s->hist[FSP_LAYER_EMU], rec->emu_ns);
-	fsp_hist_add(&s->hist[FSP_LAYER_LAYER], fsp_rec_layer_ns(rec));
-	s->bytes += rec->bytes;
-	if (rec->result != 0)
-		s->errors++;
-
-	if (log->mode == FSP_RECORD_HIST)
-		return;
+	int row = log->mode == FSP_RECORD_FULL;
 	if (log->mode == FSP_RECORD_SAMPLE) {
 		/* keep the 1st, (N+1)th, ... op of each thread: ceil(ops/N) rows */
-		if (c->sample_skip) {
-			c->sample_skip--;
-			return;
-		}
-		c->sample_skip = log->sample_n - 1;
+		row = c->sample_skip == 0;
+		c->sample_skip = row ? log->sample_n - 1 : c->sample_skip - 1;
 	}
 
 	/* read the writer's tail (a cache line it keeps dirtying) only when
@@ -320,11 +343,16 @@ void fsp_oplog_add(struct fsp_oplog *log, const struct fsp_rec *rec)
 	if (head - c->tail_seen > c->mask) {
 		c->tail_seen = atomic_load_explicit(&c->tail, memory_order_acquire);
 		if (head - c->tail_seen > c->mask) {
-			count_drop(c);
+			/* no room: the histograms still count it, here */
+			if (stats_add(&c->stats, rec) != 0 || row)
+				count_drop(c);
 			return;
 		}
 	}
-	c->ring[head & c->mask] = *rec;
+	struct fsp_rec *slot = &c->ring[head & c->mask];
+	*slot = *rec;
+	if (!row)
+		slot->op |= OP_NO_ROW;
 	atomic_store_explicit(&c->head, head + 1, memory_order_release);
 }
 
@@ -378,6 +406,25 @@ static void spill_append(struct fsp_oplog *log, const struct fsp_rec *recs, size
 	log->spilled += kept;
 }
 
+/* Count n drained records in the histograms and spill those kept as rows. */
+static void writer_take(struct fsp_oplog *log, struct fsp_rec *recs, size_t n)
+{
+	size_t rows = 0;
+	for (size_t i = 0; i < n; i++) {
+		int row = !(recs[i].op & OP_NO_ROW);
+		recs[i].op &= (uint16_t)~OP_NO_ROW;
+		if (stats_add(&log->stats, &recs[i]) != 0) {
+			/* out of memory for a new (step, op): counted */
+			atomic_fetch_add_explicit(&log->writer_dropped, 1, memory_order_relaxed);
+			continue;
+		}
+		if (row)
+			recs[rows++] = recs[i];
+	}
+	if (rows && log->spill_fd >= 0)
+		spill_append(log, recs, rows);
+}
+
 static void *writer_main(void *arg)
 {
 	struct fsp_oplog *log = arg;
@@ -400,13 +447,13 @@ static void *writer_main(void *arg)
 				n += got;
 				total += got;
 				if (n == WRITER_BATCH) {
-					spill_append(log, batch, n);
+					writer_take(log, batch, n);
 					n = 0;
 				}
 			}
 		}
 		if (n)
-			spill_append(log, batch, n);
+			writer_take(log, batch, n);
 		if (total == 0 && stopping)
 			break;
 		if (stopping)
@@ -569,7 +616,7 @@ struct fsp_oplog *fsp_oplog_open(struct fsp_store *store, int64_t run_id,
 	live_logs = log;
 	pthread_mutex_unlock(&registry_lock);
 
-	if (mode == FSP_RECORD_FULL || mode == FSP_RECORD_SAMPLE) {
+	if (mode != FSP_RECORD_OFF) {
 		int err = pthread_create(&log->writer, NULL, writer_main, log);
 		if (err) {
 			pthread_mutex_lock(&registry_lock);
@@ -617,58 +664,50 @@ unsigned fsp_oplog_contexts(const struct fsp_oplog *log)
 	return n;
 }
 
-/* Merge every context's stats of (step, op) into one, or NULL if none. */
-static int merge_opstat(struct fsp_oplog *log, unsigned page, unsigned slot,
-			unsigned op, struct opstat *out)
+/* Add the histograms of src into dst (the writer's, once it has stopped). */
+static int steptab_merge(struct steptab *dst, const struct steptab *src)
 {
-	int any = 0;
-	for (int l = 0; l < FSP_LAYER__COUNT; l++)
-		fsp_hist_init(&out->hist[l]);
-	out->bytes = out->errors = 0;
-	for (struct ctx *c = atomic_load_explicit(&log->ctxs, memory_order_acquire);
-	     c; c = c->next) {
-		if (!c->stats.pages[page])
+	for (unsigned page = 0; page < STEP_PAGES; page++) {
+		if (!src->pages[page])
 			continue;
-		const struct opstat *s = (*c->stats.pages[page])[slot][op];
-		if (!s)
-			continue;
-		any = 1;
-		for (int l = 0; l < FSP_LAYER__COUNT; l++)
-			fsp_hist_merge(&out->hist[l], &s->hist[l]);
-		out->bytes += s->bytes;
-		out->errors += s->errors;
-	}
-	return any;
-}
-
-/* Write merged histograms per (step, op, layer). */
-static int save_hists(struct fsp_oplog *log)
-{
-	struct opstat *m = malloc(sizeof(*m));
-	int rc = 0;
-	if (!m)
-		return -1;
-	for (unsigned page = 0; page < STEP_PAGES && rc == 0; page++) {
-		int used = 0;
-		for (struct ctx *c = atomic_load_explicit(&log->ctxs, memory_order_acquire);
-		     c; c = c->next)
-			used |= c->stats.pages[page] != NULL;
-		if (!used)
-			continue;
-		for (unsigned slot = 0; slot < STEP_PAGE && rc == 0; slot++) {
-			for (unsigned op = 0; op < FSP_OP__COUNT && rc == 0; op++) {
-				if (!merge_opstat(log, page, slot, op, m) || !m->hist[0].count)
+		for (unsigned slot = 0; slot < STEP_PAGE; slot++) {
+			for (unsigned op = 0; op < FSP_OP__COUNT; op++) {
+				const struct opstat *s = (*src->pages[page])[slot][op];
+				if (!s)
 					continue;
-				int step = (int)(page * STEP_PAGE + slot);
-				for (int l = 0; l < FSP_LAYER__COUNT && rc == 0; l++)
-					rc = fsp_store_save_hist(log->store, log->run, step,
-								 (int)op, l, &m->hist[l],
-								 m->bytes, m->errors);
+				struct opstat *d = opstat_get(dst, page * STEP_PAGE + slot, op);
+				if (!d)
+					return -1;
+				for (int l = 0; l < FSP_LAYER__COUNT; l++)
+					fsp_hist_merge(&d->hist[l], &s->hist[l]);
+				d->bytes += s->bytes;
+				d->errors += s->errors;
 			}
 		}
 	}
-	free(m);
-	return rc;
+	return 0;
+}
+
+/* Write the histograms per (step, op, layer). */
+static int save_hists(struct fsp_oplog *log)
+{
+	for (unsigned page = 0; page < STEP_PAGES; page++) {
+		if (!log->stats.pages[page])
+			continue;
+		for (unsigned slot = 0; slot < STEP_PAGE; slot++) {
+			for (unsigned op = 0; op < FSP_OP__COUNT; op++) {
+				const struct opstat *m = (*log->stats.pages[page])[slot][op];
+				if (!m || !m->hist[0].count)
+					continue;
+				int step = (int)(page * STEP_PAGE + slot);
+				for (int l = 0; l < FSP_LAYER__COUNT; l++)
+					if (fsp_store_save_hist(log->store, log->run, step, (int)op, l,
+								&m->hist[l], m->bytes, m->errors) != 0)
+						return -1;
+			}
+		}
+	}
+	return 0;
 }
 
 int fsp_oplog_close(struct fsp_oplog *log)
@@ -690,6 +729,12 @@ int fsp_oplog_close(struct fsp_oplog *log)
 		}
 	pthread_mutex_unlock(&registry_lock);
 
+	for (struct ctx *c = atomic_load_explicit(&log->ctxs, memory_order_acquire);
+	     c; c = c->next)
+		if (steptab_merge(&log->stats, &c->stats) != 0) {
+			fprintf(stderr, "fsprism: cannot merge the histograms: out of memory\n");
+			rc = -1;
+		}
 	if (log->spill_fd >= 0) {
 		if (spill_load(log) != 0)
 			rc = -1;
@@ -698,17 +743,15 @@ int fsp_oplog_close(struct fsp_oplog *log)
 	uint64_t recorded = fsp_oplog_recorded(log);
 	uint64_t dropped = fsp_oplog_dropped(log);
 
+	/* the histograms and counts are saved even if some rows were not */
 	if (fsp_store_tx_begin(log->store) != 0)
 		rc = -1;
-	else {
-		if (save_hists(log) != 0 ||
-		    fsp_store_end_run(log->store, log->run, recorded, dropped) != 0)
-			rc = -1;
-		if (rc == 0)
-			rc = fsp_store_tx_commit(log->store);
-		else
-			sqlite3_exec(fsp_store_db(log->store), "ROLLBACK", NULL, NULL, NULL);
-	}
+	else if (save_hists(log) != 0 ||
+		 fsp_store_end_run(log->store, log->run, recorded, dropped) != 0) {
+		sqlite3_exec(fsp_store_db(log->store), "ROLLBACK", NULL, NULL, NULL);
+		rc = -1;
+	} else if (fsp_store_tx_commit(log->store) != 0)
+		rc = -1;
 	if (fsp_store_build_indexes(log->store) != 0)
 		rc = -1;
 	if (log->writer_failed)
@@ -720,6 +763,7 @@ int fsp_oplog_close(struct fsp_oplog *log)
 		ctx_free(c);
 		c = next;
 	}
+	steptab_free(&log->stats);
 	free(log);
 	return rc;
 }

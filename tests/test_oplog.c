@@ -302,6 +302,38 @@ static void test_tiny_ring_drops_counted(void **state)
 
 static uint64_t count_sample(unsigned t) { return 1000 + t * 13; }
 
+/*
+ * A ring too small for the writer to keep up with: the producers count the
+ * overflow in histograms of their own, so the statistics stay exact, and
+ * only a record that was to be kept as a row counts as dropped.
+ */
+static void test_tiny_ring_hist_and_sample(void **state)
+{
+	int64_t run;
+	struct fsp_store *st = open_store("tiny-hist.db", &run);
+	struct fsp_oplog *log = fsp_oplog_open(st, run, FSP_RECORD_HIST, 0, 4);
+	assert_non_null(log);
+	run_producers(log, 8, count_tiny);
+	assert_int_equal(fsp_oplog_close(log), 0);
+	assert_int_equal(q_int(st, "SELECT dropped FROM runs WHERE id=%lld", (long long)run), 0);
+	assert_int_equal(q_int(st, "SELECT count(*) FROM ops"), 0);
+	check_hists(st, run, 8, count_tiny);
+	fsp_store_close(st);
+
+	st = open_store("tiny-sample.db", &run);
+	log = fsp_oplog_open(st, run, FSP_RECORD_SAMPLE, 7, 4);
+	assert_non_null(log);
+	run_producers(log, 8, count_tiny);
+	assert_int_equal(fsp_oplog_close(log), 0);
+	int64_t rows = q_int(st, "SELECT count(*) FROM ops");
+	int64_t dropped = q_int(st, "SELECT dropped FROM runs WHERE id=%lld", (long long)run);
+	assert_int_equal(q_int(st, "SELECT recorded FROM runs WHERE id=%lld", (long long)run), rows);
+	assert_int_equal(rows + dropped, 8 * ((TINY_N + 6) / 7));
+	assert_int_equal(q_int(st, "SELECT count(*) FROM ops WHERE offset %% 7 != 0"), 0);
+	check_hists(st, run, 8, count_tiny);
+	fsp_store_close(st);
+}
+
 static void test_sample(void **state)
 {
 	int64_t run;
@@ -552,6 +584,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_full_16_threads, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_tiny_ring_drops_counted, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_sample, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_tiny_ring_hist_and_sample, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_hist_only, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_off, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_orphans_adopted, setup, teardown),
