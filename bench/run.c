@@ -981,7 +981,8 @@ int cmd_run(int argc, char **argv)
 			fprintf(stderr, "fsprism run: cannot start the operation log: %s\n",
 				strerror(errno));
 			rc = 1;
-		}
+		} else
+			fsp_oplog_reserve(log, 1); /* the IO thread's ring, touched now */
 	}
 	if (!rc) {
 		for (unsigned q = 0, i = 0; q < (p.fill ? 1 : p.nqd); q++)

@@ -1236,6 +1236,9 @@ static int daemon_start(struct daemon *d, char *err, size_t errlen)
 				 o->log_path, strerror(errno));
 			return -1;
 		}
+		/* the workers, the store's commit thread and this one: their
+		 * rings are allocated and touched now, not while measuring */
+		fsp_oplog_reserve(d->log, o->threads + 2);
 		fsp_fs_set_log(d->fs, d->log);
 	}
 	if (d->emu) {

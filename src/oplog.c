@@ -198,6 +198,10 @@ static struct ctx *ctx_new(struct fsp_oplog *log)
 			return NULL;
 		}
 		c->mask = log->ring_cap - 1;
+		/* touch every page now: a first-touch page fault costs
+		 * microseconds (more under a hypervisor), and would otherwise
+		 * land on the producer during its first lap of the ring */
+		memset(c->ring, 0, log->ring_cap * sizeof(struct fsp_rec));
 	}
 	return c;
 }
@@ -635,6 +639,30 @@ struct fsp_oplog *fsp_oplog_open(struct fsp_store *store, int64_t run_id,
 		log->writer_started = 1;
 	}
 	return log;
+}
+
+int fsp_oplog_reserve(struct fsp_oplog *log, unsigned producers)
+{
+	if (!log || log->mode == FSP_RECORD_OFF)
+		return 0;
+	pthread_mutex_lock(&registry_lock);
+	unsigned have = 0;
+	for (struct ctx *c = atomic_load_explicit(&log->ctxs, memory_order_acquire);
+	     c; c = c->next)
+		have++;
+	int rc = 0;
+	for (; have < producers; have++) {
+		struct ctx *c = ctx_new(log);
+		if (!c) {
+			rc = -1;
+			break;
+		}
+		atomic_store_explicit(&c->orphaned, 1, memory_order_relaxed);
+		c->next = atomic_load_explicit(&log->ctxs, memory_order_relaxed);
+		atomic_store_explicit(&log->ctxs, c, memory_order_release);
+	}
+	pthread_mutex_unlock(&registry_lock);
+	return rc;
 }
 
 uint64_t fsp_oplog_dropped(const struct fsp_oplog *log)

@@ -68,6 +68,14 @@ struct fsp_oplog *fsp_oplog_open(struct fsp_store *store, int64_t run_id,
 				 enum fsp_record_mode mode, unsigned sample_n,
 				 size_t ring_records);
 
+/*
+ * Make contexts for `producers` threads now, rings and all, so that threads
+ * starting later adopt them instead of allocating (and page-faulting) while
+ * their operations are measured. Optional; 0, or -1 if out of memory (the
+ * log still works: the rest are made on first use).
+ */
+int fsp_oplog_reserve(struct fsp_oplog *log, unsigned producers);
+
 /* Hot path. Safe from any number of threads; never blocks. */
 void fsp_oplog_add(struct fsp_oplog *log, const struct fsp_rec *rec);
 
