@@ -14,12 +14,12 @@
 # CPU per IO <= 1.0.
 #
 # usage: sudo bench/bench-engine.sh [FSPRISM]   (default ./fsprism)
-# environment: ROUNDS (3), SECS per run (5), SIZE of the RAM disk (1G),
+# environment: ROUNDS (4; keep it even, see the last columns), SECS per run (5), SIZE of the RAM disk (1G),
 #              JOBS (space-separated subset of the job names below)
 set -eu
 
 FSPRISM=${1:-./fsprism}
-ROUNDS=${ROUNDS:-3}
+ROUNDS=${ROUNDS:-4}
 SECS=${SECS:-5}
 SIZE=${SIZE:-1G}
 JOBS=${JOBS:-"randread-4k-qd1 randread-4k-qd32 randread-4k-qd32-batch seqread-128k-qd1 mixseq-128k-qd1"}
@@ -123,7 +123,9 @@ done
 # Ratios fsprism/fio per round, then their median over rounds.
 echo
 echo "# ratios fsprism/fio (median over rounds; target IOPS >= 1.00, p50 within 0.95..1.05, CPU/IO <= 1.00)"
-printf "%-22s %8s %8s %8s %10s\n" job IOPS p50r p50w cpu/io
+echo "# then the IOPS ratio over the rounds where fio ran first (odd) and where fsprism did (even):"
+echo "# the tool that runs second in a round can be favoured or penalised; use an even ROUNDS"
+printf "%-22s %8s %8s %8s %10s %10s %10s\n" job IOPS p50r p50w cpu/io fio-1st fsp-1st
 for job in $JOBS; do
 	awk -v job="$job" '
 	$1 == job { k = $2; if ($3 == "fio") { fi[k] = $4; fr[k] = $5; fw[k] = $6; fc[k] = $7 }
@@ -133,13 +135,15 @@ for job in $JOBS; do
 			if (a[j] < a[i]) { t = a[i]; a[i] = a[j]; a[j] = t }
 		return n % 2 ? a[(n + 1) / 2] : (a[n / 2] + a[n / 2 + 1]) / 2 }
 	END {
-		n = 0
+		n = 0; no = 0; ne = 0
 		for (k in fi) { n++; ri[n] = si[k] / fi[k];
+			if (k % 2) ro[++no] = ri[n]; else re[++ne] = ri[n];
 			rr[n] = fr[k] > 0 ? sr[k] / fr[k] : 0;
 			rw[n] = fw[k] > 0 ? sw[k] / fw[k] : 0;
 			rc[n] = fc[k] > 0 ? sc[k] / fc[k] : 0 }
 		mr = median(rr, n); mw = median(rw, n)
-		printf "%-22s %8.3f %8s %8s %10.3f\n", job, median(ri, n),
+		printf "%-22s %8.3f %8s %8s %10.3f %10s %10s\n", job, median(ri, n),
 			(mr > 0 ? sprintf("%.3f", mr) : "-"), (mw > 0 ? sprintf("%.3f", mw) : "-"),
-			median(rc, n) }' "$W/results"
+			median(rc, n), (no ? sprintf("%.3f", median(ro, no)) : "-"),
+			(ne ? sprintf("%.3f", median(re, ne)) : "-") }' "$W/results"
 done
