@@ -665,6 +665,11 @@ int fsp_oplog_reserve(struct fsp_oplog *log, unsigned producers)
 	return rc;
 }
 
+int fsp_oplog_spill_fd(const struct fsp_oplog *log)
+{
+	return log ? log->spill_fd : -1;
+}
+
 uint64_t fsp_oplog_dropped(const struct fsp_oplog *log)
 {
 	struct fsp_oplog *l = (struct fsp_oplog *)log;

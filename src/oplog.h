@@ -88,6 +88,13 @@ void fsp_oplog_add(struct fsp_oplog *log, const struct fsp_rec *rec);
  */
 int fsp_oplog_close(struct fsp_oplog *log);
 
+/*
+ * The spill file's descriptor (-1 without rows to keep). For tests, which
+ * put a failing file in its place to check that what cannot be kept is
+ * counted as dropped.
+ */
+int fsp_oplog_spill_fd(const struct fsp_oplog *log);
+
 /* Counters so far (any thread may read them; approximate while running). */
 uint64_t fsp_oplog_dropped(const struct fsp_oplog *log);
 uint64_t fsp_oplog_recorded(const struct fsp_oplog *log);

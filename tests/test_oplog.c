@@ -5,7 +5,8 @@
  * histograms count every operation in every mode, and the four layers
  * (total, backing, emu, layer = total - backing - emu clamped at 0) come
  * out right for user and device (FSP_OP_DEV_*) records alike. Rows reach
- * SQLite only at close, through a spill file that leaves nothing behind.
+ * SQLite only at close, through a spill file that leaves nothing behind;
+ * when that file fails, the rows are counted as dropped.
  */
 #include "config.h"
 #include <stdarg.h>
@@ -13,12 +14,14 @@
 #include <stdint.h>
 #include <setjmp.h>
 #include <dirent.h>
+#include <fcntl.h>
 #include <ftw.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 #include <cmocka.h>
 #include "oplog.h"
 #include "store.h"
@@ -306,6 +309,35 @@ static void test_tiny_ring_drops_counted(void **state)
 static uint64_t count_sample(unsigned t) { return 1000 + t * 13; }
 
 /*
+ * The spill file fails (it is replaced by /dev/full, every write ENOSPC):
+ * close reports the error, every row counts as dropped, and the histograms
+ * and the run's counts are still stored.
+ */
+#define FULLDEV_N 5000
+static uint64_t count_fulldev(unsigned t) { return FULLDEV_N; }
+
+static void test_spill_fails_counted(void **state)
+{
+	int64_t run;
+	struct fsp_store *st = open_store("spill-full.db", &run);
+	struct fsp_oplog *log = fsp_oplog_open(st, run, FSP_RECORD_FULL, 0, 1 << 14);
+	assert_non_null(log);
+	int full = open("/dev/full", O_WRONLY | O_CLOEXEC);
+	assert_true(full >= 0);
+	assert_true(fsp_oplog_spill_fd(log) >= 0);
+	assert_int_equal(dup2(full, fsp_oplog_spill_fd(log)), fsp_oplog_spill_fd(log));
+	close(full);
+	run_producers(log, 4, count_fulldev);
+	assert_int_equal(fsp_oplog_close(log), -1);
+	assert_int_equal(q_int(st, "SELECT count(*) FROM ops"), 0);
+	assert_int_equal(q_int(st, "SELECT recorded FROM runs WHERE id=%lld", (long long)run), 0);
+	assert_int_equal(q_int(st, "SELECT dropped FROM runs WHERE id=%lld", (long long)run),
+			 4 * FULLDEV_N);
+	check_hists(st, run, 4, count_fulldev);
+	fsp_store_close(st);
+}
+
+/*
  * A ring too small for the writer to keep up with: the producers count the
  * overflow in histograms of their own, so the statistics stay exact, and
  * only a record that was to be kept as a row counts as dropped.
@@ -588,6 +620,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_tiny_ring_drops_counted, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_sample, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_tiny_ring_hist_and_sample, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_spill_fails_counted, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_hist_only, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_off, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_orphans_adopted, setup, teardown),
