@@ -1472,12 +1472,46 @@ int cmd_mount(int argc, char **argv)
 
 /* ---- umount ---- */
 
+/* The pid written in a daemon's pid file, or -1. */
+static long pidfile_pid(int fd)
+{
+	char buf[32];
+	ssize_t n = pread(fd, buf, sizeof(buf) - 1, 0);
+	if (n <= 0)
+		return -1;
+	buf[n] = '\0';
+	char *end;
+	long pid = strtol(buf, &end, 10);
+	return pid > 0 && (*end == '\n' || *end == '\0') ? pid : -1;
+}
+
+/* utime + stime of a process, in clock ticks (0 if it is gone). */
+static uint64_t proc_cpu_ticks(long pid)
+{
+	char path[64], buf[1024];
+	snprintf(path, sizeof(path), "/proc/%ld/stat", pid);
+	FILE *f = fopen(path, "re");
+	if (!f)
+		return 0;
+	size_t n = fread(buf, 1, sizeof(buf) - 1, f);
+	fclose(f);
+	buf[n] = '\0';
+	/* fields after the command name, which may hold spaces: state is 3rd */
+	char *p = strrchr(buf, ')');
+	unsigned long long utime = 0, stime = 0;
+	if (!p || sscanf(p + 2, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %llu %llu",
+			 &utime, &stime) != 2)
+		return 0;
+	return utime + stime;
+}
+
 int cmd_umount(int argc, char **argv)
 {
 	if (argc == 2 && (!strcmp(argv[1], "-h") || !strcmp(argv[1], "--help"))) {
 		printf("usage: fsprism umount MOUNTPOINT\n\n"
-		       "Unmount an fsprism mount and wait (up to %d s) until its daemon\n"
-		       "has stored every record in the database.\n", UMOUNT_WAIT_S);
+		       "Unmount an fsprism mount and wait until its daemon has stored every\n"
+		       "record in the database (as long as it makes progress; it gives up\n"
+		       "after %d s without any).\n", UMOUNT_WAIT_S);
 		return 0;
 	}
 	if (argc != 2 || argv[1][0] == '-') {
@@ -1538,11 +1572,23 @@ int cmd_umount(int argc, char **argv)
 	}
 	if (pid_fd < 0)
 		return 0; /* no daemon pid file (already gone): nothing to wait for */
-	/* The daemon holds an exclusive lock until the last record is stored. */
-	for (int waited_ms = 0; flock(pid_fd, LOCK_SH | LOCK_NB) < 0; waited_ms += 20) {
-		if (waited_ms >= UMOUNT_WAIT_S * 1000) {
-			fprintf(stderr, "fsprism umount: %s unmounted, but its daemon is still "
-				"storing records after %d s; the database is not complete yet\n",
+	/*
+	 * The daemon holds an exclusive lock until the last record is stored.
+	 * Loading a long run's rows into SQLite can take minutes, so wait as
+	 * long as the daemon's CPU time advances; give up only when it has not
+	 * for UMOUNT_WAIT_S.
+	 */
+	long daemon = pidfile_pid(pid_fd);
+	uint64_t cpu_seen = daemon > 0 ? proc_cpu_ticks(daemon) : 0;
+	for (int still_ms = 0; flock(pid_fd, LOCK_SH | LOCK_NB) < 0; still_ms += 20) {
+		uint64_t cpu = daemon > 0 ? proc_cpu_ticks(daemon) : 0;
+		if (cpu != cpu_seen) {
+			cpu_seen = cpu;
+			still_ms = 0;
+		}
+		if (still_ms >= UMOUNT_WAIT_S * 1000) {
+			fprintf(stderr, "fsprism umount: %s unmounted, but its daemon has made no "
+				"progress storing records for %d s; the database is not complete yet\n",
 				arg, UMOUNT_WAIT_S);
 			close(pid_fd);
 			return 1;
