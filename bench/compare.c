@@ -23,9 +23,9 @@
  * forwards it to the running benchmark and lets setup commands (mkfs,
  * losetup, mount) finish so that it knows what to undo.
  *
- * The database is shared by compare, the child run and the mount daemon's
- * writer thread at the same time (WAL + busy timeout); compare only writes a
- * few single-statement transactions.
+ * The database is shared by compare, the child run and the mount daemon
+ * (which stores its rows when it is unmounted) at the same time (WAL + busy
+ * timeout); compare only writes a few single-statement transactions.
  */
 #include "config.h"
 #include <errno.h>
