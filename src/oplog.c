@@ -487,7 +487,6 @@ static void *writer_main(void *arg)
 static int spill_open(struct fsp_store *store)
 {
 	const char *db = sqlite3_db_filename(fsp_store_db(store), "main");
-	const char *tmp = getenv("TMPDIR");
 	char dir[4096];
 	if (db && *db) {
 		const char *slash = strrchr(db, '/');
@@ -500,8 +499,10 @@ static int spill_open(struct fsp_store *store)
 		}
 		memcpy(dir, slash ? db : ".", len);
 		dir[len] = '\0';
-	} else
+	} else {
+		const char *tmp = getenv("TMPDIR");
 		snprintf(dir, sizeof(dir), "%s", tmp && *tmp ? tmp : "/tmp");
+	}
 	int fd = open(dir, O_TMPFILE | O_RDWR | O_CLOEXEC, 0600);
 	if (fd >= 0 || (errno != EOPNOTSUPP && errno != EISDIR && errno != EINVAL))
 		return fd;
@@ -550,7 +551,7 @@ static int spill_load(struct fsp_oplog *log)
 			break;
 		}
 		if (fsp_store_insert_recs(log->store, log->run, buf, n) != 0) {
-			sqlite3_exec(fsp_store_db(log->store), "ROLLBACK", NULL, NULL, NULL);
+			fsp_store_tx_rollback(log->store);
 			in_tx = 0;
 			rc = -1;
 			break;
@@ -558,8 +559,7 @@ static int spill_load(struct fsp_oplog *log)
 		in_tx += n;
 		at += n;
 		if (in_tx >= COMMIT_ROWS || at == log->spilled) {
-			if (fsp_store_tx_commit(log->store) != 0) {
-				sqlite3_exec(fsp_store_db(log->store), "ROLLBACK", NULL, NULL, NULL);
+			if (fsp_store_tx_commit(log->store) != 0) { /* rolled back */
 				in_tx = 0;
 				rc = -1;
 				break;
@@ -781,7 +781,7 @@ int fsp_oplog_close(struct fsp_oplog *log)
 		rc = -1;
 	else if (save_hists(log) != 0 ||
 		 fsp_store_end_run(log->store, log->run, recorded, dropped) != 0) {
-		sqlite3_exec(fsp_store_db(log->store), "ROLLBACK", NULL, NULL, NULL);
+		fsp_store_tx_rollback(log->store);
 		rc = -1;
 	} else if (fsp_store_tx_commit(log->store) != 0)
 		rc = -1;

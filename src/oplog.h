@@ -59,8 +59,9 @@ int fsp_record_mode_parse(const char *s, enum fsp_record_mode *mode,
 struct fsp_oplog;
 
 /*
- * Start logging into run `run_id` of `store`. The store's connection must
- * not be used by others until fsp_oplog_close(). ring_records is the capacity
+ * Start logging into run `run_id` of `store`. The log does not touch the
+ * store until fsp_oplog_close(), which writes the rows, histograms and
+ * counts to it. ring_records is the capacity
  * of each producer thread's ring (rounded up to a power of two; 0 = default
  * 16384, 1 MiB). Returns NULL with errno set on failure.
  */
@@ -95,7 +96,10 @@ int fsp_oplog_close(struct fsp_oplog *log);
  */
 int fsp_oplog_spill_fd(const struct fsp_oplog *log);
 
-/* Counters so far (any thread may read them; approximate while running). */
+/*
+ * Counters so far (any thread may read them; approximate while running).
+ * Rows are stored only at close, so recorded stays 0 until then.
+ */
 uint64_t fsp_oplog_dropped(const struct fsp_oplog *log);
 uint64_t fsp_oplog_recorded(const struct fsp_oplog *log);
 /*

@@ -539,6 +539,11 @@ int fsp_store_tx_commit(struct fsp_store *st)
 	return 0;
 }
 
+void fsp_store_tx_rollback(struct fsp_store *st)
+{
+	exec_sql(st->db, "ROLLBACK");
+}
+
 /* "INSERT INTO ops(...) VALUES(?,...),(?,...)..." with rows row groups. */
 static sqlite3_stmt *prepare_ops_insert(struct fsp_store *st, int rows)
 {

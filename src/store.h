@@ -56,9 +56,10 @@ int fsp_store_set_attr(struct fsp_store *st, int64_t run, const char *key,
 /* "fsprism ARGV..." as stored in runs.options (malloc'd; NULL if out of memory). */
 char *fsp_store_cmdline(int argc, char **argv);
 
-/* Transactions around batches of inserts. */
+/* Transactions around batches of inserts (a failed commit rolls back). */
 int fsp_store_tx_begin(struct fsp_store *st);
 int fsp_store_tx_commit(struct fsp_store *st);
+void fsp_store_tx_rollback(struct fsp_store *st);
 
 /*
  * fsprism's own share of a record: total - backing - emu, clamped at 0
