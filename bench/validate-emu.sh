@@ -221,6 +221,13 @@ run_fio() {
 }
 fio_get() { jq -r ".jobs[0].$2" "$T/$1.json"; }
 
+# write_file NAME FILE MiB: a file written sequentially in 1 MiB direct writes,
+# not preallocated, so that each target lays it out its own way.
+write_file() {
+	run_fio "$1" --filename="$2" --rw=write --bs=1M --iodepth=1 --direct=1 --ioengine=libaio \
+		--size="${3}M" --fallocate=none --end_fsync=1
+}
+
 # --- report (tables and targets) ---------------------------------------------
 
 report() {
@@ -452,10 +459,6 @@ t1_read() {
 	put t1 "$1" "r${2:0:1}_ios" "$ios"
 	put_delta t1 "$1" "r${2:0:1}" "$a" "$b"
 }
-t1_write() {
-	run_fio t1-write --filename="$1" --rw=write --bs=1M --iodepth=1 --direct=1 --ioengine=libaio \
-		--size="${T1_FILE_MB}M" --fallocate=none --end_fsync=1
-}
 # The same blocks, in the same order, on every target: fio's random map
 # (each block at most once) with a fixed seed over the same file size.
 t1_overwrite() {
@@ -473,7 +476,7 @@ t1_fs() {
 	local fs=$1 f=$MNT/frag.dat n
 	say "test 1: $fs"
 	fs_up "$fs"
-	t1_write "$f"
+	write_file t1-write "$f" "$T1_FILE_MB"
 	n=$(ff_extents "$f"); put t1 "$fs" extents_before "$n"
 	t1_read "$fs" before "$f"
 	t1_overwrite "$fs" "$f"
@@ -489,7 +492,7 @@ t1_fsp() {
 	local name=$1 cow=$2 journal=$3 f=$FUSE/frag.dat run n
 	say "test 1: fsprism --cow=$cow --journal=$journal"
 	fsp_up "$cow" "$journal" --format
-	t1_write "$f"
+	write_file t1-write "$f" "$T1_FILE_MB"
 	run=$(fsp_down)
 	n=$(fsp_extents "$run" frag.dat); put t1 "$name" extents_before "$n"
 	fsp_up "$cow" "$journal"
@@ -593,10 +596,6 @@ test2() {
 
 # --- test 3: small fsync-heavy writes ----------------------------------------
 
-t3_fill() {
-	run_fio t3-fill --filename="$1" --rw=write --bs=1M --iodepth=1 --direct=1 --ioengine=libaio \
-		--size="${T3_FILE_MB}M" --fallocate=none --end_fsync=1
-}
 # t3_writes TARGET FILE: the measured job, with the device delta around it.
 t3_writes() {
 	local a b
@@ -614,7 +613,7 @@ t3_writes() {
 t3_fs() {
 	say "test 3: $1"
 	fs_up "$1"
-	t3_fill "$MNT/sync.dat"
+	write_file t3-fill "$MNT/sync.dat" "$T3_FILE_MB"
 	sync -f "$MNT/sync.dat"
 	t3_writes "$1" "$MNT/sync.dat"
 	fs_down
@@ -627,7 +626,7 @@ t3_fsp() {
 	local name=$1 cow=$2 journal=$3 a b run
 	say "test 3: fsprism --cow=$cow --journal=$journal"
 	fsp_up "$cow" "$journal" --format
-	t3_fill "$FUSE/sync.dat"
+	write_file t3-fill "$FUSE/sync.dat" "$T3_FILE_MB"
 	fsp_down >/dev/null
 	a=$(snap)
 	fsp_up "$cow" "$journal"
