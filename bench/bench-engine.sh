@@ -4,7 +4,7 @@
 # so that drift (thermal, other load) hits both alike.
 #
 # Jobs: 4 KiB random read QD1 and QD32, 128 KiB sequential read QD1,
-# 50/50 mixed sequential 128 KiB QD1 (fio rw=rw, one shared offset). QD32
+# 50/50 mixed sequential 128 KiB QD1. QD32
 # runs twice: against fio's defaults (one io_submit per IO) and against fio
 # told to batch submissions the way fsprism's engine does.
 # Per job and round: IOPS, p50 latency (fio: `lat`, submission to
@@ -56,9 +56,9 @@ fio_args() {
 	randread-4k-qd32-batch) echo "--rw=randread --bs=4k --iodepth=32 --norandommap" \
 		"--iodepth_batch_submit=32 --iodepth_batch_complete_max=32" ;;
 	seqread-128k-qd1) echo "--rw=read --bs=128k --iodepth=1" ;;
-	# fio's write latency includes scrambling the buffer before each write
-	# (scramble_buffers=1 is its default, measured ~+10 us at 128 KiB here);
-	# fsprism prepares its buffer before the IO's clock starts, so turn it off.
+	# fio scrambles each write buffer by default (scramble_buffers=1, inside
+	# its latency); fsprism stamps its buffers outside the clock. Neither
+	# touches the data here (fio scramble_buffers=0, fsprism random,fixed).
 	mixseq-128k-qd1)  echo "--rw=rw --rwmixread=50 --bs=128k --iodepth=1 --scramble_buffers=0" ;;
 	esac
 }
@@ -67,7 +67,10 @@ fsp_args() {
 	randread-4k-qd1)  echo "sustained-randread --qd=1" ;;
 	randread-4k-qd32*) echo "sustained-randread --qd=32" ;;
 	seqread-128k-qd1) echo "sustained-seqread --qd=1" ;;
-	mixseq-128k-qd1)  echo "mixed-seq --mix=50 --duty=100" ;;
+	# fio's rw=rw: reads and writes each advance their own offset, and each
+	# IO's direction is drawn at random (see docs/profiles.md)
+	mixseq-128k-qd1)  echo "mixed-seq --mix=50 --duty=100 --offsets=per-direction" \
+		"--interleave=random --pattern=random,fixed" ;;
 	esac
 }
 

@@ -64,17 +64,26 @@ uint64_t fsp_offgen_next(struct fsp_offgen *g);
 /* ---- read/write mix ---------------------------------------------------- */
 
 /*
- * Deterministic interleaving (Bresenham): over any 100/gcd(100,pct) IOs
- * exactly pct% are reads, e.g. 70/30 gives 7 reads in every 10 IOs.
+ * EXACT: deterministic interleaving (Bresenham): over any 100/gcd(100,pct)
+ * IOs exactly pct% are reads, e.g. 70/30 gives 7 reads in every 10 IOs,
+ * spread out. RANDOM: each IO is a read with probability pct% (seeded), so
+ * runs of one direction come and go as with fio's rwmixread.
  */
+enum fsp_interleave { FSP_INTERLEAVE_EXACT = 0, FSP_INTERLEAVE_RANDOM };
+
 struct fsp_mix {
 	unsigned read_pct;
 	unsigned acc;
+	enum fsp_interleave interleave;
+	uint64_t rng;
 };
 
-void fsp_mix_init(struct fsp_mix *m, unsigned read_pct);
+void fsp_mix_init(struct fsp_mix *m, unsigned read_pct,
+		  enum fsp_interleave interleave, uint64_t seed);
 static inline int fsp_mix_next_is_read(struct fsp_mix *m)
 {
+	if (m->interleave == FSP_INTERLEAVE_RANDOM)
+		return fsp_rand64(&m->rng) % 100 < m->read_pct;
 	m->acc += m->read_pct;
 	if (m->acc >= 100) {
 		m->acc -= 100;
@@ -84,15 +93,26 @@ static inline int fsp_mix_next_is_read(struct fsp_mix *m)
 }
 
 /*
- * The next IO of a step: direction from the mix, offset from the one
- * generator both directions share (so mixed sequential reads and writes
- * continue a single sequence, like fio's rw=rw). Returns 1 for a read.
+ * Where mixed reads and writes take their offsets. SHARED: from one
+ * generator, so mixed sequential IO continues a single sequence whatever
+ * the direction (read 0, write 128k, read 256k, ...). PER_DIRECTION: reads
+ * and writes each from their own generator, as fio's rw=rw and randrw do
+ * (fio keeps last_pos per direction: read 0, write 0, read 128k, write 128k).
  */
-static inline int fsp_engine_next_io(struct fsp_offgen *g, struct fsp_mix *m,
-				     uint64_t *offset)
+enum fsp_offsets { FSP_OFFSETS_SHARED = 0, FSP_OFFSETS_PER_DIRECTION };
+
+/*
+ * The next IO of a step: direction from the mix, then the offset from that
+ * direction's generator (read_gen and write_gen are the same generator for
+ * FSP_OFFSETS_SHARED). Returns 1 for a read.
+ */
+static inline int fsp_engine_next_io(struct fsp_offgen *read_gen,
+				     struct fsp_offgen *write_gen,
+				     struct fsp_mix *m, uint64_t *offset)
 {
-	*offset = fsp_offgen_next(g);
-	return fsp_mix_next_is_read(m);
+	int is_read = fsp_mix_next_is_read(m);
+	*offset = fsp_offgen_next(is_read ? read_gen : write_gen);
+	return is_read;
 }
 
 /* ---- duty cycle -------------------------------------------------------- */
@@ -112,6 +132,8 @@ struct fsp_step_spec {
 	unsigned qd;
 	unsigned read_pct;      /* 100 = read only, 0 = write only */
 	enum fsp_access access;
+	enum fsp_offsets offsets;
+	enum fsp_interleave interleave;
 	int norepeat;
 	uint64_t seed;
 	uint64_t span_off, span_size;

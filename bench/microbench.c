@@ -44,7 +44,7 @@ static double cpu_ns(void)
 static void bench_pattern(int rounds)
 {
 	static unsigned char buf[128 << 10] __attribute__((aligned(4096)));
-	struct fsp_pattern p = { FSP_PATTERN_RANDOM, 0 };
+	struct fsp_pattern p = { .kind = FSP_PATTERN_RANDOM };
 	uint64_t rng = fsp_rand_seed(1), counter = 0;
 	const size_t sizes[] = { 4096, 128 << 10 };
 	printf("pattern (ns per write buffer, best of %d)\n", rounds);

@@ -9,19 +9,29 @@
 int fsp_pattern_parse(const char *s, struct fsp_pattern *p, char *err,
 		      size_t errlen)
 {
-	if (!strcmp(s, "zeros")) {
+	size_t len = strlen(s);
+	int fixed = len > 6 && !strcmp(s + len - 6, ",fixed");
+	char kind[64];
+	if (fixed)
+		len -= 6;
+	if (len >= sizeof(kind))
+		goto bad;
+	memcpy(kind, s, len);
+	kind[len] = 0;
+	if (!strcmp(kind, "zeros")) {
+		if (fixed) {
+			snprintf(err, errlen, "'%s': zeros are never stamped, "
+				 "',fixed' applies to random and compress:N", s);
+			return -1;
+		}
 		p->kind = FSP_PATTERN_ZEROS;
 		p->compress_pct = 100;
-		return 0;
-	}
-	if (!strcmp(s, "random")) {
+	} else if (!strcmp(kind, "random")) {
 		p->kind = FSP_PATTERN_RANDOM;
 		p->compress_pct = 0;
-		return 0;
-	}
-	if (!strncmp(s, "compress:", 9)) {
+	} else if (!strncmp(kind, "compress:", 9)) {
 		char *end;
-		const char *num = s + 9;
+		const char *num = kind + 9;
 		unsigned long n = strtoul(num, &end, 10);
 		if (*num < '0' || *num > '9' || *end || n > 100) {
 			snprintf(err, errlen,
@@ -31,24 +41,30 @@ int fsp_pattern_parse(const char *s, struct fsp_pattern *p, char *err,
 		}
 		p->kind = FSP_PATTERN_COMPRESS;
 		p->compress_pct = (unsigned)n;
-		return 0;
+	} else {
+		goto bad;
 	}
+	p->fixed = fixed;
+	return 0;
+bad:
 	snprintf(err, errlen,
-		 "'%s' is not a pattern (use zeros, random or compress:N)", s);
+		 "'%s' is not a pattern (use zeros, random or compress:N, "
+		 "optionally followed by ,fixed)", s);
 	return -1;
 }
 
 void fsp_pattern_format(const struct fsp_pattern *p, char *buf, size_t len)
 {
+	const char *fixed = p->fixed ? ",fixed" : "";
 	switch (p->kind) {
 	case FSP_PATTERN_ZEROS:
 		snprintf(buf, len, "zeros");
 		break;
 	case FSP_PATTERN_RANDOM:
-		snprintf(buf, len, "random");
+		snprintf(buf, len, "random%s", fixed);
 		break;
 	default:
-		snprintf(buf, len, "compress:%u", p->compress_pct);
+		snprintf(buf, len, "compress:%u%s", p->compress_pct, fixed);
 		break;
 	}
 }

@@ -9,6 +9,9 @@
  *                deduplicating or compressing drive gains nothing
  *   compress:N   N% compressible: the first N% of every 512-byte sector is
  *                zeros, the rest random (stamped like `random`)
+ * and ",fixed" after random or compress:N: the buffers are filled once and
+ * never stamped (fio's scramble_buffers=0); cheaper per write, but a
+ * deduplicating drive sees the same sectors again and again.
  */
 #ifndef FSP_BENCH_PATTERN_H
 #define FSP_BENCH_PATTERN_H
@@ -25,12 +28,14 @@ enum fsp_pattern_kind {
 struct fsp_pattern {
 	enum fsp_pattern_kind kind;
 	unsigned compress_pct; /* FSP_PATTERN_COMPRESS: 0..100 */
+	int fixed;             /* ",fixed": no stamping before each write */
 };
 
-/* Parse "zeros", "random" or "compress:N". 0, or -1 with a reason in err. */
+/* Parse "zeros", "random" or "compress:N", the last two optionally with
+ * ",fixed". 0, or -1 with a reason in err. */
 int fsp_pattern_parse(const char *s, struct fsp_pattern *p, char *err,
 		      size_t errlen);
-/* "zeros", "random", "compress:50" */
+/* "zeros", "random", "compress:50", "random,fixed" */
 void fsp_pattern_format(const struct fsp_pattern *p, char *buf, size_t len);
 
 /* xorshift64*: the engine's one PRNG (fast, seedable, never 0). */
@@ -69,6 +74,12 @@ static inline size_t fsp_pattern_zero_len(const struct fsp_pattern *p)
 void fsp_pattern_fill(const struct fsp_pattern *p, void *buf, size_t len,
 		      uint64_t *rng);
 
+/* Does fsp_pattern_refresh change anything for this pattern? */
+static inline int fsp_pattern_stamps(const struct fsp_pattern *p)
+{
+	return !p->fixed && fsp_pattern_zero_len(p) + 16 <= 512;
+}
+
 /*
  * Per write (hot path): make the buffer's content unique again by stamping
  * 16 fresh bytes (a counter and a random word) at the start of the random
@@ -79,9 +90,9 @@ static inline void fsp_pattern_refresh(const struct fsp_pattern *p, void *buf,
 				       size_t len, uint64_t *rng,
 				       uint64_t *counter)
 {
+	if (!fsp_pattern_stamps(p))
+		return; /* fixed, zeros, or too little random data to stamp */
 	size_t at = fsp_pattern_zero_len(p);
-	if (at + 16 > 512)
-		return; /* zeros, or too little random data to stamp */
 	unsigned char *b = buf;
 	for (size_t off = 0; off < len; off += 512) {
 		uint64_t stamp[2] = { ++*counter, fsp_rand64(rng) };

@@ -34,7 +34,7 @@ const struct fsp_profile fsp_profiles[] = {
 const size_t fsp_nprofiles = sizeof(fsp_profiles) / sizeof(fsp_profiles[0]);
 
 const char *const fsp_param_names[] = {
-	"bs", "qd", "mix", "access", "norepeat", "span", "offset", "time",
+	"bs", "qd", "mix", "access", "offsets", "interleave", "norepeat", "span", "offset", "time",
 	"bytes", "burst", "duty", "idle", "pattern", "seed", "segment", "tail",
 	"timeline", NULL,
 };
@@ -376,6 +376,24 @@ int fsp_param_set(struct fsp_params *p, const char *key, const char *v,
 			snprintf(err, errlen, "'%s' is not seq or random", v);
 			return -1;
 		}
+	} else if (!strcmp(key, "offsets")) {
+		if (!strcmp(v, "shared"))
+			p->offsets = FSP_OFFSETS_SHARED;
+		else if (!strcmp(v, "per-direction"))
+			p->offsets = FSP_OFFSETS_PER_DIRECTION;
+		else {
+			snprintf(err, errlen, "'%s' is not shared or per-direction", v);
+			return -1;
+		}
+	} else if (!strcmp(key, "interleave")) {
+		if (!strcmp(v, "exact"))
+			p->interleave = FSP_INTERLEAVE_EXACT;
+		else if (!strcmp(v, "random"))
+			p->interleave = FSP_INTERLEAVE_RANDOM;
+		else {
+			snprintf(err, errlen, "'%s' is not exact or random", v);
+			return -1;
+		}
 	} else if (!strcmp(key, "norepeat")) {
 		if (!*v || !strcmp(v, "1") || !strcmp(v, "yes") || !strcmp(v, "true"))
 			p->norepeat = 1;
@@ -457,6 +475,12 @@ void fsp_param_format(const struct fsp_params *p, const char *key, char *buf,
 		format_list(p->mixes, p->nmix, buf, len);
 	else if (!strcmp(key, "access"))
 		snprintf(buf, len, "%s", p->access == FSP_ACCESS_SEQ ? "seq" : "random");
+	else if (!strcmp(key, "offsets"))
+		snprintf(buf, len, "%s", p->offsets == FSP_OFFSETS_SHARED ?
+			 "shared" : "per-direction");
+	else if (!strcmp(key, "interleave"))
+		snprintf(buf, len, "%s", p->interleave == FSP_INTERLEAVE_EXACT ?
+			 "exact" : "random");
 	else if (!strcmp(key, "norepeat"))
 		snprintf(buf, len, "%s", p->norepeat ? "yes" : "no");
 	else if (!strcmp(key, "span")) {

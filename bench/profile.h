@@ -35,6 +35,8 @@ struct fsp_params {
 	unsigned qds[FSP_MAX_LIST], nqd;
 	unsigned mixes[FSP_MAX_LIST], nmix; /* read percentages */
 	enum fsp_access access;
+	enum fsp_offsets offsets; /* mixed IO: one offset sequence, or one per direction */
+	enum fsp_interleave interleave; /* mixed IO: exact ratio, or random per IO */
 	int norepeat;
 	uint64_t span;        /* bytes; capped to the target at run time */
 	uint64_t offset;      /* span start */

@@ -71,9 +71,9 @@ static void run_usage(FILE *f)
 "  --label NAME           a name for this run (used by compare)\n"
 "  --record=MODE          full | sample:N | hist (default) | off\n"
 "  --quiet                no summary table, only the run number line\n"
-"parameters (override the profile): --bs= --qd= --mix= --access= --norepeat\n"
-"  --span= --offset= --time= --bytes= --burst= --duty= --idle= --pattern=\n"
-"  --seed= --segment= --tail= --timeline=\n");
+"parameters (override the profile): --bs= --qd= --mix= --access= --offsets=\n"
+"  --interleave= --norepeat --span= --offset= --time= --bytes= --burst= --duty=\n"
+"  --idle= --pattern= --seed= --segment= --tail= --timeline=\n");
 }
 
 /* Value of "--name=value" or "--name value"; advances *i for the latter. */
@@ -379,10 +379,16 @@ static int check_against_target(struct fsp_params *p, const struct target *t)
 	return 0;
 }
 
-/* Write the pattern over [from, to) with O_DIRECT so reads hit real blocks. */
-static int prefill(int fd, uint64_t from, uint64_t to, const struct fsp_pattern *pat)
+/*
+ * Write the pattern over [from, to) with O_DIRECT so reads hit real blocks,
+ * every sector unique even for a ",fixed" pattern (a deduplicating drive
+ * must not turn the prefill into a few shared blocks).
+ */
+static int prefill(int fd, uint64_t from, uint64_t to, const struct fsp_pattern *job_pat)
 {
 	const size_t chunk = 1u << 20;
+	struct fsp_pattern stamped = *job_pat, *pat = &stamped;
+	stamped.fixed = 0;
 	void *buf;
 	uint64_t rng = fsp_rand_seed(7), stamp = 0;
 	if (posix_memalign(&buf, 4096, chunk) != 0)
@@ -870,6 +876,7 @@ static int run_steps(const struct run_opts *o, const struct fsp_params *p,
 		struct fsp_step_spec spec = {
 			.fd = t->fd, .index = (uint16_t)i, .bs = p->bs, .qd = s->qd,
 			.read_pct = s->read_pct, .access = p->access,
+			.offsets = p->offsets, .interleave = p->interleave,
 			.norepeat = p->norepeat, .seed = p->seed + i,
 			.span_off = p->offset, .span_size = p->span,
 			.time_ns = p->time_ns,

@@ -118,7 +118,7 @@ static void mix_ratio_exact(void **state)
 	static const unsigned pcts[] = { 0, 1, 10, 30, 33, 50, 70, 90, 99, 100 };
 	for (size_t k = 0; k < sizeof(pcts) / sizeof(pcts[0]); k++) {
 		struct fsp_mix m;
-		fsp_mix_init(&m, pcts[k]);
+		fsp_mix_init(&m, pcts[k], FSP_INTERLEAVE_EXACT, 1);
 		unsigned reads = 0;
 		for (unsigned i = 1; i <= 1000; i++) {
 			reads += (unsigned)fsp_mix_next_is_read(&m);
@@ -128,7 +128,7 @@ static void mix_ratio_exact(void **state)
 	}
 	/* 70/30: exactly 7 reads in every block of 10, interleaved */
 	struct fsp_mix m;
-	fsp_mix_init(&m, 70);
+	fsp_mix_init(&m, 70, FSP_INTERLEAVE_EXACT, 1);
 	for (int block = 0; block < 50; block++) {
 		unsigned reads = 0, run = 0, longest = 0;
 		for (int i = 0; i < 10; i++) {
@@ -149,11 +149,11 @@ static void mixed_sequential_shares_one_offset(void **state)
 	struct fsp_offgen g;
 	struct fsp_mix m;
 	fsp_offgen_init(&g, 0, 100 * 131072, 131072, FSP_ACCESS_SEQ, 0, 1);
-	fsp_mix_init(&m, 50);
+	fsp_mix_init(&m, 50, FSP_INTERLEAVE_EXACT, 1);
 	unsigned reads = 0, writes = 0;
 	for (uint64_t i = 0; i < 250; i++) {
 		uint64_t off;
-		int r = fsp_engine_next_io(&g, &m, &off);
+		int r = fsp_engine_next_io(&g, &g, &m, &off);
 		/* reads and writes continue one sequence: IO i is at block i */
 		assert_int_equal(off, (i % 100) * 131072);
 		reads += (unsigned)r;
@@ -164,13 +164,37 @@ static void mixed_sequential_shares_one_offset(void **state)
 }
 
 /*
- * The same through the real engine: libaio on an O_DIRECT file, every IO
- * logged (record=full) into a real SQLite store; at QD1 the submission
- * order must walk one sequence with reads and writes alternating.
+ * fio's rw=rw: reads and writes each walk their own sequence from the span
+ * start (checked against fio's write_iolog, see docs/profiles.md).
  */
-static void engine_mixed_seq_real_io(void **state)
+static void mixed_sequential_per_direction(void **state)
 {
 	(void)state;
+	struct fsp_offgen rg, wg;
+	struct fsp_mix m;
+	fsp_offgen_init(&rg, 0, 100 * 131072, 131072, FSP_ACCESS_SEQ, 0, 1);
+	fsp_offgen_init(&wg, 0, 100 * 131072, 131072, FSP_ACCESS_SEQ, 0, ~1ull);
+	fsp_mix_init(&m, 70, FSP_INTERLEAVE_EXACT, 1);
+	uint64_t reads = 0, writes = 0;
+	for (uint64_t i = 0; i < 1000; i++) {
+		uint64_t off;
+		if (fsp_engine_next_io(&rg, &wg, &m, &off))
+			assert_int_equal(off, (reads++ % 100) * 131072);
+		else
+			assert_int_equal(off, (writes++ % 100) * 131072);
+	}
+	assert_int_equal(reads, 700);
+	assert_int_equal(writes, 300);
+}
+
+/*
+ * The same through the real engine: libaio on an O_DIRECT file, every IO
+ * logged (record=full) into a real SQLite store; at QD1 the submission
+ * order must alternate reads and writes and walk one sequence (shared
+ * offsets) or one per direction, each read followed by a write at its offset.
+ */
+static void mixed_seq_real_io(enum fsp_offsets offsets)
+{
 	char dir[] = "/var/tmp/fsp-test-engine.XXXXXX";
 	char file[128], dbpath[128], err[256];
 	assert_non_null(mkdtemp(dir));
@@ -196,9 +220,9 @@ static void engine_mixed_seq_real_io(void **state)
 	volatile sig_atomic_t stop = 0;
 	struct fsp_step_spec spec = {
 		.fd = fd, .index = 3, .bs = bs, .qd = 1, .read_pct = 50,
-		.access = FSP_ACCESS_SEQ, .seed = 1, .span_off = 0, .span_size = span,
-		.bytes = 40 * bs, .duty = 100, .timeline_ns = 100000000ull,
-		.pattern = { FSP_PATTERN_RANDOM, 0 }, .log = log, .stop = &stop,
+		.access = FSP_ACCESS_SEQ, .offsets = offsets, .seed = 1,
+		.span_off = 0, .span_size = span, .bytes = 40 * bs, .duty = 100, .timeline_ns = 100000000ull,
+		.pattern = { .kind = FSP_PATTERN_RANDOM }, .log = log, .stop = &stop,
 	};
 	struct fsp_step_result res;
 	assert_int_equal(fsp_engine_step(&spec, &res, err, sizeof(err)), 0);
@@ -221,7 +245,8 @@ static void engine_mixed_seq_real_io(void **state)
 	while (sqlite3_step(s) == SQLITE_ROW) {
 		int op = sqlite3_column_int(s, 0);
 		assert_int_equal(op, i % 2 == 0 ? FSP_OP_READ : FSP_OP_WRITE);
-		assert_int_equal(sqlite3_column_int64(s, 1), (int64_t)((i % 16) * bs));
+		int block = offsets == FSP_OFFSETS_SHARED ? i % 16 : i / 2 % 16;
+		assert_int_equal(sqlite3_column_int64(s, 1), (int64_t)block * bs);
 		assert_int_equal(sqlite3_column_int64(s, 2), bs);
 		assert_int_equal(sqlite3_column_int64(s, 3), bs);
 		assert_int_equal(sqlite3_column_int64(s, 4), sqlite3_column_int64(s, 5));
@@ -240,6 +265,18 @@ static void engine_mixed_seq_real_io(void **state)
 	snprintf(side, sizeof(side), "%s-shm", dbpath);
 	unlink(side);
 	assert_int_equal(rmdir(dir), 0);
+}
+
+static void engine_mixed_seq_real_io(void **state)
+{
+	(void)state;
+	mixed_seq_real_io(FSP_OFFSETS_SHARED);
+}
+
+static void engine_mixed_seq_per_direction_real_io(void **state)
+{
+	(void)state;
+	mixed_seq_real_io(FSP_OFFSETS_PER_DIRECTION);
 }
 
 /* A step on an O_DIRECT temp file without records; skips without O_DIRECT. */
@@ -272,7 +309,7 @@ static void engine_bursts_and_segments(void **state)
 	struct fsp_step_spec burst = {
 		.bs = 4096, .qd = 2, .read_pct = 0, .access = FSP_ACCESS_RANDOM,
 		.seed = 5, .span_size = 1 << 20, .bytes = 64 << 10, .burst = 16 << 10,
-		.duty = 90, .pattern = { FSP_PATTERN_ZEROS, 100 }, .stop = &stop,
+		.duty = 90, .pattern = { .kind = FSP_PATTERN_ZEROS, .compress_pct = 100 }, .stop = &stop,
 	};
 	if (run_file_step(&burst, 1 << 20, &res) != 0)
 		skip();
@@ -295,7 +332,7 @@ static void engine_bursts_and_segments(void **state)
 		.seed = 1, .span_off = 1 << 20, .span_size = 1 << 20,
 		.bytes = 1 << 20, .segment = 256 << 10, .duty = 100,
 		.timeline_ns = 1000000000ull,
-		.pattern = { FSP_PATTERN_RANDOM, 0 }, .stop = &stop,
+		.pattern = { .kind = FSP_PATTERN_RANDOM }, .stop = &stop,
 	};
 	if (run_file_step(&fill, 2 << 20, &res) != 0)
 		skip();
@@ -315,7 +352,7 @@ static void engine_bursts_and_segments(void **state)
 	struct fsp_step_spec timed = {
 		.bs = 4096, .qd = 4, .read_pct = 100, .access = FSP_ACCESS_RANDOM,
 		.seed = 2, .span_size = 1 << 20, .time_ns = 20000000ull, .duty = 100,
-		.pattern = { FSP_PATTERN_RANDOM, 0 }, .stop = &stop,
+		.pattern = { .kind = FSP_PATTERN_RANDOM }, .stop = &stop,
 	};
 	if (run_file_step(&timed, 1 << 20, &res) != 0)
 		skip();
@@ -331,6 +368,127 @@ static void engine_bursts_and_segments(void **state)
 	assert_true(res.interrupted);
 	assert_int_equal(res.read_ios, 0);
 	fsp_step_result_free(&res);
+}
+
+/*
+ * Mixed steps write the stated pattern even though reads land in the
+ * engine's memory too: a file of 0xab bytes, 50/50 sequential at QD2 with
+ * zeros, then compress:50. Blocks read keep their 0xab; every block
+ * written holds the pattern (all zero; zeros at the start of each sector).
+ */
+static void mixed_writes_keep_pattern(const struct fsp_pattern *pat)
+{
+	const uint32_t bs = 4096;
+	const unsigned nblocks = 64;
+	char path[] = "/var/tmp/fsp-test-mixpat.XXXXXX", err[256];
+	int fd = mkstemp(path);
+	assert_true(fd >= 0);
+	unsigned char *buf = malloc(bs);
+	assert_non_null(buf);
+	memset(buf, 0xab, bs);
+	for (unsigned b = 0; b < nblocks; b++)
+		assert_int_equal(pwrite(fd, buf, bs, (off_t)b * bs), (ssize_t)bs);
+	close(fd);
+	fd = open(path, O_RDWR | O_DIRECT);
+	if (fd < 0) {
+		unlink(path);
+		free(buf);
+		skip();
+	}
+	volatile sig_atomic_t stop = 0;
+	struct fsp_step_spec spec = {
+		.fd = fd, .bs = bs, .qd = 2, .read_pct = 50, .access = FSP_ACCESS_SEQ,
+		.seed = 9, .span_size = (uint64_t)nblocks * bs,
+		.bytes = (uint64_t)nblocks * bs, .duty = 100, .pattern = *pat,
+		.stop = &stop,
+	};
+	struct fsp_step_result res;
+	if (fsp_engine_step(&spec, &res, err, sizeof(err)) != 0)
+		fail_msg("step failed: %s", err);
+	assert_int_equal(res.read_ios, nblocks / 2);
+	assert_int_equal(res.write_ios, nblocks / 2);
+	fsp_step_result_free(&res);
+	close(fd);
+
+	/* exact interleave, shared offsets: even blocks read, odd blocks written */
+	size_t zeros = fsp_pattern_zero_len(pat);
+	fd = open(path, O_RDONLY);
+	assert_true(fd >= 0);
+	for (unsigned b = 0; b < nblocks; b++) {
+		assert_int_equal(pread(fd, buf, bs, (off_t)b * bs), (ssize_t)bs);
+		for (uint32_t sector = 0; sector < bs; sector += 512)
+			for (uint32_t i = 0; i < 512; i++) {
+				unsigned char c = buf[sector + i];
+				if (b % 2 == 0 && c != 0xab)
+					fail_msg("block %u (read) changed at %u", b, sector + i);
+				if (b % 2 == 1 && i < zeros && c != 0)
+					fail_msg("block %u (written) byte %u is %#x, not 0",
+						 b, sector + i, c);
+			}
+	}
+	close(fd);
+	unlink(path);
+	free(buf);
+}
+
+static void engine_mixed_writes_keep_pattern(void **state)
+{
+	(void)state;
+	struct fsp_pattern zeros = { .kind = FSP_PATTERN_ZEROS, .compress_pct = 100 };
+	struct fsp_pattern half = { .kind = FSP_PATTERN_COMPRESS, .compress_pct = 50 };
+	mixed_writes_keep_pattern(&zeros);
+	mixed_writes_keep_pattern(&half);
+}
+
+/*
+ * Every sector the engine writes is unique, at QD1 and with a batch of
+ * writes in flight: checks the stamped spare buffers really alternate.
+ */
+static void engine_writes_unique_sectors(void **state)
+{
+	(void)state;
+	const uint32_t bs = 4096;
+	const unsigned nblocks = 64, nsec = nblocks * bs / 512;
+	static const unsigned qds[] = { 1, 4 };
+	for (unsigned k = 0; k < 2; k++) {
+		char path[] = "/var/tmp/fsp-test-unique.XXXXXX", err[256];
+		int fd = mkstemp(path);
+		assert_true(fd >= 0);
+		close(fd);
+		fd = open(path, O_RDWR | O_DIRECT);
+		if (fd < 0) {
+			unlink(path);
+			skip();
+		}
+		assert_int_equal(ftruncate(fd, (off_t)nblocks * bs), 0);
+		volatile sig_atomic_t stop = 0;
+		struct fsp_step_spec spec = {
+			.fd = fd, .bs = bs, .qd = qds[k], .read_pct = 0,
+			.access = FSP_ACCESS_SEQ, .seed = 3,
+			.span_size = (uint64_t)nblocks * bs,
+			.bytes = (uint64_t)nblocks * bs, .duty = 100,
+			.pattern = { .kind = FSP_PATTERN_RANDOM }, .stop = &stop,
+		};
+		struct fsp_step_result res;
+		if (fsp_engine_step(&spec, &res, err, sizeof(err)) != 0)
+			fail_msg("step failed: %s", err);
+		assert_int_equal(res.write_ios, nblocks);
+		fsp_step_result_free(&res);
+		close(fd);
+		unsigned char *data = malloc((size_t)nblocks * bs);
+		assert_non_null(data);
+		fd = open(path, O_RDONLY);
+		assert_true(fd >= 0);
+		assert_int_equal(pread(fd, data, (size_t)nblocks * bs, 0),
+				 (ssize_t)(nblocks * bs));
+		close(fd);
+		unlink(path);
+		for (unsigned i = 0; i < nsec; i++)
+			for (unsigned j = i + 1; j < nsec; j++)
+				if (!memcmp(data + i * 512, data + j * 512, 512))
+					fail_msg("qd %u: sectors %u and %u are equal", qds[k], i, j);
+		free(data);
+	}
 }
 
 /* ---- duty cycle -------------------------------------------------------------- */
@@ -399,6 +557,22 @@ static void pattern_compressibility(void **state)
 	assert_non_null(strstr(err, "0 to 100"));
 	assert_int_equal(fsp_pattern_parse("ones", &p, err, sizeof(err)), -1);
 	assert_non_null(strstr(err, "not a pattern"));
+	/* ",fixed": same content, round-trips through the text form */
+	assert_int_equal(fsp_pattern_parse("compress:50,fixed", &p, err, sizeof(err)), 0);
+	assert_true(p.fixed);
+	assert_int_equal(p.compress_pct, 50);
+	r = compress_ratio(&p, 3);
+	assert_true(r > 1.8 && r < 2.2);
+	char text[64];
+	fsp_pattern_format(&p, text, sizeof(text));
+	assert_string_equal(text, "compress:50,fixed");
+	assert_int_equal(fsp_pattern_parse("random", &p, err, sizeof(err)), 0);
+	assert_false(p.fixed);
+	assert_int_equal(fsp_pattern_parse("zeros,fixed", &p, err, sizeof(err)), -1);
+	assert_non_null(strstr(err, "never stamped"));
+	assert_int_equal(fsp_pattern_parse("random,fixd", &p, err, sizeof(err)), -1);
+	assert_non_null(strstr(err, "not a pattern"));
+	assert_int_equal(fsp_pattern_parse(",fixed", &p, err, sizeof(err)), -1);
 }
 
 /* After a refresh, no 512-byte sector repeats: neither within a buffer nor
@@ -428,6 +602,16 @@ static void pattern_refresh_defeats_dedup(void **state)
 		free(a);
 		free(b);
 	}
+	/* ",fixed" leaves the buffer as filled */
+	struct fsp_pattern p;
+	char err[64];
+	assert_int_equal(fsp_pattern_parse("random,fixed", &p, err, sizeof(err)), 0);
+	unsigned char a[4096], b[4096];
+	uint64_t rng = fsp_rand_seed(1), stamp = 0;
+	fsp_pattern_fill(&p, a, sizeof(a), &rng);
+	memcpy(b, a, sizeof(a));
+	fsp_pattern_refresh(&p, b, sizeof(b), &rng, &stamp);
+	assert_memory_equal(a, b, sizeof(a));
 }
 
 /* ---- parameters, profiles, job files ------------------------------------------- */
@@ -461,11 +645,15 @@ static void param_parsing(void **state)
 	expect_param_error("duty", "0", "not a duty cycle");
 	expect_param_error("pattern", "compress:x", "compress:N");
 	expect_param_error("access", "sideways", "not seq or random");
+	expect_param_error("offsets", "fio", "not shared or per-direction");
 	expect_param_error("frobnicate", "1", "unknown parameter");
 
 	assert_int_equal(fsp_profile_load("mixed-seq", FSP_SCALE_DEFAULT, &p), 0);
 	assert_int_equal(fsp_param_set(&p, "bs", "128KiB", err, sizeof(err)), 0);
 	assert_int_equal(p.bs, 131072);
+	assert_int_equal(p.offsets, FSP_OFFSETS_SHARED); /* the profile's default */
+	assert_int_equal(fsp_param_set(&p, "offsets", "per-direction", err, sizeof(err)), 0);
+	assert_int_equal(p.offsets, FSP_OFFSETS_PER_DIRECTION);
 	assert_int_equal(fsp_param_set(&p, "span", "1G", err, sizeof(err)), 0);
 	assert_int_equal(p.span, 1ull << 30);
 	assert_true(p.span_set);
@@ -617,8 +805,12 @@ int main(void)
 		cmocka_unit_test(random_reproducible_with_seed),
 		cmocka_unit_test(mix_ratio_exact),
 		cmocka_unit_test(mixed_sequential_shares_one_offset),
+		cmocka_unit_test(mixed_sequential_per_direction),
 		cmocka_unit_test(engine_mixed_seq_real_io),
+		cmocka_unit_test(engine_mixed_seq_per_direction_real_io),
 		cmocka_unit_test(engine_bursts_and_segments),
+		cmocka_unit_test(engine_mixed_writes_keep_pattern),
+		cmocka_unit_test(engine_writes_unique_sectors),
 		cmocka_unit_test(duty_cycle_arithmetic),
 		cmocka_unit_test(pattern_compressibility),
 		cmocka_unit_test(pattern_refresh_defeats_dedup),
