@@ -13,14 +13,20 @@
 # the median ratios fsprism/fio. Targets: IOPS >= 1.0, p50 within 5%,
 # CPU per IO <= 1.0.
 #
+# Both tools ramp up for RAMP before measuring (fio --ramp_time, fsprism
+# --ramp): a freshly started job runs far above its steady rate for its
+# first 100-300 ms here (fio's 100 ms IOPS log: 55-63k, then 33k, at 4 KiB
+# QD1), which alone skewed 1 s comparisons by 8%.
+#
 # usage: sudo bench/bench-engine.sh [FSPRISM]   (default ./fsprism)
 # environment: ROUNDS (4; keep it even, see the last columns), SECS per run (5), SIZE of the RAM disk (1G),
-#              JOBS (space-separated subset of the job names below)
+#              RAMP before each run (1s), JOBS (space-separated subset of the job names below)
 set -eu
 
 FSPRISM=${1:-./fsprism}
 ROUNDS=${ROUNDS:-4}
 SECS=${SECS:-5}
+RAMP=${RAMP:-1s}
 SIZE=${SIZE:-1G}
 JOBS=${JOBS:-"randread-4k-qd1 randread-4k-qd32 randread-4k-qd32-batch seqread-128k-qd1 mixseq-128k-qd1"}
 
@@ -78,7 +84,7 @@ fsp_args() {
 run_fio() {
 	# shellcheck disable=SC2046
 	fio --name=job --filename="$DEV" --ioengine=libaio --direct=1 \
-		$(fio_args "$1") --size="$BYTES" --runtime="$SECS" --time_based \
+		$(fio_args "$1") --size="$BYTES" --ramp_time="$RAMP" --runtime="$SECS" --time_based \
 		--lat_percentiles=1 --output-format=json >"$W/fio.json" 2>"$W/fio.err" ||
 		{ cat "$W/fio.err" >&2; exit 1; }
 	jq -r '.jobs[0] | [ (.read.total_ios + .write.total_ios),
@@ -94,7 +100,7 @@ run_fio() {
 run_fsp() {
 	# shellcheck disable=SC2046
 	out=$("$FSPRISM" run $(fsp_args "$1") "$DEV" --db "$W/b.db" \
-		--span="$BYTES" --time="${SECS}s" --bytes=0 --idle=0 --quiet) ||
+		--span="$BYTES" --ramp="$RAMP" --time="${SECS}s" --bytes=0 --idle=0 --quiet) ||
 		{ echo "$out" >&2; exit 1; }
 	run=$(echo "$out" | sed -n 's/.*run \([0-9]*\) stored.*/\1/p')
 	"$FSPRISM" stats "$W/b.db" --run "$run" --format csv >"$W/stats.csv"
@@ -106,7 +112,7 @@ run_fsp() {
 		printf "%.0f %.2f %.2f %.0f\n", $1 / ($2 / 1e9), r, w, $3 / $1 }'
 }
 
-echo "# bench-engine: fio vs fsprism run on $DEV (RAM-backed, $SIZE), $ROUNDS rounds of ${SECS}s"
+echo "# bench-engine: fio vs fsprism run on $DEV (RAM-backed, $SIZE), $ROUNDS rounds of ${SECS}s after a $RAMP ramp"
 echo "# $(uname -r), $(nproc) CPUs, $(fio --version), $("$FSPRISM" version)"
 printf "%-22s %5s %-8s %10s %10s %10s %10s\n" job round tool IOPS p50r_us p50w_us cpu_ns/io
 : >"$W/results"

@@ -516,6 +516,43 @@ static int run_burst(struct loop *L, uint64_t *busy_ns, char *err,
 	return rc;
 }
 
+/*
+ * The ramp (fio's ramp_time): the same IO for ramp_ns, then the queue
+ * drains and nothing of it is kept; the offset and mix sequences go on
+ * from where it stopped, and the byte and time limits start afterwards.
+ * Right after process start a job can run well above its steady rate for
+ * a few hundred ms (scheduler placement of a new task); a ramp leaves that
+ * out of short measurements.
+ */
+static int ramp(struct loop *L, char *err, size_t errlen)
+{
+	const struct fsp_step_spec *spec = L->spec;
+	struct fsp_step_spec warm = *spec;
+	warm.time_ns = spec->ramp_ns;
+	warm.bytes = 0;
+	warm.segment = 0;
+	warm.timeline_ns = 0;
+	warm.log = NULL;
+	warm.progress = NULL;
+	struct fsp_step_result *res = L->res;
+	uint64_t busy_ns = 0;
+	L->spec = &warm;
+	int rc = run_burst(L, &busy_ns, err, errlen);
+	L->spec = spec;
+	if (rc == 0 && res->errors) {
+		snprintf(err, errlen, "during the ramp: %s at offset %llu",
+			 strerror(res->first_error),
+			 (unsigned long long)res->error_offset);
+		rc = -1;
+	}
+	/* forget the ramp: counters, histograms, bytes issued */
+	res->read_ios = res->write_ios = res->read_bytes = res->write_bytes = 0;
+	fsp_hist_init(res->read_hist);
+	fsp_hist_init(res->write_hist);
+	L->issued_bytes = L->done_bytes = 0;
+	return rc;
+}
+
 int fsp_engine_step(const struct fsp_step_spec *spec,
 		    struct fsp_step_result *res, char *err, size_t errlen)
 {
@@ -533,6 +570,10 @@ int fsp_engine_step(const struct fsp_step_spec *spec,
 		return -1;
 	}
 	if (loop_setup(&L, err, errlen) != 0) {
+		loop_teardown(&L);
+		return -1;
+	}
+	if (spec->ramp_ns && !spec->burst && ramp(&L, err, errlen) != 0) {
 		loop_teardown(&L);
 		return -1;
 	}

@@ -35,7 +35,7 @@ const size_t fsp_nprofiles = sizeof(fsp_profiles) / sizeof(fsp_profiles[0]);
 
 const char *const fsp_param_names[] = {
 	"bs", "qd", "mix", "access", "offsets", "interleave", "norepeat", "span", "offset", "time",
-	"bytes", "burst", "duty", "idle", "pattern", "seed", "segment", "tail",
+	"bytes", "ramp", "burst", "duty", "idle", "pattern", "seed", "segment", "tail",
 	"timeline", NULL,
 };
 
@@ -413,6 +413,8 @@ int fsp_param_set(struct fsp_params *p, const char *key, const char *v,
 		return set_duration(&p->time_ns, v, err, errlen);
 	} else if (!strcmp(key, "bytes")) {
 		return set_size(&p->bytes, v, err, errlen);
+	} else if (!strcmp(key, "ramp")) {
+		return set_duration(&p->ramp_ns, v, err, errlen);
 	} else if (!strcmp(key, "burst")) {
 		return set_size(&p->burst, v, err, errlen);
 	} else if (!strcmp(key, "duty")) {
@@ -494,6 +496,8 @@ void fsp_param_format(const struct fsp_params *p, const char *key, char *buf,
 		fsp_format_duration(p->time_ns, buf, len);
 	else if (!strcmp(key, "bytes"))
 		fsp_format_size(p->bytes, buf, len);
+	else if (!strcmp(key, "ramp"))
+		fsp_format_duration(p->ramp_ns, buf, len);
 	else if (!strcmp(key, "burst"))
 		fsp_format_size(p->burst, buf, len);
 	else if (!strcmp(key, "duty"))
@@ -535,6 +539,13 @@ int fsp_params_check(const struct fsp_params *p, char *err, size_t errlen)
 	}
 	if (p->burst && !p->bytes && !p->time_ns) {
 		snprintf(err, errlen, "burst: bursts need a bytes or time limit");
+		return -1;
+	}
+	if (p->ramp_ns && (p->burst || p->fill)) {
+		snprintf(err, errlen, "ramp: not with %s (%s)",
+			 p->fill ? "fill" : "bursts",
+			 p->fill ? "a fill measures every byte of the span once"
+				 : "a burst is measured from idle");
 		return -1;
 	}
 	if (p->fill && p->segment < p->bs) {

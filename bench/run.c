@@ -72,8 +72,8 @@ static void run_usage(FILE *f)
 "  --record=MODE          full | sample:N | hist (default) | off\n"
 "  --quiet                no summary table, only the run number line\n"
 "parameters (override the profile): --bs= --qd= --mix= --access= --offsets=\n"
-"  --interleave= --norepeat --span= --offset= --time= --bytes= --burst= --duty=\n"
-"  --idle= --pattern= --seed= --segment= --tail= --timeline=\n");
+"  --interleave= --norepeat --span= --offset= --time= --bytes= --ramp= --burst=\n"
+"  --duty= --idle= --pattern= --seed= --segment= --tail= --timeline=\n");
 }
 
 /* Value of "--name=value" or "--name value"; advances *i for the latter. */
@@ -879,7 +879,7 @@ static int run_steps(const struct run_opts *o, const struct fsp_params *p,
 			.offsets = p->offsets, .interleave = p->interleave,
 			.norepeat = p->norepeat, .seed = p->seed + i,
 			.span_off = p->offset, .span_size = p->span,
-			.time_ns = p->time_ns,
+			.ramp_ns = p->ramp_ns, .time_ns = p->time_ns,
 			.bytes = p->fill ? p->span : p->bytes,
 			.burst = p->burst, .duty = p->duty,
 			.segment = p->fill ? p->segment : 0,

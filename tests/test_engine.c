@@ -491,6 +491,59 @@ static void engine_writes_unique_sectors(void **state)
 	}
 }
 
+/*
+ * A ramp runs IO that is not measured: 30 ms of sequential writes over a
+ * zeroed file, then a step of exactly 8 blocks. The file shows more than 8
+ * blocks written; the result and its histogram hold the 8.
+ */
+static void engine_ramp_not_measured(void **state)
+{
+	(void)state;
+	const uint32_t bs = 4096;
+	const unsigned nblocks = 64;
+	char path[] = "/var/tmp/fsp-test-ramp.XXXXXX", err[256];
+	int fd = mkstemp(path);
+	assert_true(fd >= 0);
+	close(fd);
+	fd = open(path, O_RDWR | O_DIRECT);
+	if (fd < 0) {
+		unlink(path);
+		skip();
+	}
+	assert_int_equal(ftruncate(fd, (off_t)nblocks * bs), 0);
+	volatile sig_atomic_t stop = 0;
+	struct fsp_step_spec spec = {
+		.fd = fd, .bs = bs, .qd = 2, .read_pct = 0, .access = FSP_ACCESS_SEQ,
+		.seed = 1, .span_size = (uint64_t)nblocks * bs, .ramp_ns = 30000000ull,
+		.bytes = 8ull * bs, .duty = 100, .timeline_ns = 1000000ull,
+		.pattern = { .kind = FSP_PATTERN_RANDOM }, .stop = &stop,
+	};
+	struct fsp_step_result res;
+	if (fsp_engine_step(&spec, &res, err, sizeof(err)) != 0)
+		fail_msg("step failed: %s", err);
+	assert_int_equal(res.write_ios, 8);
+	assert_int_equal(res.write_bytes, 8ull * bs);
+	assert_int_equal(res.write_hist->count, 8);
+	uint64_t tl = 0;
+	for (size_t i = 0; i < res.ntimeline; i++)
+		tl += res.timeline[i].write_ios;
+	assert_int_equal(tl, 8);
+	assert_true(res.busy_ns < spec.ramp_ns); /* the ramp is not busy time */
+	fsp_step_result_free(&res);
+	close(fd);
+	fd = open(path, O_RDONLY);
+	assert_true(fd >= 0);
+	unsigned char buf[4096], zero[4096] = { 0 };
+	unsigned written = 0;
+	for (unsigned b = 0; b < nblocks; b++) {
+		assert_int_equal(pread(fd, buf, bs, (off_t)b * bs), (ssize_t)bs);
+		written += memcmp(buf, zero, bs) != 0;
+	}
+	close(fd);
+	unlink(path);
+	assert_true(written > 8);
+}
+
 /* ---- duty cycle -------------------------------------------------------------- */
 
 static void duty_cycle_arithmetic(void **state)
@@ -646,6 +699,7 @@ static void param_parsing(void **state)
 	expect_param_error("pattern", "compress:x", "compress:N");
 	expect_param_error("access", "sideways", "not seq or random");
 	expect_param_error("offsets", "fio", "not shared or per-direction");
+	expect_param_error("ramp", "soon", "not a duration");
 	expect_param_error("frobnicate", "1", "unknown parameter");
 
 	assert_int_equal(fsp_profile_load("mixed-seq", FSP_SCALE_DEFAULT, &p), 0);
@@ -680,6 +734,19 @@ static void param_parsing(void **state)
 	assert_int_equal(fsp_param_set(&p, "bytes", "0", err, sizeof(err)), 0);
 	assert_int_equal(fsp_params_check(&p, err, sizeof(err)), -1);
 	assert_non_null(strstr(err, "limit"));
+	/* a ramp: any step but bursts (measured from idle) and fill (each byte once) */
+	assert_int_equal(fsp_param_set(&p, "time", "2s", err, sizeof(err)), 0);
+	assert_int_equal(fsp_param_set(&p, "ramp", "500ms", err, sizeof(err)), 0);
+	assert_int_equal(p.ramp_ns, 500000000ull);
+	assert_int_equal(fsp_params_check(&p, err, sizeof(err)), 0);
+	assert_int_equal(fsp_profile_load("burst-seqread", FSP_SCALE_DEFAULT, &p), 0);
+	assert_int_equal(fsp_param_set(&p, "ramp", "1s", err, sizeof(err)), 0);
+	assert_int_equal(fsp_params_check(&p, err, sizeof(err)), -1);
+	assert_non_null(strstr(err, "ramp: not with bursts"));
+	assert_int_equal(fsp_profile_load("fill", FSP_SCALE_DEFAULT, &p), 0);
+	assert_int_equal(fsp_param_set(&p, "ramp", "1s", err, sizeof(err)), 0);
+	assert_int_equal(fsp_params_check(&p, err, sizeof(err)), -1);
+	assert_non_null(strstr(err, "ramp: not with fill"));
 }
 
 static void profiles_full_scale(void **state)
@@ -811,6 +878,7 @@ int main(void)
 		cmocka_unit_test(engine_bursts_and_segments),
 		cmocka_unit_test(engine_mixed_writes_keep_pattern),
 		cmocka_unit_test(engine_writes_unique_sectors),
+		cmocka_unit_test(engine_ramp_not_measured),
 		cmocka_unit_test(duty_cycle_arithmetic),
 		cmocka_unit_test(pattern_compressibility),
 		cmocka_unit_test(pattern_refresh_defeats_dedup),
