@@ -5,10 +5,11 @@
  * lines starting with '#' are ignored (also text after " #"). `profile =
  * NAME` (optional, anywhere in the file) picks the base profile whose
  * values the other keys override; without it the base is a neutral 4 KiB
- * random-read QD1 job. Every other key is a parameter name (bs, qd, mix,
- * access, norepeat, span, offset, time, bytes, burst, duty, idle, pattern,
- * seed, segment, tail, timeline), plus `score = qd124|steps|bursts|fill`
- * and `fill = yes|no`.
+ * random-read QD1 job. Every other key is a parameter name
+ * (fsp_param_names: bs, qd, mix, access, offsets, interleave, norepeat,
+ * span, offset, time, bytes, ramp, burst, duty, idle, pattern, seed,
+ * segment, tail, timeline), plus `score = qd124|steps|bursts|fill` and
+ * `fill = yes|no`.
  *
  *   # 50/50 mixed sequential at 64 KiB, QD2
  *   profile = mixed-seq

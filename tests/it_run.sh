@@ -108,6 +108,32 @@ else
 fi
 expect_eq "pattern recorded" compress:50 \
 	"$(q "SELECT pattern FROM steps WHERE run=$RUN")"
+# A mixed run writes its own pattern, never what its reads returned: zeros
+# in 50/50 over the compress:50 data, fio-style offsets (reads and writes
+# each from the span start), after a short ramp. Writes cover the first
+# ~2 MiB; the last 2 MiB are only ever read.
+run_ok "raw: mixed, zeros, per-direction offsets, ramp" mixed-seq "$DATA" --destroy-data \
+	--mix=50 --bytes=4M --span=8M --pattern=zeros --offsets=per-direction \
+	--interleave=random --ramp=2ms --quiet
+if cmp -s -n 1048576 "$DATA" /dev/zero; then
+	ok "mixed run wrote zeros, not the data it read"
+else
+	not_ok "mixed run with pattern zeros wrote non-zero data"
+fi
+if tail -c +6291457 "$DATA" | head -c 2097152 | cmp -s - /dev/zero -n 2097152; then
+	not_ok "the read-only end of the span was overwritten"
+else
+	ok "the read-only end of the span kept its data"
+fi
+expect_eq "mixed: parameters recorded" "per-direction|random|2ms|zeros" "$(q "
+	SELECT (SELECT value FROM run_attrs WHERE run=$RUN AND key='param.offsets') || '|' ||
+	       (SELECT value FROM run_attrs WHERE run=$RUN AND key='param.interleave') || '|' ||
+	       (SELECT value FROM run_attrs WHERE run=$RUN AND key='param.ramp') || '|' ||
+	       (SELECT pattern FROM steps WHERE run=$RUN)")"
+run_ok "raw: random,fixed pattern" sustained-seqwrite "$DATA" --destroy-data \
+	--qd=2 --bytes=1M --span=8M --pattern=random,fixed --quiet
+expect_eq "fixed pattern recorded" random,fixed \
+	"$(q "SELECT pattern FROM steps WHERE run=$RUN")"
 
 # ---- every IO recorded with --record=full, parent and label stored ----------
 run_ok "raw: record=full" sustained-randread "$RAW" --qd=2 --time=200ms --span=16M \
@@ -223,6 +249,10 @@ expect_fail "bad size" "fsprism run: span: 'big' is not a size" \
 	sustained-randread "$RAW" --span=big --db "$DB"
 expect_fail "bad scale" "fsprism run: scale: 'huge'" \
 	sustained-randread "$RAW" --scale=huge --db "$DB"
+expect_fail "bad offsets" "fsprism run: offsets: 'fio' is not shared or per-direction" \
+	mixed-seq "$RAW" --offsets=fio --db "$DB"
+expect_fail "ramp with bursts" "fsprism run: ramp: not with bursts" \
+	burst-seqread "$RAW" --ramp=1s --db "$DB"
 printf 'profile = fill\nqd 4\n' >"$T/bad.ini"
 expect_fail "bad job file" "$T/bad.ini:2: missing '='" "$T/bad.ini" "$RAW" --db "$DB"
 expect_fail "span beyond a file's free space" "fsprism run: span: 100T" \
