@@ -170,6 +170,8 @@ fs_up() {
 	      mount -o data=ordered "$LOOP" "$MNT" ;;
 	xfs) mkfs.xfs -q -f "$LOOP" && mount "$LOOP" "$MNT" ;;
 	btrfs) mkfs.btrfs -q -f "$LOOP" >/dev/null && mount "$LOOP" "$MNT" ;;
+	# copy-on-write kept, data checksums off (new files get NODATASUM)
+	btrfs-nosum) mkfs.btrfs -q -f "$LOOP" >/dev/null && mount -o nodatasum "$LOOP" "$MNT" ;;
 	esac
 }
 fs_down() { umount "$MNT"; }
@@ -257,6 +259,7 @@ def verdict(name, ok, detail):
     verdicts.write(f"verdict {'pass' if ok else ('fail' if ok is not None else 'na')} {name.replace(' ', '_')} 1\n")
 
 LABEL = {"raw": "raw device", "ext4": "ext4", "xfs": "xfs", "btrfs": "btrfs",
+         "btrfs-nosum": "btrfs -o nodatasum",
          "fsp-cow": "fsprism cow=always", "fsp-off": "fsprism cow=off journal=ordered",
          "fsp-cow-jo": "fsprism cow=always journal=ordered",
          "fsp-cow-j0": "fsprism cow=always journal=off",
@@ -265,7 +268,7 @@ def present(t, tgts):
     return [x for x in tgts if any(k[0] == t and k[1] == x for k in R)]
 
 if which == "1":
-    tg = present("t1", ["ext4", "xfs", "btrfs", "fsp-cow", "fsp-off"])
+    tg = present("t1", ["ext4", "xfs", "btrfs", "btrfs-nosum", "fsp-cow", "fsp-off"])
     print("\nTest 1: fragmentation (%d MiB file, %d random 4 KiB O_DIRECT overwrites; "
           "read = 128 KiB QD1 O_DIRECT sequential)" % (g("t1", "all", "file_mb"), g("t1", "all", "overwrites")))
     print(f"{'target':34} {'extents':>8} {'after':>8} {'new':>7}   {'read MB/s':>9} {'after':>8} {'ratio':>6}"
@@ -292,6 +295,11 @@ if which == "1":
     for x in tg:
         print(f"  {LABEL[x]:32} rounds before {R.get(('t1', x, 'read_before_all'), '-')}"
               f"  after {R.get(('t1', x, 'read_after_all'), '-')}")
+    print("Paired read ratio: the fragmented file / its untouched twin, read alternately, 5 rounds"
+          " (median; per round):")
+    for x in tg:
+        print(f"  {LABEL[x]:32} {fmt(g('t1', x, 'paired_ratio'), '{:.3f}', 6)}"
+              f"   {R.get(('t1', x, 'paired_all'), '-')}")
     print("Targets:")
     ef, eb_ = g("t1", "fsp-cow", "extents_after"), g("t1", "btrfs", "extents_after")
     if ef is not None and eb_:
@@ -303,13 +311,22 @@ if which == "1":
     def ratio(x):
         a, b = g("t1", x, "read_after_mbs"), g("t1", x, "read_before_mbs")
         return a / b if a and b else None
-    rf, rb_ = ratio("fsp-cow"), ratio("btrfs")
+    # The verdict uses the paired ratio (drift cancels within a pair); the
+    # after/before ratio is printed beside it.
+    rf, rb_ = g("t1", "fsp-cow", "paired_ratio"), g("t1", "btrfs", "paired_ratio")
+    af, ab = ratio("fsp-cow"), ratio("btrfs")
+    unpaired = (f"; after/before {af:.3f} vs {ab:.3f}: {af / ab - 1:+.1%}" if af and ab else "")
     if rf and rb_:
         d = rf / rb_ - 1
         verdict("t1 read ratio", abs(d) <= 0.25,
-                f"read after/before: fsprism cow=always {rf:.3f} vs btrfs {rb_:.3f}: {d:+.1%} (target within 25%)")
+                f"read fragmented/twin (paired): fsprism cow=always {rf:.3f} vs btrfs {rb_:.3f}: {d:+.1%}"
+                f" (target within 25%){unpaired}")
     else:
         verdict("t1 read ratio", None, "missing a read measurement")
+    rn = g("t1", "btrfs-nosum", "paired_ratio")
+    if rf and rn:
+        print(f"  (not a target) btrfs without data checksums: paired ratio {rn:.3f}; "
+              f"fsprism cow=always {rf / rn - 1:+.1%} from it, btrfs {rb_ / rn - 1:+.1%}")
     def new(x):
         a, b = g("t1", x, "extents_after"), g("t1", x, "extents_before")
         return a - b if a is not None and b is not None else None
@@ -459,6 +476,27 @@ t1_read() {
 	put t1 "$1" "r${2:0:1}_ios" "$ios"
 	put_delta t1 "$1" "r${2:0:1}" "$a" "$b"
 }
+# t1_pair TARGET FRAG TWIN: the fragmented file against its twin, written
+# sequentially at the same time and never overwritten, read alternately
+# (the order flips each round), five rounds; the ratio is the median of
+# the five per-round ratios. Before and after are minutes apart and this
+# machine drifts by up to 25% over minutes; a pair is seconds apart.
+t1_pair() {
+	local i f t r x ratios="" first
+	for i in 1 2 3 4 5; do
+		if [ $((i % 2)) = 1 ]; then first="$2 $3"; else first="$3 $2"; fi
+		for x in $first; do
+			run_fio "t1-pair" --filename="$x" --rw=read --bs=128k --iodepth=1 --direct=1 \
+				--ioengine=libaio --size="${T1_FILE_MB}M" --time_based --runtime="$T1_READ_TIME"
+			if [ "$x" = "$2" ]; then f=$(fio_get t1-pair read.bw_bytes)
+			else t=$(fio_get t1-pair read.bw_bytes); fi
+		done
+		r=$(awk -v f="$f" -v t="$t" 'BEGIN { printf "%.4f", f / t }')
+		ratios="$ratios $r"
+	done
+	put t1 "$1" paired_ratio "$(echo $ratios | tr ' ' '\n' | sort -g | sed -n 3p)"
+	put t1 "$1" paired_all "$(echo $ratios | tr ' ' ,)"
+}
 # The same blocks, in the same order, on every target: fio's random map
 # (each block at most once) with a fixed seed over the same file size.
 t1_overwrite() {
@@ -477,12 +515,14 @@ t1_fs() {
 	say "test 1: $fs"
 	fs_up "$fs"
 	write_file t1-write "$f" "$T1_FILE_MB"
+	write_file t1-twin "$MNT/twin.dat" "$T1_FILE_MB"
 	n=$(ff_extents "$f"); put t1 "$fs" extents_before "$n"
 	t1_read "$fs" before "$f"
 	t1_overwrite "$fs" "$f"
 	sync -f "$f"
 	n=$(ff_extents "$f"); put t1 "$fs" extents_after "$n"
 	t1_read "$fs" after "$f"
+	t1_pair "$fs" "$f" "$MNT/twin.dat"
 	fs_down
 }
 
@@ -493,12 +533,14 @@ t1_fsp() {
 	say "test 1: fsprism --cow=$cow --journal=$journal"
 	fsp_up "$cow" "$journal" --format
 	write_file t1-write "$f" "$T1_FILE_MB"
+	write_file t1-twin "$FUSE/twin.dat" "$T1_FILE_MB"
 	run=$(fsp_down)
 	n=$(fsp_extents "$run" frag.dat); put t1 "$name" extents_before "$n"
 	fsp_up "$cow" "$journal"
 	t1_read "$name" before "$f"
 	t1_overwrite "$name" "$f"
 	t1_read "$name" after "$f"
+	t1_pair "$name" "$f" "$FUSE/twin.dat"
 	run=$(fsp_down)
 	n=$(fsp_extents "$run" frag.dat); put t1 "$name" extents_after "$n"
 	put t1 "$name" mount_run "$run"
@@ -510,6 +552,7 @@ test1() {
 	t1_fs ext4
 	[ $HAVE_XFS = 1 ] && t1_fs xfs
 	t1_fs btrfs
+	t1_fs btrfs-nosum
 	t1_fsp fsp-cow always off
 	t1_fsp fsp-off off ordered
 	report 1
