@@ -300,6 +300,15 @@ if which == "1":
     for x in tg:
         print(f"  {LABEL[x]:32} {fmt(g('t1', x, 'paired_ratio'), '{:.3f}', 6)}"
               f"   {R.get(('t1', x, 'paired_all'), '-')}")
+    fsp = [x for x in tg if g("t1", x, "handler_paired") is not None]
+    if fsp:
+        print("Inside fsprism's handlers (its own log; emulation and device, no FUSE transport):")
+        for x in fsp:
+            print(f"  {LABEL[x]:32} us per 128 KiB read before {fmt(g('t1', x, 'handler_before_us'), '{:.1f}', 6)}"
+                  f" after {fmt(g('t1', x, 'handler_after_us'), '{:.1f}', 6)}"
+                  f"  ratio {fmt(g('t1', x, 'handler_ratio'), '{:.3f}', 6)}"
+                  f"  paired {fmt(g('t1', x, 'handler_paired'), '{:.3f}', 6)}"
+                  f"   {R.get(('t1', x, 'handler_paired_all'), '-')}")
     print("Targets:")
     ef, eb_ = g("t1", "fsp-cow", "extents_after"), g("t1", "btrfs", "extents_after")
     if ef is not None and eb_:
@@ -458,18 +467,25 @@ EOF
 
 # --- test 1: fragmentation ---------------------------------------------------
 
+mono_ns() { python3 -c 'import time; print(time.clock_gettime_ns(time.CLOCK_MONOTONIC))'; }
+# window TARGET LABEL ROUND T0 T1: a read phase's time span (CLOCK_MONOTONIC,
+# the clock of ops.start_ns), so fsprism's own log can be cut to it.
+window() { echo "$2 $3 $4 $5" >>"$T/win.$1"; }
+
 # t1_read TARGET WHEN FILE: 128 KiB QD1 O_DIRECT sequential read, time-based,
 # five times; MB/s is the best of the five (other load on the machine only
 # ever slows a round down), IO counts are over all five.
 t1_read() {
-	local a b mbs="" ios=0
+	local a b mbs="" ios=0 w0
 	a=$(snap)
+	w0=$(mono_ns)
 	for _ in 1 2 3 4 5; do
 		run_fio "t1-read" --filename="$3" --rw=read --bs=128k --iodepth=1 --direct=1 \
 			--ioengine=libaio --size="${T1_FILE_MB}M" --time_based --runtime="$T1_READ_TIME"
 		mbs="$mbs $(fio_get t1-read 'read.bw_bytes / 1e6 | round')"
 		ios=$((ios + $(fio_get t1-read read.total_ios)))
 	done
+	window "$1" "$2" 0 "$w0" "$(mono_ns)"
 	b=$(snap)
 	put t1 "$1" "read_${2}_mbs" "$(echo $mbs | tr ' ' '\n' | sort -g | tail -n 1)"
 	put t1 "$1" "read_${2}_all" "$(echo $mbs | tr ' ' ,)"
@@ -482,14 +498,18 @@ t1_read() {
 # the five per-round ratios. Before and after are minutes apart and this
 # machine drifts by up to 25% over minutes; a pair is seconds apart.
 t1_pair() {
-	local i f t r x ratios="" first
+	local i f t r x w0 ratios="" first
 	for i in 1 2 3 4 5; do
 		if [ $((i % 2)) = 1 ]; then first="$2 $3"; else first="$3 $2"; fi
 		for x in $first; do
+			w0=$(mono_ns)
 			run_fio "t1-pair" --filename="$x" --rw=read --bs=128k --iodepth=1 --direct=1 \
 				--ioengine=libaio --size="${T1_FILE_MB}M" --time_based --runtime="$T1_READ_TIME"
-			if [ "$x" = "$2" ]; then f=$(fio_get t1-pair read.bw_bytes)
-			else t=$(fio_get t1-pair read.bw_bytes); fi
+			if [ "$x" = "$2" ]; then
+				f=$(fio_get t1-pair read.bw_bytes); window "$1" frag "$i" "$w0" "$(mono_ns)"
+			else
+				t=$(fio_get t1-pair read.bw_bytes); window "$1" twin "$i" "$w0" "$(mono_ns)"
+			fi
 		done
 		r=$(awk -v f="$f" -v t="$t" 'BEGIN { printf "%.4f", f / t }')
 		ratios="$ratios $r"
@@ -526,6 +546,30 @@ t1_fs() {
 	fs_down
 }
 
+# t1_handler TARGET RUN: the same read ratios from fsprism's own log of the
+# reads (--record=full), as time inside fsprism's handlers per byte read:
+# the emulation and the device, without the FUSE transport that a kernel
+# file system does not have (docs/validation.md).
+t1_handler() {
+	local what round a b nsb ratios="" before="" after="" twin frag
+	declare -A ns
+	while read -r what round a b; do
+		nsb=$(sqlite3 "$DB" "SELECT 1.0 * sum(total_ns) / sum(bytes) FROM ops WHERE run=$2
+			AND op=(SELECT op FROM op_names WHERE name='read') AND bytes > 0
+			AND start_ns BETWEEN $a AND $b")
+		[ -n "$nsb" ] || die "no read rows for $1 $what $round in run $2"
+		ns[$what.$round]=$nsb
+	done <"$T/win.$1"
+	put t1 "$1" handler_ratio "$(awk -v b="${ns[before.0]}" -v a="${ns[after.0]}" 'BEGIN { printf "%.4f", b / a }')"
+	for round in 1 2 3 4 5; do
+		ratios="$ratios $(awk -v t="${ns[twin.$round]}" -v f="${ns[frag.$round]}" 'BEGIN { printf "%.4f", t / f }')"
+	done
+	put t1 "$1" handler_paired "$(echo $ratios | tr ' ' '\n' | sort -g | sed -n 3p)"
+	put t1 "$1" handler_paired_all "$(echo $ratios | tr ' ' ,)"
+	put t1 "$1" handler_before_us "$(awk -v n="${ns[before.0]}" 'BEGIN { printf "%.1f", n * 131072 / 1000 }')"
+	put t1 "$1" handler_after_us "$(awk -v n="${ns[after.0]}" 'BEGIN { printf "%.1f", n * 131072 / 1000 }')"
+}
+
 # fsprism: extents come from the database, which gets them at unmount, so
 # the mount is taken down after the write and after the overwrite.
 t1_fsp() {
@@ -536,7 +580,7 @@ t1_fsp() {
 	write_file t1-twin "$FUSE/twin.dat" "$T1_FILE_MB"
 	run=$(fsp_down)
 	n=$(fsp_extents "$run" frag.dat); put t1 "$name" extents_before "$n"
-	fsp_up "$cow" "$journal"
+	fsp_up "$cow" "$journal" # --record=full is the default: t1_handler reads the rows
 	t1_read "$name" before "$f"
 	t1_overwrite "$name" "$f"
 	t1_read "$name" after "$f"
@@ -544,6 +588,7 @@ t1_fsp() {
 	run=$(fsp_down)
 	n=$(fsp_extents "$run" frag.dat); put t1 "$name" extents_after "$n"
 	put t1 "$name" mount_run "$run"
+	t1_handler "$name" "$run"
 }
 
 test1() {
