@@ -13,10 +13,14 @@
 #      then random 4 KiB O_DIRECT overwrites (fio, fixed seed, every block at
 #      most once); extents before and after (filefrag; fsprism: `fsprism
 #      stats --format json` after unmount) and a 128 KiB QD1 O_DIRECT
-#      sequential read before and after (best of 5 rounds).
+#      sequential read before and after (best of 5 rounds); then the file
+#      and an untouched twin read alternately (5 rounds: the paired ratio,
+#      free of drift), for fsprism also from its own log (time in its
+#      handlers, without the FUSE transport); btrfs -o nodatasum as an extra
+#      reference.
 #      Targets: fsprism --cow=always within 15% of btrfs's extent count and
-#      its read-after/read-before ratio within 25% of btrfs's; --cow=off adds
-#      no extents, as ext4.
+#      its paired read ratio within 25% of btrfs's; --cow=off adds no
+#      extents, as ext4.
 #   2. Mixed sequential 128 KiB QD1, read mixes 100/70/50/30/0 (`fsprism run
 #      mixed-seq`, one run per mix): MB/s of raw, ext4, xfs, btrfs, fsprism
 #      --cow=always and --cow=off, device requests and bytes per mix, and
