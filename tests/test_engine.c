@@ -441,6 +441,25 @@ static void engine_mixed_writes_keep_pattern(void **state)
 }
 
 /*
+ * A zero-filled temp file of size bytes from template, opened O_RDWR |
+ * O_DIRECT and kept (the caller reads it back, then unlinks it); -1, with
+ * the file gone, where the file system has no O_DIRECT.
+ */
+static int direct_temp_file(char *template, uint64_t size)
+{
+	int fd = mkstemp(template);
+	assert_true(fd >= 0);
+	close(fd);
+	fd = open(template, O_RDWR | O_DIRECT);
+	if (fd < 0) {
+		unlink(template);
+		return -1;
+	}
+	assert_int_equal(ftruncate(fd, (off_t)size), 0);
+	return fd;
+}
+
+/*
  * Every sector the engine writes is unique, at QD1 and with a batch of
  * writes in flight: checks the stamped spare buffers really alternate.
  */
@@ -452,15 +471,9 @@ static void engine_writes_unique_sectors(void **state)
 	static const unsigned qds[] = { 1, 4 };
 	for (unsigned k = 0; k < 2; k++) {
 		char path[] = "/var/tmp/fsp-test-unique.XXXXXX", err[256];
-		int fd = mkstemp(path);
-		assert_true(fd >= 0);
-		close(fd);
-		fd = open(path, O_RDWR | O_DIRECT);
-		if (fd < 0) {
-			unlink(path);
+		int fd = direct_temp_file(path, (uint64_t)nblocks * bs);
+		if (fd < 0)
 			skip();
-		}
-		assert_int_equal(ftruncate(fd, (off_t)nblocks * bs), 0);
 		volatile sig_atomic_t stop = 0;
 		struct fsp_step_spec spec = {
 			.fd = fd, .bs = bs, .qd = qds[k], .read_pct = 0,
@@ -502,15 +515,9 @@ static void engine_ramp_not_measured(void **state)
 	const uint32_t bs = 4096;
 	const unsigned nblocks = 64;
 	char path[] = "/var/tmp/fsp-test-ramp.XXXXXX", err[256];
-	int fd = mkstemp(path);
-	assert_true(fd >= 0);
-	close(fd);
-	fd = open(path, O_RDWR | O_DIRECT);
-	if (fd < 0) {
-		unlink(path);
+	int fd = direct_temp_file(path, (uint64_t)nblocks * bs);
+	if (fd < 0)
 		skip();
-	}
-	assert_int_equal(ftruncate(fd, (off_t)nblocks * bs), 0);
 	volatile sig_atomic_t stop = 0;
 	struct fsp_step_spec spec = {
 		.fd = fd, .bs = bs, .qd = 2, .read_pct = 0, .access = FSP_ACCESS_SEQ,
