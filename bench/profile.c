@@ -34,9 +34,9 @@ const struct fsp_profile fsp_profiles[] = {
 const size_t fsp_nprofiles = sizeof(fsp_profiles) / sizeof(fsp_profiles[0]);
 
 const char *const fsp_param_names[] = {
-	"bs", "qd", "mix", "access", "offsets", "interleave", "norepeat", "span", "offset", "time",
-	"bytes", "ramp", "burst", "duty", "idle", "pattern", "seed", "segment", "tail",
-	"timeline", NULL,
+	"bs", "qd", "mix", "access", "offsets", "interleave", "norepeat", "span",
+	"offset", "time", "bytes", "ramp", "burst", "duty", "idle", "pattern",
+	"seed", "segment", "tail", "timeline", NULL,
 };
 
 static void base_params(struct fsp_params *p)

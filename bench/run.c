@@ -387,8 +387,9 @@ static int check_against_target(struct fsp_params *p, const struct target *t)
 static int prefill(int fd, uint64_t from, uint64_t to, const struct fsp_pattern *job_pat)
 {
 	const size_t chunk = 1u << 20;
-	struct fsp_pattern stamped = *job_pat, *pat = &stamped;
+	struct fsp_pattern stamped = *job_pat;
 	stamped.fixed = 0;
+	const struct fsp_pattern *pat = &stamped;
 	void *buf;
 	uint64_t rng = fsp_rand_seed(7), stamp = 0;
 	if (posix_memalign(&buf, 4096, chunk) != 0)

@@ -555,7 +555,7 @@ t1_fs() {
 # the emulation and the device, without the FUSE transport that a kernel
 # file system does not have (docs/validation.md).
 t1_handler() {
-	local what round a b nsb ratios="" before="" after="" twin frag
+	local what round a b nsb ratios=""
 	declare -A ns
 	while read -r what round a b; do
 		nsb=$(sqlite3 "$DB" "SELECT 1.0 * sum(total_ns) / sum(bytes) FROM ops WHERE run=$2

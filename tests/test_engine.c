@@ -370,6 +370,19 @@ static void engine_bursts_and_segments(void **state)
 	fsp_step_result_free(&res);
 }
 
+/* The whole of a test file (malloc'd), which is then removed. */
+static unsigned char *read_back(const char *path, size_t size)
+{
+	unsigned char *data = malloc(size);
+	assert_non_null(data);
+	int fd = open(path, O_RDONLY);
+	assert_true(fd >= 0);
+	assert_int_equal(pread(fd, data, size, 0), (ssize_t)size);
+	close(fd);
+	unlink(path);
+	return data;
+}
+
 /*
  * Mixed steps write the stated pattern even though reads land in the
  * engine's memory too: a file of 0xab bytes, 50/50 sequential at QD2 with
@@ -412,13 +425,12 @@ static void mixed_writes_keep_pattern(const struct fsp_pattern *pat)
 
 	/* exact interleave, shared offsets: even blocks read, odd blocks written */
 	size_t zeros = fsp_pattern_zero_len(pat);
-	fd = open(path, O_RDONLY);
-	assert_true(fd >= 0);
+	free(buf);
+	buf = read_back(path, (size_t)nblocks * bs);
 	for (unsigned b = 0; b < nblocks; b++) {
-		assert_int_equal(pread(fd, buf, bs, (off_t)b * bs), (ssize_t)bs);
 		for (uint32_t sector = 0; sector < bs; sector += 512)
 			for (uint32_t i = 0; i < 512; i++) {
-				unsigned char c = buf[sector + i];
+				unsigned char c = buf[(size_t)b * bs + sector + i];
 				if (b % 2 == 0 && c != 0xab)
 					fail_msg("block %u (read) changed at %u", b, sector + i);
 				if (b % 2 == 1 && i < zeros && c != 0)
@@ -426,8 +438,6 @@ static void mixed_writes_keep_pattern(const struct fsp_pattern *pat)
 						 b, sector + i, c);
 			}
 	}
-	close(fd);
-	unlink(path);
 	free(buf);
 }
 
@@ -488,14 +498,7 @@ static void engine_writes_unique_sectors(void **state)
 		assert_int_equal(res.write_ios, nblocks);
 		fsp_step_result_free(&res);
 		close(fd);
-		unsigned char *data = malloc((size_t)nblocks * bs);
-		assert_non_null(data);
-		fd = open(path, O_RDONLY);
-		assert_true(fd >= 0);
-		assert_int_equal(pread(fd, data, (size_t)nblocks * bs, 0),
-				 (ssize_t)(nblocks * bs));
-		close(fd);
-		unlink(path);
+		unsigned char *data = read_back(path, (size_t)nblocks * bs);
 		for (unsigned i = 0; i < nsec; i++)
 			for (unsigned j = i + 1; j < nsec; j++)
 				if (!memcmp(data + i * 512, data + j * 512, 512))
@@ -538,16 +541,12 @@ static void engine_ramp_not_measured(void **state)
 	assert_true(res.busy_ns < spec.ramp_ns); /* the ramp is not busy time */
 	fsp_step_result_free(&res);
 	close(fd);
-	fd = open(path, O_RDONLY);
-	assert_true(fd >= 0);
-	unsigned char buf[4096], zero[4096] = { 0 };
+	unsigned char *data = read_back(path, (size_t)nblocks * bs);
+	static const unsigned char zero[4096];
 	unsigned written = 0;
-	for (unsigned b = 0; b < nblocks; b++) {
-		assert_int_equal(pread(fd, buf, bs, (off_t)b * bs), (ssize_t)bs);
-		written += memcmp(buf, zero, bs) != 0;
-	}
-	close(fd);
-	unlink(path);
+	for (unsigned b = 0; b < nblocks; b++)
+		written += memcmp(data + (size_t)b * bs, zero, bs) != 0;
+	free(data);
 	assert_true(written > 8);
 }
 
