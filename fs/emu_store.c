@@ -146,6 +146,10 @@ struct emu_store {
 	pthread_mutex_t lock; /* everything below except the gate and acct */
 	struct emu_alloc *alloc;
 	struct emu_refs refs;
+	/* blocks that lost a reference while shared in the open transaction,
+	 * counted as in refs (> 1: listed): the durable state may still map
+	 * them from two files, so they stay shared until the commit */
+	struct emu_refs unshared;
 	struct obj **htab;
 	size_t hcap, nobj;
 	int omap_dirty;
@@ -638,8 +642,18 @@ static void free_blocks(void *arg, uint64_t pblk, uint64_t len)
 static void release_range(void *arg, uint64_t pblk, uint64_t len, uint64_t txid)
 {
 	struct release_ctx *rc = arg;
+	struct emu_store *st = rc->st;
+	int r = 0;
 	rc->txid = txid;
-	int r = emu_refs_dec(&rc->st->refs, pblk, len, free_blocks, rc);
+	for (uint64_t b = pblk, run; !r && b < pblk + len; b += run) {
+		int shared = emu_refs_get(&st->refs, b, &run) > 1;
+		if (run > pblk + len - b)
+			run = pblk + len - b;
+		if (shared)
+			r = emu_refs_inc(&st->unshared, b, run);
+	}
+	if (!r)
+		r = emu_refs_dec(&st->refs, pblk, len, free_blocks, rc);
 	if (r && !rc->err)
 		rc->err = r;
 }
@@ -881,8 +895,11 @@ static int64_t place(struct emu_store *st, struct obj *o, uint64_t lblk, uint64_
 	emu_emap_classify(&o->map, lblk, n, cur, m);
 	*fresh = 1;
 	if (m->kind != EMU_MAP_HOLE) {
-		uint64_t run = 0;
+		uint64_t run = 0, run_unshared = 0;
 		int shared = emu_refs_get(&st->refs, m->pblk, &run) > 1;
+		shared |= emu_refs_get(&st->unshared, m->pblk, &run_unshared) > 1;
+		if (run_unshared < run)
+			run = run_unshared;
 		if (run < m->len)
 			m->len = run; /* the sharing answer holds only this far */
 		int move = shared || (!(m->txid & UNWRITTEN) &&
@@ -2001,6 +2018,7 @@ static int do_commit(struct emu_store *st, struct emu_cx *cx, int flush_anyway)
 	if (rc)
 		goto fail;
 	emu_alloc_commit(st->alloc);
+	emu_refs_free(&st->unshared);
 	free(st->omap_nodes);
 	free(st->omap_crc);
 	st->omap_nodes = omap;
@@ -2660,6 +2678,7 @@ static void store_free(struct emu_store *st)
 	if (st->alloc)
 		emu_alloc_destroy(st->alloc);
 	emu_refs_free(&st->refs);
+	emu_refs_free(&st->unshared);
 	if (st->fd >= 0)
 		close(st->fd);
 	pthread_mutex_destroy(&st->lock);
@@ -2748,6 +2767,7 @@ struct emu_store *emu_store_open(const char *path, uint64_t size_bytes,
 	pthread_cond_init(&st->gate_cv, NULL);
 	pthread_cond_init(&st->timer_cv, NULL);
 	emu_refs_init(&st->refs);
+	emu_refs_init(&st->unshared);
 	st->jio = (struct emu_io){ jio_pwrite, jio_pread, jio_flush, st };
 	if (htab_grow(st)) {
 		rc = -ENOMEM;

@@ -455,6 +455,81 @@ static void test_crash_every_io(void **state)
 	crash_mode(EMU_COW_SHARED, EMU_JOURNAL_WRITEBACK);
 }
 
+/*
+ * A clone is committed, then in the open transaction one file drops its
+ * reference (overwrite, which moves the shared block, or truncate) and the
+ * other overwrites the block. Until the commit, the durable state still
+ * maps both files to that block, so the overwrite must not land in place:
+ * a crash there would show one file's data in the other. The crash is a
+ * copy of the store taken before any further commit.
+ */
+static void unshare_then_crash(int cow, int journal, int drop_by_truncate, int writer)
+{
+	static uint8_t a[64 << 10] __attribute__((aligned(4096))), b[64 << 10];
+	static uint8_t x[4096] __attribute__((aligned(4096)));
+	struct emu_store_info info;
+	struct emu_cx cx = { 0 };
+	char path[512], snap[512];
+	uint64_t other = 3 - (uint64_t)writer; /* objects 1 and 2 */
+	struct emu_store *st = open_store("unshare", cow, journal, 1, &info);
+	assert_non_null(st);
+	memset(a, 0xaa, sizeof(a));
+	assert_int_equal(emu_store_write(st, &cx, 1, a, sizeof(a), 0), (ssize_t)sizeof(a));
+	assert_int_equal(emu_store_clone(st, &cx, 1, 0, 2, 0, sizeof(a)), (ssize_t)sizeof(a));
+	assert_int_equal(emu_store_fsync(st, &cx, 2), 0);
+	if (drop_by_truncate) {
+		assert_int_equal(emu_store_truncate(st, &cx, other, 0), 0);
+	} else {
+		memset(x, 0xbb, sizeof(x));
+		assert_int_equal(emu_store_write(st, &cx, other, x, sizeof(x), 0), 4096);
+	}
+	memset(x, 0xcc, sizeof(x));
+	assert_int_equal(emu_store_write(st, &cx, (uint64_t)writer, x, sizeof(x), 0), 4096);
+	path_of(path, sizeof(path), "unshare");
+	path_of(snap, sizeof(snap), "unshare.snap");
+	copy_file(path, snap);
+	assert_int_equal(emu_store_close(st, NULL), 0);
+
+	struct emu_store_cfg cfg;
+	char err[512];
+	emu_store_cfg_default(&cfg);
+	cfg.cow = cow;
+	cfg.journal = journal;
+	cfg.format = 0;
+	st = emu_store_open(snap, STORE_BYTES, &cfg, &info, err, sizeof(err));
+	if (!st)
+		fprintf(stderr, "open %s: %s\n", snap, err);
+	assert_non_null(st);
+	/* the committed state: both files whole and 0xaa; the writer may
+	 * also show its own later data, never the other's */
+	for (uint64_t id = 1; id <= 2; id++) {
+		memset(b, 0, sizeof(b));
+		assert_int_equal(emu_store_read(st, &cx, id, b, sizeof(b), 0), (ssize_t)sizeof(b));
+		for (size_t k = 0; k < sizeof(b); k++) {
+			int ok = b[k] == 0xaa || (id == (uint64_t)writer && k < 4096 && b[k] == 0xcc) ||
+				 (id == other && !drop_by_truncate && k < 4096 && b[k] == 0xbb);
+			if (!ok)
+				fprintf(stderr, "cow %d journal %d %s, writer %d: object %llu byte %zu "
+					"is 0x%02x\n", cow, journal, drop_by_truncate ? "truncate" : "overwrite",
+					writer, (unsigned long long)id, k, b[k]);
+			assert_true(ok);
+		}
+	}
+	assert_int_equal(emu_store_close(st, NULL), 0);
+	unlink(snap);
+}
+
+static void test_unshare_then_crash(void **state)
+{
+	(void)state;
+	static const int journals[] = { EMU_JOURNAL_OFF, EMU_JOURNAL_ORDERED, EMU_JOURNAL_DATA };
+	for (int cow = EMU_COW_OFF; cow <= EMU_COW_SHARED; cow++)
+		for (size_t j = 0; j < sizeof(journals) / sizeof(*journals); j++)
+			for (int trunc = 0; trunc <= 1; trunc++)
+				for (int writer = 1; writer <= 2; writer++)
+					unshare_then_crash(cow, journals[j], trunc, writer);
+}
+
 /* A full store refuses data with ENOSPC but can still commit, and what
  * was written survives a remount. */
 static void test_full_store(void **state)
@@ -604,6 +679,7 @@ int main(void)
 		cmocka_unit_test(test_clone_diverges),
 		cmocka_unit_test(test_modes_model),
 		cmocka_unit_test(test_crash_every_io),
+		cmocka_unit_test(test_unshare_then_crash),
 	};
 	return cmocka_run_group_tests(tests, setup, teardown);
 }
