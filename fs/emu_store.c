@@ -790,6 +790,17 @@ static int read_pieces(struct emu_store *st, struct emu_cx *cx, const struct rpi
 	return rc;
 }
 
+/* The modelled file system's per-extent CPU: a busy wait, as the kernel's
+ * work would be (a sleep this short would oversleep). */
+static void extent_work(const struct emu_store *st, size_t extents)
+{
+	if (!st->cfg.extent_ns)
+		return;
+	uint64_t until = fsp_now_ns() + st->cfg.extent_ns * extents;
+	while (fsp_now_ns() < until)
+		;
+}
+
 ssize_t emu_store_read(struct emu_store *st, struct emu_cx *cx, uint64_t id, void *buf,
 		       size_t len, uint64_t off)
 {
@@ -828,6 +839,7 @@ ssize_t emu_store_read(struct emu_store *st, struct emu_cx *cx, uint64_t id, voi
 			at += m.len;
 		}
 		pthread_mutex_unlock(&st->lock);
+		extent_work(st, n);
 		if (at < first + nblocks) { /* more pieces than one batch: a shorter chunk */
 			nblocks = at - first;
 			chunk = (size_t)(nblocks * bs - boff);

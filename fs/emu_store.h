@@ -89,6 +89,9 @@ struct emu_store_cfg {
 	uint64_t journal_bytes;        /* format only; 0 = 1/32 of the store, 1-128 MiB */
 	uint64_t commit_interval_ms;   /* 0 = 5000 (ext4's default); UINT64_MAX = never */
 	uint64_t commit_bytes;         /* dirty bytes that force a commit; 0 = 64 MiB */
+	uint64_t extent_ns;            /* CPU time spent on each extent a read crosses, to
+					* model a kernel file system's per-extent work
+					* (lookup, locking, one bio each); 0 = none */
 	int fsync_commit;              /* 1 (default via emu_store_cfg_default): fsync commits */
 	int flush;                     /* 1: send flushes/FUA; 0: like mount -o nobarrier */
 	int format;                    /* 1: format even if a valid store is there */

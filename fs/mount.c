@@ -140,6 +140,8 @@ static void mount_usage(FILE *f)
 "  --block-size SIZE    block and metadata node size of a new store, 4k..64k [4k]\n"
 "  --tree-depth N       index nodes rewritten per changed file at least, to model\n"
 "                       a deeper file-system tree (APFS: 2-3) [1]\n"
+"  --extent-cost TIME   CPU time spent on each extent a read crosses, to model a\n"
+"                       kernel file system's per-extent work, e.g. 5us [0]\n"
 "\n"
 "Unmount with 'fsprism umount MOUNTPOINT' (waits until every record is stored),\n"
 "fusermount3 -u, or SIGTERM/SIGINT to the daemon. See docs/fuse.md.\n",
@@ -460,7 +462,7 @@ enum { OPT_LOG = 256, OPT_RECORD, OPT_THREADS, OPT_CLONE_FD, OPT_WRITEBACK,
        OPT_SPLICE, OPT_MAX_WRITE, OPT_MAX_BG, OPT_ATTR_TO, OPT_ENTRY_TO,
        OPT_INFLIGHT, OPT_COW, OPT_JOURNAL, OPT_STORE, OPT_STORE_SIZE, OPT_FORMAT,
        OPT_DESTROY, OPT_ALLOC, OPT_COMMIT_INT, OPT_COMMIT_BYTES, OPT_JOURNAL_SIZE,
-       OPT_NO_FLUSH, OPT_BLOCK_SIZE, OPT_TREE_DEPTH, OPT_NO_FSYNC_COMMIT };
+       OPT_NO_FLUSH, OPT_BLOCK_SIZE, OPT_TREE_DEPTH, OPT_EXTENT_COST, OPT_NO_FSYNC_COMMIT };
 
 /* Returns 0, or the exit status to return. */
 static int parse_mount_args(int argc, char **argv, struct mount_opts *o)
@@ -490,6 +492,7 @@ static int parse_mount_args(int argc, char **argv, struct mount_opts *o)
 		{ "no-flush", no_argument, NULL, OPT_NO_FLUSH },
 		{ "block-size", required_argument, NULL, OPT_BLOCK_SIZE },
 		{ "tree-depth", required_argument, NULL, OPT_TREE_DEPTH },
+		{ "extent-cost", required_argument, NULL, OPT_EXTENT_COST },
 		{ "no-fsync-commit", no_argument, NULL, OPT_NO_FSYNC_COMMIT },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
@@ -638,6 +641,14 @@ static int parse_mount_args(int argc, char **argv, struct mount_opts *o)
 			o->ecfg.tree_depth = (uint32_t)depth;
 			goto emu_only;
 		}
+		case OPT_EXTENT_COST:
+			if (fsp_parse_duration(optarg, &o->ecfg.extent_ns) ||
+			    o->ecfg.extent_ns > 1000000) {
+				fprintf(stderr, "fsprism mount: invalid --extent-cost '%s' (a duration "
+					"up to 1ms, e.g. 5us)\n", optarg);
+				return 2;
+			}
+			goto emu_only;
 		case OPT_NO_FSYNC_COMMIT:
 			o->ecfg.fsync_commit = 0;
 			goto emu_only;
@@ -1023,6 +1034,7 @@ static int emu_begin(struct daemon *d, char *err, size_t errlen)
 	fsp_store_set_attr(d->store, d->run, "emu.journal",
 			   emu_journal_mode_name(o->ecfg.journal));
 	fsp_store_set_attr(d->store, d->run, "emu.alloc", emu_alloc_policy_name(o->ecfg.alloc));
+	set_attr_u64(d, "emu.extent_cost_ns", o->ecfg.extent_ns);
 	fsp_store_set_attr(d->store, d->run, "emu.store", o->store);
 	set_attr_u64(d, "emu.formatted", (uint64_t)in->formatted);
 	set_attr_u64(d, "emu.clean", (uint64_t)(in->formatted || in->clean));
