@@ -15,7 +15,7 @@
 #  - --cow=always fragments a file under random O_DIRECT overwrites,
 #    --cow=off does not;
 #  - the knobs --block-size, --tree-depth and --no-fsync-commit change the
-#    device IO the way they should.
+#    device IO the way they should; --extent-cost adds its time per extent.
 # Seeds derive from EMU_SEED (default: the time), printed for reproduction.
 . "$TESTS_SRCDIR/lib.sh"
 
@@ -424,6 +424,27 @@ check "--tree-depth 3: more metadata per commit ($meta_blocksize4k -> $meta_tree
 check "--no-fsync-commit: fsyncs write no checkpoints ($ckpt_blocksize4k -> $ckpt_nofsynccommit)" \
 	test "$ckpt_nofsynccommit" -lt $((ckpt_blocksize4k - 15))
 }
+# --extent-cost: every extent a read crosses costs that much CPU. 16
+# extents (odd blocks moved by overwrites after a commit) at 1 ms each.
+new_backing
+if emu_mount --format --destroy-data --cow=always --journal=off --extent-cost 1ms; then
+	dd if=/dev/urandom of="$M/x" bs=64k count=1 oflag=direct conv=fsync status=none
+	for i in 1 3 5 7 9 11 13 15; do
+		dd if=/dev/urandom of="$M/x" bs=4k count=1 seek=$i oflag=direct conv=notrunc status=none
+	done
+	dd if="$M/x" of=/dev/null bs=64k count=1 iflag=direct status=none
+	fsp_umount "$M"
+	run=$(last_run)
+	expect_eq "--extent-cost 1ms: stored with the run" 1000000 "$(run_attr "$run" emu.extent_cost_ns)"
+	read_ns=$(sqlite3 "$DB" "select max(o.emu_ns) from ops o join op_names n on n.op = o.op
+		where o.run = $run and n.name = 'read' and o.bytes = 65536")
+	echo "# --extent-cost 1ms: a 64 KiB read over 16 extents: emulation share ${read_ns:-?} ns"
+	check "--extent-cost 1ms: a read over 16 extents spends at least 16 ms in the emulation (${read_ns:-none} ns)" \
+		test "${read_ns:-0}" -ge 16000000
+else
+	not_ok "knob --extent-cost: mount"
+fi
+rm -rf "$B"
 section_done "7 (knobs)"
 
 no_sanitizer_reports
