@@ -105,6 +105,10 @@ expect_fail "bad --block-size" 2 "invalid --block-size '3k' (a power of two, 4k.
 	"$F" mount --cow=always --block-size 3k "$B" "$M"
 expect_fail "bad --tree-depth" 2 "invalid --tree-depth '0' (1..16)" \
 	"$F" mount --cow=always --tree-depth 0 "$B" "$M"
+expect_fail "bad --extent-cost" 2 "invalid --extent-cost '2ms' (a duration up to 1ms, e.g. 5us)" \
+	"$F" mount --cow=always --extent-cost 2ms "$B" "$M"
+expect_fail "--extent-cost without the emulation" 2 "--extent-cost needs the emulation" \
+	"$F" mount --extent-cost 5us "$B" "$M"
 expect_fail "a store option without the emulation" 2 "--store-size needs the emulation (--store, --cow or --journal)" \
 	"$F" mount --store-size 64M "$B" "$M"
 head -c 1048576 /dev/urandom >"$T/notastore"
