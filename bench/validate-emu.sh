@@ -126,6 +126,7 @@ trap 'echo "validate-emu: interrupted; cleaning up" >&2; exit 130' INT TERM
 
 say() { echo "validate-emu: $*" >&2; }
 put() { echo "$*" >>"$RES"; }   # put TEST TARGET KEY VALUE
+got() { awk -v t="$1" -v x="$2" -v k="$3" '$1 == t && $2 == x && $3 == k { print $4 }' "$RES"; }   # got TEST TARGET KEY: its VALUE
 die() { say "$*"; exit 1; }
 
 # --- the device and its counters ---------------------------------------------
@@ -662,7 +663,6 @@ t1_handler() {
 t1_fsp() {
 	local name=$1 cow=$2 journal=$3 comb=${4:-} f=$FUSE/frag.dat run n
 	say "test 1: fsprism --cow=$cow --journal=$journal $FSP_EXTRA"
-	put t1 "$name" mount_options "--cow=$cow${FSP_EXTRA:+_$(echo $FSP_EXTRA | tr ' ' _)}"
 	fsp_up "$cow" "$journal" --format
 	write_file t1-write "$f" "$T1_FILE_MB"
 	write_file t1-twin "$FUSE/twin.dat" "$T1_FILE_MB"
@@ -699,8 +699,8 @@ test1() {
 	# file, whose reads cross about 8 extents, from a file whose reads
 	# cross 32.
 	local xb xf cost
-	xb=$(awk '$1 == "t1" && $2 == "btrfs" && $3 == "comb_extent_ns" { print $4 }' "$RES")
-	xf=$(awk '$1 == "t1" && $2 == "fsp-cow" && $3 == "comb_extent_ns" { print $4 }' "$RES")
+	xb=$(got t1 btrfs comb_extent_ns)
+	xf=$(got t1 fsp-cow comb_extent_ns)
 	cost=$(awk -v b="$xb" -v f="$xf" 'BEGIN { d = b - f; printf "%.0f", (d > 0 ? d : 0) }')
 	put t1 all extent_cost_ns "$cost"
 	FSP_EXTRA="--extent-cost ${cost}ns"
