@@ -3,11 +3,15 @@
 # its logging add?
 #
 # On a RAM-backed loop device (losetup over a file in /dev/shm) with ext4, in
-# one run, alternating variant by variant within each round so that machine
-# noise hits all of them alike:
+# one run, alternating variant by variant within each round (the order turned
+# and reversed from round to round; the buffered write starts with the file
+# cached) so that machine noise hits all of them alike:
 #   native          fio directly on the ext4 mount
 #   passthrough_ll  libfuse's example, built here from the installed
-#                   libfuse3-dev examples (its defaults)
+#                   libfuse3-dev examples (its defaults: xattrs off)
+#   passthrough_ll-xattr  the same with -o xattr (not in the default set): like
+#                   fsprism it then serves the getxattr the kernel sends
+#                   before every write
 #   fsprism-off     fsprism mount --record=off
 #   fsprism-full    fsprism mount --record=full
 # Jobs (fio, libaio): 4 KiB random read O_DIRECT QD1 and QD32, 128 KiB
@@ -20,7 +24,8 @@
 #        (FSPRISM=path/to/fsprism overrides the binary; default ./build/fsprism;
 #         FSPRISM_MOUNT_OPTS="--threads 8" adds mount options to the fsprism variants;
 #         BENCH_JOBS="randread-4k-qd32" and BENCH_VARIANTS="fsprism-off fsprism-hist
-#         fsprism-full" narrow a run; fsprism-hist is --record=hist, not in the default set)
+#         fsprism-full" narrow a run; fsprism-hist is --record=hist and
+#         passthrough_ll-xattr as above, neither in the default set)
 set -euo pipefail
 
 ROUNDS=3
@@ -77,6 +82,9 @@ mount_variant() {
 	passthrough_ll)
 		"$T/passthrough_ll" -o source="$T/ext4/data" "$T/mnt-ll"
 		DIR="$T/mnt-ll" ;;
+	passthrough_ll-xattr)
+		"$T/passthrough_ll" -o source="$T/ext4/data" -o xattr "$T/mnt-ll"
+		DIR="$T/mnt-ll" ;;
 	fsprism-off)
 		"$FSPRISM" mount --record=off ${FSPRISM_MOUNT_OPTS:-} --log "$DB" "$T/ext4/data" "$T/mnt-fsp"
 		DIR="$T/mnt-fsp" ;;
@@ -93,7 +101,7 @@ mount_variant() {
 daemon_ticks() {
 	local pid
 	case "$1" in
-	passthrough_ll) pid=$(pgrep -f "passthrough_ll -o source=$T/ext4/data" | head -1) ;;
+	passthrough_ll*) pid=$(pgrep -f "passthrough_ll -o source=$T/ext4/data" | head -1) ;;
 	fsprism-*) pid=$(pgrep -f "mount --record=.*$T/ext4/data $T/mnt-fsp" | head -1) ;;
 	*) echo 0; return ;;
 	esac
@@ -103,7 +111,7 @@ daemon_ticks() {
 umount_variant() {
 	case "$1" in
 	native) ;;
-	passthrough_ll) fusermount3 -u "$T/mnt-ll" ;;
+	passthrough_ll*) fusermount3 -u "$T/mnt-ll" ;;
 	fsprism-*) "$FSPRISM" umount "$T/mnt-fsp" ;;
 	esac
 }
@@ -121,9 +129,35 @@ job_args() {
 JOBS=${BENCH_JOBS:-"randread-4k-qd1 randread-4k-qd32 seqread-128k-qd1 seqwrite-128k-direct seqwrite-128k-buffered"}
 VARIANTS=${BENCH_VARIANTS:-"native passthrough_ll fsprism-off fsprism-full"}
 
+# order_variants R: the variant order of round R (0-based): the list turned by
+# R/2 places, and reversed in odd rounds, so that over 2 x (number of
+# variants) rounds each variant runs in each position and every pair runs in
+# both orders (the second run after another's writes can be favoured or not).
+order_variants() {
+	local -a v=($VARIANTS) o=()
+	local n=${#v[@]} i
+	for ((i = 0; i < n; i++)); do o+=("${v[$(( (i + $1 / 2) % n ))]}"); done
+	if (($1 % 2)); then
+		for ((i = n - 1; i >= 0; i--)); do printf '%s ' "${o[$i]}"; done
+	else
+		printf '%s ' "${o[@]}"
+	fi
+}
+
 for round in $(seq 1 "$ROUNDS"); do
 	for job in $JOBS; do
-		for v in $VARIANTS; do
+		for v in $(order_variants $((round - 1))); do
+			# the same start for every run: nothing dirty, and for the
+			# buffered write the file's pages in ext4's page cache. A direct
+			# write invalidates them, and on this guest memory the kernel
+			# frees goes back to the host (virtio-balloon free page
+			# reporting), so the first buffered run after a direct one paid
+			# host page faults: its backing pwrite took 217-283 us against
+			# 17-38 us (docs/performance.md).
+			sync
+			if [ "$job" = seqwrite-128k-buffered ]; then
+				cat "$T/ext4/data/bench.dat" >/dev/null
+			fi
 			mount_variant "$v"
 			out="$T/out/$round.$job.$v.json"
 			ticks0=$(daemon_ticks "$v")
@@ -174,13 +208,13 @@ for j in jobs:
         print(f"{j:24} {v:15} {med[v]:10.0f} {lat:8.1f} {cpu_s}   " + " ".join(f"{x:.0f}" for x in iops))
     ratios[j] = med
 print()
-print(f"{'job':24} {'full/passthrough_ll':>20} {'full/off':>9} {'off/native':>11} {'full/native':>12}")
+print(f"{'job':24} {'full/passthrough_ll':>20} {'full/ll-xattr':>14} {'full/off':>9} {'off/native':>11} {'full/native':>12}")
 for j in jobs:
     m = ratios[j]
     def r(a, b):
         return f"{m[a] / m[b]:.3f}" if a in m and b in m else "n/a"
-    print(f"{j:24} {r('fsprism-full','passthrough_ll'):>20} {r('fsprism-full','fsprism-off'):>9} "
-          f"{r('fsprism-off','native'):>11} {r('fsprism-full','native'):>12}")
+    print(f"{j:24} {r('fsprism-full','passthrough_ll'):>20} {r('fsprism-full','passthrough_ll-xattr'):>14} "
+          f"{r('fsprism-full','fsprism-off'):>9} {r('fsprism-off','native'):>11} {r('fsprism-full','native'):>12}")
 print()
 print("per-round paired ratios to fsprism-off (median over rounds): IOPS, daemon CPU per IO")
 for j in jobs:
