@@ -61,7 +61,8 @@ cleanup() {
 trap cleanup EXIT
 trap 'exit 1' INT TERM
 
-gcc -O2 -Wall $(pkg-config fuse3 --cflags) $EXAMPLES/passthrough_ll.c \
+# shellcheck disable=SC2046 # pkg-config's flags are meant to be split
+gcc -O2 -Wall $(pkg-config fuse3 --cflags) "$EXAMPLES/passthrough_ll.c" \
 	-o "$T/passthrough_ll" $(pkg-config fuse3 --libs)
 
 truncate -s $((SIZE_MB + 512))M "$SHM/disk.img"
@@ -74,7 +75,6 @@ mkdir "$T/ext4/data"
 dd if=/dev/urandom of="$T/ext4/data/bench.dat" bs=1M count="$SIZE_MB" status=none conv=fsync
 
 DB="$T/bench.db"   # on the root disk, not on the device under test
-FSP_RUNS=""
 
 mount_variant() {
 	case "$1" in
@@ -134,7 +134,8 @@ VARIANTS=${BENCH_VARIANTS:-"native passthrough_ll fsprism-off fsprism-full"}
 # variants) rounds each variant runs in each position and every pair runs in
 # both orders (the second run after another's writes can be favoured or not).
 order_variants() {
-	local -a v=($VARIANTS) o=()
+	local -a v o=()
+	read -ra v <<<"$VARIANTS"
 	local n=${#v[@]} i
 	for ((i = 0; i < n; i++)); do o+=("${v[$(( (i + $1 / 2) % n ))]}"); done
 	if (($1 % 2)); then
