@@ -190,7 +190,7 @@ def load(r, j, v):
     ios = side["total_ios"]
     cpu_us = ticks * 1e6 / os.sysconf("SC_CLK_TCK") / ios if ios else 0.0
     return side["iops"], side["lat_ns"]["mean"] / 1000.0, cpu_us
-print(f"{'job':24} {'variant':15} {'IOPS':>10} {'lat us':>8} {'daemon CPU us/IO':>17}   per-round IOPS")
+print(f"{'job':24} {'variant':20} {'IOPS':>10} {'lat us':>8} {'daemon CPU us/IO':>17}   per-round IOPS")
 ratios = {}
 cpus = {}
 for j in jobs:
@@ -198,7 +198,7 @@ for j in jobs:
     for v in variants:
         vals = [load(r, j, v) for r in range(1, rounds + 1)]
         if any(x is None for x in vals):
-            print(f"{j:24} {v:15} {'FAILED':>10}")
+            print(f"{j:24} {v:20} {'FAILED':>10}")
             continue
         iops = [x[0] for x in vals]
         med[v] = statistics.median(iops)
@@ -206,7 +206,7 @@ for j in jobs:
         cpu = statistics.median(x[2] for x in vals)
         cpus.setdefault(j, {})[v] = cpu
         cpu_s = f"{cpu:17.2f}" if v != "native" else f"{'-':>17}"
-        print(f"{j:24} {v:15} {med[v]:10.0f} {lat:8.1f} {cpu_s}   " + " ".join(f"{x:.0f}" for x in iops))
+        print(f"{j:24} {v:20} {med[v]:10.0f} {lat:8.1f} {cpu_s}   " + " ".join(f"{x:.0f}" for x in iops))
     ratios[j] = med
 print()
 print(f"{'job':24} {'full/passthrough_ll':>20} {'full/ll-xattr':>14} {'full/off':>9} {'off/native':>11} {'full/native':>12}")
