@@ -148,17 +148,17 @@ order_variants() {
 for round in $(seq 1 "$ROUNDS"); do
 	for job in $JOBS; do
 		for v in $(order_variants $((round - 1))); do
-			# the same start for every run: nothing dirty, and for the
-			# buffered write the file's pages in ext4's page cache. A direct
+			# the same start for every run: nothing dirty, and for a
+			# buffered job the file's pages in ext4's page cache. A direct
 			# write invalidates them, and on this guest memory the kernel
 			# frees goes back to the host (virtio-balloon free page
 			# reporting), so the first buffered run after a direct one paid
 			# host page faults: its backing pwrite took 217-283 us against
 			# 17-38 us (docs/performance.md).
 			sync
-			if [ "$job" = seqwrite-128k-buffered ]; then
-				cat "$T/ext4/data/bench.dat" >/dev/null
-			fi
+			case " $(job_args "$job") " in
+			*" --direct=0 "*) cat "$T/ext4/data/bench.dat" >/dev/null ;;
+			esac
 			mount_variant "$v"
 			out="$T/out/$round.$job.$v.json"
 			ticks0=$(daemon_ticks "$v")
