@@ -46,6 +46,28 @@ command -v fio >/dev/null || { echo "bench-fuse: fio is not installed" >&2; exit
 EXAMPLES=/usr/share/doc/libfuse3-dev/examples
 [ -f $EXAMPLES/passthrough_ll.c ] || { echo "bench-fuse: $EXAMPLES/passthrough_ll.c missing (libfuse3-dev)" >&2; exit 1; }
 
+# job name -> fio arguments
+job_args() {
+	case "$1" in
+	randread-4k-qd1)  echo "--rw=randread --bs=4k --iodepth=1 --direct=1" ;;
+	randread-4k-qd32) echo "--rw=randread --bs=4k --iodepth=32 --direct=1" ;;
+	seqread-128k-qd1) echo "--rw=read --bs=128k --iodepth=1 --direct=1" ;;
+	seqwrite-128k-direct) echo "--rw=write --bs=128k --iodepth=1 --direct=1" ;;
+	seqwrite-128k-buffered) echo "--rw=write --bs=128k --iodepth=1 --direct=0 --end_fsync=1" ;;
+	esac
+}
+JOBS=${BENCH_JOBS:-"randread-4k-qd1 randread-4k-qd32 seqread-128k-qd1 seqwrite-128k-direct seqwrite-128k-buffered"}
+VARIANTS=${BENCH_VARIANTS:-"native passthrough_ll fsprism-off fsprism-full"}
+for job in $JOBS; do
+	[ -n "$(job_args "$job")" ] || { echo "bench-fuse: unknown job '$job' in BENCH_JOBS" >&2; exit 2; }
+done
+for v in $VARIANTS; do
+	case $v in
+	native | passthrough_ll | passthrough_ll-xattr | fsprism-off | fsprism-hist | fsprism-full) ;;
+	*) echo "bench-fuse: unknown variant '$v' in BENCH_VARIANTS" >&2; exit 2 ;;
+	esac
+done
+
 T=$(mktemp -d /tmp/fsprism-bench.XXXXXX)
 SHM=$(mktemp -d /dev/shm/fsprism-bench.XXXXXX)
 LOOP=""
@@ -116,18 +138,6 @@ umount_variant() {
 	esac
 }
 
-# job name -> fio arguments
-job_args() {
-	case "$1" in
-	randread-4k-qd1)  echo "--rw=randread --bs=4k --iodepth=1 --direct=1" ;;
-	randread-4k-qd32) echo "--rw=randread --bs=4k --iodepth=32 --direct=1" ;;
-	seqread-128k-qd1) echo "--rw=read --bs=128k --iodepth=1 --direct=1" ;;
-	seqwrite-128k-direct) echo "--rw=write --bs=128k --iodepth=1 --direct=1" ;;
-	seqwrite-128k-buffered) echo "--rw=write --bs=128k --iodepth=1 --direct=0 --end_fsync=1" ;;
-	esac
-}
-JOBS=${BENCH_JOBS:-"randread-4k-qd1 randread-4k-qd32 seqread-128k-qd1 seqwrite-128k-direct seqwrite-128k-buffered"}
-VARIANTS=${BENCH_VARIANTS:-"native passthrough_ll fsprism-off fsprism-full"}
 
 # order_variants R: the variant order of round R (0-based): the list turned by
 # R/2 places, and reversed in odd rounds, so that over 2 x (number of
