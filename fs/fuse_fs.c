@@ -41,6 +41,7 @@
 #include <sys/statvfs.h>
 #include <sys/syscall.h>
 #include <sys/xattr.h>
+#include "aio.h"
 #include "clock.h"
 #include "emu_store.h"
 #include "fuse_fs.h"
@@ -64,6 +65,12 @@ struct fsp_fs {
 	size_t bufsize;        /* per-thread bounce buffer */
 	struct __user_cap_data_struct caps[2]; /* effective caps to restore */
 	unsigned inflight, max_inflight;
+	int use_aio;           /* O_DIRECT reads/writes through fs/aio.h */
+	struct fsp_aio *aio;   /* started by fsp_fs_start */
+	/* lock requests waiting in threads of their own (lock_wait) */
+	pthread_mutex_t waiters_lock;
+	unsigned waiters;
+	int stopping;          /* fsp_fs_stop ran: waiters neither reply nor log */
 	/* emulation */
 	struct emu_store *emu;  /* NULL: plain passthrough */
 	dev_t emu_dev;          /* regular files on this device are emulated */
@@ -1161,6 +1168,62 @@ static void fs_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 	op_log(&o, FSP_OP_OPEN, 0, 0, 0, err);
 }
 
+/*
+ * An O_DIRECT read or write of a backing file in flight (fs/aio.h): the
+ * request's timing travels with it, and the reaper thread replies and logs.
+ * "backing" is then the time from io_submit to the completion's collection.
+ */
+struct aio_req {
+	struct fsp_aio_io io; /* first: the reaper hands this back */
+	struct op o;
+	fuse_req_t req;
+	int opcode;           /* FSP_OP_READ or FSP_OP_WRITE */
+	uint64_t off;
+	size_t len;
+};
+
+static void aio_done(struct fsp_aio_io *io, long res, uint64_t done_ns)
+{
+	struct aio_req *r = (struct aio_req *)io;
+	struct op *o = &r->o;
+	int err = res < 0 ? (int)-res : 0;
+	if (o->timing)
+		o->backing += done_ns - io->submit_ns;
+	inflight_leave(o->fs);
+	op_end(o);
+	if (err)
+		fuse_reply_err(r->req, err);
+	else if (r->opcode == FSP_OP_READ)
+		fuse_reply_buf(r->req, io->buf, (size_t)res);
+	else
+		fuse_reply_write(r->req, (size_t)res);
+	op_log(o, r->opcode, r->off, r->len, err ? 0 : (uint64_t)res, err);
+}
+
+/* Submit len bytes at off of io->buf as a read or write of fd. 0: the reaper
+ * now owns the request; -1: not submitted, do it synchronously. */
+static int aio_go(struct op *o, fuse_req_t req, struct fsp_aio_io *io, int opcode,
+		  int fd, size_t len, off_t off)
+{
+	struct aio_req *r = (struct aio_req *)io;
+	r->o = *o;
+	r->req = req;
+	r->opcode = opcode;
+	r->off = (uint64_t)off;
+	r->len = len;
+	io->done = aio_done;
+	if (opcode == FSP_OP_READ)
+		io_prep_pread(&io->cb, fd, io->buf, len, off);
+	else
+		io_prep_pwrite(&io->cb, fd, io->buf, len, off);
+	inflight_enter(o->fs);
+	io->submit_ns = o->timing ? fsp_now_ns() : 0;
+	if (fsp_aio_submit(o->fs->aio, io) == 0)
+		return 0;
+	inflight_leave(o->fs);
+	return -1;
+}
+
 static void fs_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 		    struct fuse_file_info *fi)
 {
@@ -1169,6 +1232,14 @@ static void fs_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 	op_node(&o, ino);
 	ssize_t got;
 	int err = 0;
+	if (fh_direct(fi) && !fh_emu(fi) && o.fs->aio) {
+		struct fsp_aio_io *io = fsp_aio_get(o.fs->aio, size);
+		if (io) {
+			if (aio_go(&o, req, io, FSP_OP_READ, fh_fd(fi), size, off) == 0)
+				return;
+			fsp_aio_put(o.fs->aio, io); /* read synchronously below */
+		}
+	}
 	void *buf = thread_buf(o.fs, size);
 	if (!buf) {
 		got = -1;
@@ -1257,17 +1328,33 @@ static void fs_write_buf(fuse_req_t req, fuse_ino_t ino, struct fuse_bufvec *in,
 		if (res < 0)
 			err = (int)-res;
 	} else {
-		/* O_DIRECT needs an aligned source: copy into the bounce buffer. */
+		/* O_DIRECT needs an aligned source: copy the payload into an aio
+		 * slot's buffer and write asynchronously, or else into the
+		 * per-thread bounce buffer and write here. */
+		struct fsp_aio_io *io = o.fs->aio ? fsp_aio_get(o.fs->aio, size) : NULL;
 		void *buf;
-		if ((res = payload_copy(o.fs, in, size, &buf)) < 0) {
-			err = (int)-res;
-			goto out;
+		if (io) {
+			struct fuse_bufvec dst = FUSE_BUFVEC_INIT(size);
+			dst.buf[0].mem = io->buf;
+			res = fuse_buf_copy(&dst, in, 0);
+			buf = io->buf;
+		} else {
+			res = payload_copy(o.fs, in, size, &buf);
 		}
-		inflight_enter(o.fs);
-		res = BACKING(&o, pwrite(fh_fd(fi), buf, (size_t)res, off));
+		if (res >= 0 && io &&
+		    aio_go(&o, req, io, FSP_OP_WRITE, fh_fd(fi), (size_t)res, off) == 0)
+			return;
+		if (res >= 0) {
+			inflight_enter(o.fs);
+			res = BACKING(&o, pwrite(fh_fd(fi), buf, (size_t)res, off));
+			if (res < 0)
+				res = -errno;
+			inflight_leave(o.fs);
+		}
+		if (io)
+			fsp_aio_put(o.fs->aio, io);
 		if (res < 0)
-			err = errno;
-		inflight_leave(o.fs);
+			err = (int)-res;
 	}
 out:
 	op_end(&o);
@@ -1525,6 +1612,70 @@ static void fs_getlk(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi,
 	op_log(&o, FSP_OP_GETLK, (uint64_t)lock->l_start, (uint64_t)lock->l_len, 0, err);
 }
 
+/*
+ * A lock request that has to wait (F_SETLKW, flock without LOCK_NB, and the
+ * lock is taken) waits in a thread of its own: the worker threads are few,
+ * and lockers waiting in them could leave none for the request that
+ * releases the lock. The thread replies and logs when the lock comes, unless
+ * the mount is ending by then (fsp_fs_stop).
+ */
+struct lock_wait {
+	struct op o;
+	fuse_req_t req;
+	int fd;
+	int flock_op;       /* flock(2) operation, or -1: the POSIX lock below */
+	struct flock lock;
+};
+
+static void *lock_wait_main(void *arg)
+{
+	struct lock_wait *w = arg;
+	struct fsp_fs *fs = w->o.fs;
+	int res = w->flock_op >= 0 ? BACKING(&w->o, flock(w->fd, w->flock_op))
+				   : BACKING(&w->o, fcntl(w->fd, F_OFD_SETLKW, &w->lock));
+	int err = res < 0 ? errno : 0;
+	pthread_mutex_lock(&fs->waiters_lock);
+	if (!fs->stopping)
+		finish_err(&w->o, w->req, w->flock_op >= 0 ? FSP_OP_FLOCK : FSP_OP_SETLK, err);
+	fs->waiters--;
+	pthread_mutex_unlock(&fs->waiters_lock);
+	free(w);
+	return NULL;
+}
+
+/* 0: a thread now waits for the lock and will reply; -1: wait here. */
+static int lock_wait_start(struct op *o, fuse_req_t req, int fd, int flock_op,
+			   const struct flock *lock)
+{
+	struct fsp_fs *fs = o->fs;
+	struct lock_wait *w = malloc(sizeof(*w));
+	if (!w)
+		return -1;
+	w->o = *o;
+	w->req = req;
+	w->fd = fd;
+	w->flock_op = flock_op;
+	if (lock)
+		w->lock = *lock;
+	pthread_attr_t at;
+	pthread_attr_init(&at);
+	pthread_attr_setdetachstate(&at, PTHREAD_CREATE_DETACHED);
+	pthread_attr_setstacksize(&at, 256 * 1024);
+	pthread_mutex_lock(&fs->waiters_lock);
+	fs->waiters++;
+	pthread_mutex_unlock(&fs->waiters_lock);
+	pthread_t t;
+	int rc = pthread_create(&t, &at, lock_wait_main, w);
+	pthread_attr_destroy(&at);
+	if (rc == 0)
+		return 0;
+	pthread_mutex_lock(&fs->waiters_lock);
+	fs->waiters--;
+	pthread_mutex_unlock(&fs->waiters_lock);
+	free(w);
+	return -1;
+}
+
 static void fs_setlk(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi,
 		     struct flock *lock, int sleep)
 {
@@ -1537,8 +1688,15 @@ static void fs_setlk(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi,
 		err = errno; /* 0: unlocking an owner with no locks */
 	} else {
 		lock->l_pid = 0;
-		if (BACKING(&o, fcntl(fd, sleep ? F_OFD_SETLKW : F_OFD_SETLK, lock)) < 0)
+		/* try first: only a lock that is taken needs a waiting thread */
+		if (BACKING(&o, fcntl(fd, F_OFD_SETLK, lock)) < 0) {
 			err = errno;
+			if (sleep && (err == EAGAIN || err == EACCES) &&
+			    lock_wait_start(&o, req, fd, -1, lock) == 0)
+				return;
+			if (sleep && (err == EAGAIN || err == EACCES))
+				err = BACKING(&o, fcntl(fd, F_OFD_SETLKW, lock)) < 0 ? errno : 0;
+		}
 	}
 	finish_err(&o, req, FSP_OP_SETLK, err);
 }
@@ -1549,7 +1707,12 @@ static void fs_flock(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi,
 	struct op o;
 	op_begin(&o, req);
 	op_node(&o, ino);
-	int res = BACKING(&o, flock(fh_fd(fi), op));
+	int res = BACKING(&o, flock(fh_fd(fi), op | LOCK_NB));
+	if (res < 0 && errno == EWOULDBLOCK && !(op & LOCK_NB)) {
+		if (lock_wait_start(&o, req, fh_fd(fi), op, NULL) == 0)
+			return;
+		res = BACKING(&o, flock(fh_fd(fi), op));
+	}
 	finish_err(&o, req, FSP_OP_FLOCK, res < 0 ? errno : 0);
 }
 
@@ -1705,6 +1868,8 @@ struct fsp_fs *fsp_fs_new(const char *backing, const struct fsp_fs_opts *opts,
 	fs->bufsize = fs->max_write > FSP_DEF_MAX_WRITE ? fs->max_write : FSP_DEF_MAX_WRITE;
 	fs->is_root = geteuid() == 0;
 	pthread_mutex_init(&fs->pending_lock, NULL);
+	pthread_mutex_init(&fs->waiters_lock, NULL);
+	fs->use_aio = opts->backing_aio;
 	if (fs->is_root) {
 		struct __user_cap_header_struct hdr = { _LINUX_CAPABILITY_VERSION_3, 0 };
 		if (syscall(SYS_capget, &hdr, fs->caps) < 0)
@@ -1788,10 +1953,35 @@ void fsp_fs_devio(void *arg, const struct emu_cx *cx, int fsp_op, uint64_t off,
 	pthread_mutex_unlock(&fs->pending_lock);
 }
 
+int fsp_fs_start(struct fsp_fs *fs)
+{
+	if (!fs->use_aio)
+		return 0;
+	/* room for every async request the kernel may send, and the workers' */
+	fs->aio = fsp_aio_start(4 * fs->max_background, sizeof(struct aio_req), fs->timing);
+	return fs->aio ? 0 : -errno;
+}
+
+void fsp_fs_stop(struct fsp_fs *fs)
+{
+	fsp_aio_stop(fs->aio);
+	fs->aio = NULL;
+	pthread_mutex_lock(&fs->waiters_lock);
+	fs->stopping = 1;
+	pthread_mutex_unlock(&fs->waiters_lock);
+}
+
 void fsp_fs_free(struct fsp_fs *fs)
 {
 	if (!fs)
 		return;
+	fsp_fs_stop(fs);
+	pthread_mutex_lock(&fs->waiters_lock);
+	unsigned waiting = fs->waiters;
+	pthread_mutex_unlock(&fs->waiters_lock);
+	if (waiting)
+		return; /* threads still wait for locks and use fs; the process
+			   ends next and takes them with it */
 	fsp_itable_free(fs->itable);
 	pthread_mutex_destroy(&fs->pending_lock);
 	free(fs->pending);

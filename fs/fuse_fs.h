@@ -36,6 +36,7 @@ struct fsp_fs_opts {
 	unsigned max_background; /* kernel's async request limit (0: 64) */
 	int timing;              /* 0 (--record=off): no clock reads at all */
 	int track_inflight;      /* count concurrent backing reads/writes */
+	int backing_aio;         /* O_DIRECT data IO asynchronous (fs/aio.h) */
 	struct fsp_oplog *log;   /* NULL when timing is 0 */
 };
 
@@ -71,6 +72,19 @@ void fsp_fs_set_emu(struct fsp_fs *fs, struct emu_store *st, int hide_store_name
  */
 void fsp_fs_devio(void *arg, const struct emu_cx *cx, int fsp_op, uint64_t off,
 		  uint64_t len, uint64_t start_ns, uint64_t ns, int err);
+
+/*
+ * Start the threads the file system needs (the reaper of asynchronous
+ * backing IO), in the process that will serve: 0 or -errno.
+ */
+int fsp_fs_start(struct fsp_fs *fs);
+
+/*
+ * After the session loop has ended, before the session is destroyed: wait
+ * for the backing IO still in flight to complete and be answered. Lock
+ * requests still waiting are then abandoned (neither answered nor logged).
+ */
+void fsp_fs_stop(struct fsp_fs *fs);
 
 /* The request handlers; userdata for fuse_session_new must be the fsp_fs. */
 extern const struct fuse_lowlevel_ops fsp_fs_ops;

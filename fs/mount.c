@@ -48,6 +48,14 @@
 #include "store.h"
 #include "target.h"
 
+/*
+ * Worker threads. With asynchronous backing IO a worker never waits for the
+ * data, and every thread beyond what the CPUs keep busy costs a wake-up per
+ * request (docs/fuse.md, Measurements): 2. When data IO waits in the worker
+ * (--backing-io=sync, or the emulated store), the thread count is the queue
+ * depth the backing file or store can see: 32.
+ */
+#define DEF_THREADS_AIO 2
 #define DEF_THREADS 32
 #define DEF_MAX_BACKGROUND 64
 #define DEF_MAX_WRITE (1u << 20)
@@ -69,6 +77,7 @@ struct mount_opts {
 	int writeback_cache;
 	int splice;
 	int count_inflight;
+	int backing_sync;      /* --backing-io=sync */
 	unsigned max_write;
 	unsigned max_background;
 	double attr_timeout, entry_timeout;
@@ -104,8 +113,11 @@ static void mount_usage(FILE *f)
 "                       default_permissions is always added]\n"
 "  --log FILE           SQLite database for the records [./fsprism.db]\n"
 "  --record MODE        full | sample:N | hist | off [full]\n"
-"  --threads N          worker threads [%u]\n"
+"  --threads N          worker threads [%u; %u with --backing-io=sync or\n"
+"                       the emulation]\n"
 "  --clone-fd           one /dev/fuse descriptor per thread [off]\n"
+"  --backing-io MODE    aio | sync: O_DIRECT reads and writes of backing\n"
+"                       files asynchronous (libaio) or in the worker [aio]\n"
 "  --writeback-cache    kernel write-back caching [off]\n"
 "  --splice             splice write payloads from /dev/fuse [off]\n"
 "  --max-write BYTES    largest WRITE request, 4k..1M [1M]\n"
@@ -145,7 +157,7 @@ static void mount_usage(FILE *f)
 "\n"
 "Unmount with 'fsprism umount MOUNTPOINT' (waits until every record is stored),\n"
 "fusermount3 -u, or SIGTERM/SIGINT to the daemon. See docs/fuse.md.\n",
-		DEF_THREADS, DEF_MAX_BACKGROUND, DEF_TIMEOUT, DEF_TIMEOUT, DEF_COMMIT_INTERVAL_S);
+		DEF_THREADS_AIO, DEF_THREADS, DEF_MAX_BACKGROUND, DEF_TIMEOUT, DEF_TIMEOUT, DEF_COMMIT_INTERVAL_S);
 }
 
 /* ---- small helpers ---- */
@@ -462,7 +474,8 @@ enum { OPT_LOG = 256, OPT_RECORD, OPT_THREADS, OPT_CLONE_FD, OPT_WRITEBACK,
        OPT_SPLICE, OPT_MAX_WRITE, OPT_MAX_BG, OPT_ATTR_TO, OPT_ENTRY_TO,
        OPT_INFLIGHT, OPT_COW, OPT_JOURNAL, OPT_STORE, OPT_STORE_SIZE, OPT_FORMAT,
        OPT_DESTROY, OPT_ALLOC, OPT_COMMIT_INT, OPT_COMMIT_BYTES, OPT_JOURNAL_SIZE,
-       OPT_NO_FLUSH, OPT_BLOCK_SIZE, OPT_TREE_DEPTH, OPT_EXTENT_COST, OPT_NO_FSYNC_COMMIT };
+       OPT_NO_FLUSH, OPT_BLOCK_SIZE, OPT_TREE_DEPTH, OPT_EXTENT_COST, OPT_NO_FSYNC_COMMIT,
+       OPT_BACKING_IO };
 
 /* Returns 0, or the exit status to return. */
 static int parse_mount_args(int argc, char **argv, struct mount_opts *o)
@@ -472,6 +485,7 @@ static int parse_mount_args(int argc, char **argv, struct mount_opts *o)
 		{ "record", required_argument, NULL, OPT_RECORD },
 		{ "threads", required_argument, NULL, OPT_THREADS },
 		{ "clone-fd", no_argument, NULL, OPT_CLONE_FD },
+		{ "backing-io", required_argument, NULL, OPT_BACKING_IO },
 		{ "writeback-cache", no_argument, NULL, OPT_WRITEBACK },
 		{ "splice", no_argument, NULL, OPT_SPLICE },
 		{ "max-write", required_argument, NULL, OPT_MAX_WRITE },
@@ -505,7 +519,7 @@ static int parse_mount_args(int argc, char **argv, struct mount_opts *o)
 	emu_store_cfg_default(&o->ecfg);
 	o->store_size = DEF_STORE_SIZE;
 	o->record = "full";
-	o->threads = DEF_THREADS;
+	o->threads = 0; /* default below, once --backing-io and the emulation are known */
 	o->max_write = DEF_MAX_WRITE;
 	o->max_background = DEF_MAX_BACKGROUND;
 	o->attr_timeout = DEF_TIMEOUT;
@@ -525,6 +539,13 @@ static int parse_mount_args(int argc, char **argv, struct mount_opts *o)
 		case OPT_WRITEBACK: o->writeback_cache = 1; break;
 		case OPT_SPLICE: o->splice = 1; break;
 		case OPT_INFLIGHT: o->count_inflight = 1; break;
+		case OPT_BACKING_IO:
+			if (strcmp(optarg, "aio") && strcmp(optarg, "sync")) {
+				fprintf(stderr, "fsprism mount: invalid --backing-io '%s' (aio or sync)\n", optarg);
+				return 2;
+			}
+			o->backing_sync = !strcmp(optarg, "sync");
+			break;
 		case OPT_THREADS:
 			if (parse_uint(optarg, 1024, &v, 0) || v < 1) {
 				fprintf(stderr, "fsprism mount: invalid --threads '%s' (1..1024)\n", optarg);
@@ -682,6 +703,8 @@ static int parse_mount_args(int argc, char **argv, struct mount_opts *o)
 		return 2;
 	}
 	o->emu = o->store_given || o->ecfg.cow != EMU_COW_OFF || o->ecfg.journal != EMU_JOURNAL_OFF;
+	if (!o->threads)
+		o->threads = (o->emu || o->backing_sync) ? DEF_THREADS : DEF_THREADS_AIO;
 	if (!o->emu && o->emu_opt_given) {
 		fprintf(stderr, "fsprism mount: --%s needs the emulation (--store, --cow or --journal)\n",
 			o->emu_opt_name);
@@ -1194,6 +1217,7 @@ static int daemon_start(struct daemon *d, char *err, size_t errlen)
 		.max_background = o->max_background,
 		.timing = o->record_mode != FSP_RECORD_OFF,
 		.track_inflight = o->count_inflight,
+		.backing_aio = !o->backing_sync,
 		.log = NULL, /* attached below, once the run exists */
 	};
 	d->fs = fsp_fs_new(o->backing, &fo, err, errlen);
@@ -1239,6 +1263,12 @@ static int daemon_start(struct daemon *d, char *err, size_t errlen)
 		snprintf(err, errlen, "cannot start a run in database %s", o->log_path);
 		return -1;
 	}
+	/* the effective values, defaults included (the options column holds
+	 * only what was typed) */
+	char nthreads[16];
+	snprintf(nthreads, sizeof(nthreads), "%u", o->threads);
+	fsp_store_set_attr(d->store, d->run, "fuse.threads", nthreads);
+	fsp_store_set_attr(d->store, d->run, "fuse.backing_io", o->backing_sync ? "sync" : "aio");
 	if (o->emu && emu_begin(d, err, errlen) < 0)
 		return -1;
 	if (o->record_mode != FSP_RECORD_OFF) {
@@ -1248,9 +1278,10 @@ static int daemon_start(struct daemon *d, char *err, size_t errlen)
 				 o->log_path, strerror(errno));
 			return -1;
 		}
-		/* the workers, the store's commit thread and this one: their
-		 * rings are allocated and touched now, not while measuring */
-		fsp_oplog_reserve(d->log, o->threads + 2);
+		/* the workers, the aio reaper, the store's commit thread and
+		 * this one: their rings are allocated and touched now, not
+		 * while measuring */
+		fsp_oplog_reserve(d->log, o->threads + 3);
 		fsp_fs_set_log(d->fs, d->log);
 	}
 	if (d->emu) {
@@ -1260,6 +1291,12 @@ static int daemon_start(struct daemon *d, char *err, size_t errlen)
 				 o->store, strerror(-rc));
 			return -1;
 		}
+	}
+	int rc = fsp_fs_start(d->fs);
+	if (rc < 0) {
+		snprintf(err, errlen, "cannot start asynchronous backing IO (libaio): %s%s",
+			 strerror(-rc), rc == -EAGAIN ? " (see /proc/sys/fs/aio-max-nr)" : "");
+		return -1;
 	}
 	if (fuse_set_signal_handlers(d->se) < 0) {
 		snprintf(err, errlen, "cannot install signal handlers");
@@ -1321,6 +1358,7 @@ static int daemon_finish(struct daemon *d, int serve)
 		fuse_loop_cfg_set_clone_fd(cfg, (unsigned)d->o->clone_fd);
 		int res = fuse_session_loop_mt(d->se, cfg);
 		fuse_loop_cfg_destroy(cfg);
+		fsp_fs_stop(d->fs); /* IO still in flight is answered first */
 		if (res < 0)
 			status = 1;
 	}

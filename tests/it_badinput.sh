@@ -69,6 +69,7 @@ expect_fail "unknown option" 2 "unknown option '--bogus'" "$F" mount --bogus "$B
 expect_fail "unknown short option" 2 "unknown option '-z'" "$F" mount -z "$B" "$M"
 expect_fail "bad --record" 2 "invalid --record 'sometimes'" "$F" mount --record=sometimes "$B" "$M"
 expect_fail "bad --threads" 2 "invalid --threads '0'" "$F" mount --threads 0 "$B" "$M"
+expect_fail "bad --backing-io" 2 "invalid --backing-io 'uring' (aio or sync)" "$F" mount --backing-io uring "$B" "$M"
 expect_fail "bad --max-write" 2 "invalid --max-write '3M'" "$F" mount --max-write 3M "$B" "$M"
 expect_fail "missing arguments" 2 "expected BACKING_DIR and MOUNTPOINT" "$F" mount "$B"
 expect_fail "unknown -o option" 1 "invalid -o options 'nosuchopt'" \

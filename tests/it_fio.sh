@@ -28,10 +28,13 @@ op_rows() { # RUN OP -> "count bytes"
 	sqlite3 -separator ' ' "$DB" "select count(*), coalesce(sum(o.bytes),0) from ops o join op_names n on o.op=n.op where o.run=$1 and n.name='$2'"
 }
 
-# run_job NAME FIO_ARGS...: mount, run fio on $M/NAME, unmount; one run per job.
+# run_job NAME FIO_ARGS...: mount (with $MOUNT_OPTS), run fio on $M/NAME,
+# unmount; one run per job.
 run_job() {
 	name=$1; shift
-	fsp_mount "$B" "$M" --log "$DB" --count-inflight || { not_ok "$name: mount"; return 1; }
+	# shellcheck disable=SC2086
+	fsp_mount "$B" "$M" --log "$DB" --count-inflight ${MOUNT_OPTS:-} ||
+		{ not_ok "$name: mount"; return 1; }
 	fio --name="$name" --filename="$M/$name.dat" --output-format=json --verify_state_save=0 \
 		--output="$T/$name.json" "$@" >"$T/$name.fio.err" 2>&1
 	rc=$?
@@ -88,6 +91,23 @@ run_job randread_qd32 $COMMON --rw=randread --bs=4k --iodepth=32 --size=64M --io
 inflight=$(sqlite3 "$DB" "select value from run_attrs where run=$(last_run) and key='max_inflight_io'")
 check "randread_qd32: several reads in flight at the backing file at once (max $inflight)" \
 	test "${inflight:-0}" -gt 1
+attr() { sqlite3 "$DB" "select value from run_attrs where run=$(last_run) and key='$1'"; }
+expect_eq "randread_qd32: default mount has asynchronous backing IO and 2 workers" \
+	"aio 2" "$(attr fuse.backing_io) $(attr fuse.threads)"
+# 2 workers serve 32 reads in flight only because the reads are asynchronous:
+# more in flight than workers
+check "randread_qd32: more reads in flight than worker threads (max $inflight)" \
+	test "${inflight:-0}" -gt 2
+
+# the same with the IO done in the workers
+cp "$B/randread_qd32.dat" "$B/randread_sync.dat"
+MOUNT_OPTS="--backing-io=sync" run_job randread_sync $COMMON --rw=randread --bs=4k \
+	--iodepth=32 --size=64M --io_size=32M && check_reads randread_sync
+expect_eq "randread_sync: --backing-io=sync has 32 workers" "sync 32" \
+	"$(attr fuse.backing_io) $(attr fuse.threads)"
+inflight=$(attr max_inflight_io)
+check "randread_sync: several reads in flight at the backing file at once (max $inflight)" \
+	test "${inflight:-0}" -gt 1
 
 # 128 KiB sequential write with crc32c verify (fio reads everything back)
 run_job seqwrite128k $COMMON --rw=write --bs=128k --iodepth=1 --size=64M \
@@ -113,6 +133,7 @@ expect_eq "buffered_fsync: one fsync row per fsync fio issued ($fio_syncs)" "$fi
 # every performance option keeps the data right: O_DIRECT and buffered,
 # verified by fio and compared with the backing file
 for opts in "--splice" "--clone-fd" "--writeback-cache" "--threads 1 --max-background 1" \
+	    "--threads 1" "--backing-io=sync" "--backing-io=sync --splice" \
 	    "--max-write 4k" "--record=sample:10" "--record=hist" "--record=off"; do
 	# shellcheck disable=SC2086
 	if ! fsp_mount "$B" "$M" --log "$T/opts.db" $opts; then

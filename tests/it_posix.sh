@@ -29,8 +29,20 @@ check "posix_ops printed its sequence ($lines lines)" test "$lines" -gt 200
 
 if fsp_mount "$T/ext4/backing" "$T/mnt" --log "$T/posix.db" -o allow_other,default_permissions; then
 	ok "mount with allow_other,default_permissions"
+	# A server that deadlocks (say, workers all waiting for locks) must fail
+	# this test, not hang it: after 300 s the daemon is killed, which ends
+	# the connection and every request still waiting.
+	(
+		trap 'kill $nap 2>/dev/null; exit 0' TERM
+		sleep 300 & nap=$!
+		wait $nap && pkill -9 -f "mount .*$T/mnt"
+	) &
+	watchdog=$!
 	"$POSIX_OPS" "$T/mnt" >"$T/fsprism.out" 2>"$T/fsprism.err"
-	check "posix_ops through fsprism" test $? -eq 0
+	rc=$?
+	kill "$watchdog" 2>/dev/null
+	wait "$watchdog"
+	check "posix_ops through fsprism" test $rc -eq 0
 	if diff -u "$T/native.out" "$T/fsprism.out" >"$T/diff"; then
 		ok "results through fsprism equal the backing file system's ($lines operations)"
 	else

@@ -607,6 +607,60 @@ static void locks(void)
 	close(p2c[0]); close(p2c[1]); close(c2p[0]); close(c2p[1]);
 }
 
+/*
+ * More lockers waiting at once than a mount has worker threads (2 by
+ * default): each blocking flock and F_SETLKW waits while the holder keeps
+ * the lock, and every one of them gets it once the holder lets go. A server
+ * whose workers sat in those waits would have none left for the release.
+ */
+#define WAITERS 6
+static void lock_waiters(void)
+{
+	put_file("lkw", "0123456789", 0644);
+	int fd = openat(dirfd_g, "lkw", O_RDWR);
+	struct flock all = { .l_type = F_WRLCK, .l_whence = SEEK_SET };
+	res("holder flock EX", flock(fd, LOCK_EX));
+	res("holder F_SETLK WR", fcntl(fd, F_SETLK, &all));
+	pid_t kids[2 * WAITERS];
+	for (int i = 0; i < 2 * WAITERS; i++) {
+		fflush(stdout);
+		kids[i] = fork();
+		if (kids[i] == 0) {
+			alarm(30); /* a hung server fails the count below */
+			int cfd = openat(dirfd_g, "lkw", O_RDWR);
+			int r;
+			if (i < WAITERS) {
+				r = flock(cfd, LOCK_EX);
+				if (r == 0)
+					r = flock(cfd, LOCK_UN);
+			} else {
+				struct flock w = { .l_type = F_WRLCK, .l_whence = SEEK_SET };
+				r = fcntl(cfd, F_SETLKW, &w);
+				w.l_type = F_UNLCK;
+				if (r == 0)
+					r = fcntl(cfd, F_SETLK, &w);
+			}
+			_exit(r == 0 ? 0 : 1);
+		}
+	}
+	usleep(300 * 1000); /* most are waiting by now; the rest will */
+	int early = 0;
+	for (int i = 0; i < 2 * WAITERS; i++)
+		early += waitpid(kids[i], NULL, WNOHANG) != 0;
+	out("lock waiters done while the lock is held", "%d", early);
+	all.l_type = F_UNLCK;
+	res("holder F_UNLCK", fcntl(fd, F_SETLK, &all));
+	res("holder flock UN", flock(fd, LOCK_UN));
+	int got = 0;
+	for (int i = 0; i < 2 * WAITERS; i++) {
+		int st;
+		if (waitpid(kids[i], &st, 0) == kids[i] && WIFEXITED(st) && WEXITSTATUS(st) == 0)
+			got++;
+	}
+	out("lock waiters that got the lock after the release", "%d of %d", got, 2 * WAITERS);
+	close(fd);
+}
+
 /* ---- other users ---- */
 
 static void setup_users(void)
@@ -771,6 +825,7 @@ int main(int argc, char **argv)
 	listing();
 	open_files();
 	locks();
+	lock_waiters();
 	users();
 	return 0;
 }
