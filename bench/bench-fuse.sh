@@ -14,6 +14,9 @@
 #                   before every write
 #   fsprism-off     fsprism mount --record=off
 #   fsprism-full    fsprism mount --record=full
+#   fsprism-sync    (not in the default set) --record=full --backing-io=sync:
+#                   backing IO in the workers, 32 of them (the design before
+#                   asynchronous backing IO)
 # Jobs (fio, libaio): 4 KiB random read O_DIRECT QD1 and QD32, 128 KiB
 # sequential read O_DIRECT QD1, 128 KiB sequential write O_DIRECT QD1, and
 # 128 KiB sequential write buffered (passthrough_ll cannot do O_DIRECT writes).
@@ -63,7 +66,8 @@ for job in $JOBS; do
 done
 for v in $VARIANTS; do
 	case $v in
-	native | passthrough_ll | passthrough_ll-xattr | fsprism-off | fsprism-hist | fsprism-full) ;;
+	native | passthrough_ll | passthrough_ll-xattr | fsprism-off | fsprism-hist | fsprism-full | \
+	fsprism-sync) ;;
 	*) echo "bench-fuse: unknown variant '$v' in BENCH_VARIANTS" >&2; exit 2 ;;
 	esac
 done
@@ -115,6 +119,10 @@ mount_variant() {
 		DIR="$T/mnt-fsp" ;;
 	fsprism-full)
 		"$FSPRISM" mount --record=full ${FSPRISM_MOUNT_OPTS:-} --log "$DB" "$T/ext4/data" "$T/mnt-fsp"
+		DIR="$T/mnt-fsp" ;;
+	fsprism-sync)
+		"$FSPRISM" mount --record=full --backing-io=sync ${FSPRISM_MOUNT_OPTS:-} --log "$DB" \
+			"$T/ext4/data" "$T/mnt-fsp"
 		DIR="$T/mnt-fsp" ;;
 	esac
 }
@@ -227,17 +235,19 @@ for j in jobs:
     print(f"{j:24} {r('fsprism-full','passthrough_ll'):>20} {r('fsprism-full','passthrough_ll-xattr'):>14} "
           f"{r('fsprism-full','fsprism-off'):>9} {r('fsprism-off','native'):>11} {r('fsprism-full','native'):>12}")
 print()
-print("per-round paired ratios to fsprism-off (median over rounds): IOPS, daemon CPU per IO")
+print("per-round paired ratios (median over rounds): IOPS, daemon CPU per IO")
 for j in jobs:
-    for v in ("fsprism-hist", "fsprism-full"):
-        if v not in variants or "fsprism-off" not in variants:
+    for v, base in (("fsprism-hist", "fsprism-off"), ("fsprism-full", "fsprism-off"),
+                    ("fsprism-full", "fsprism-sync")):
+        if v not in variants or base not in variants:
             continue
-        pairs = [(load(r, j, v), load(r, j, "fsprism-off")) for r in range(1, rounds + 1)]
+        pairs = [(load(r, j, v), load(r, j, base)) for r in range(1, rounds + 1)]
         if any(a is None or b is None for a, b in pairs):
             continue
         iops = statistics.median(a[0] / b[0] for a, b in pairs)
         cpu = statistics.median(a[2] / b[2] for a, b in pairs if b[2])
-        print(f"{j:24} {v + '/off':18} IOPS {iops:.3f}   CPU/IO {cpu:.3f}")
+        name = v.removeprefix("fsprism-") + "/" + base.removeprefix("fsprism-")
+        print(f"{j:24} {name:18} IOPS {iops:.3f}   CPU/IO {cpu:.3f}")
 EOF
 echo
 echo "fsprism-full runs: recorded and dropped op rows"
