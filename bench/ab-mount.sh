@@ -1,0 +1,103 @@
+#!/bin/bash
+# bench/ab-mount.sh - two sets of fsprism mount options, A and B, side by side.
+#
+# One ext4 file system on a RAM-backed loop device (losetup over a file in
+# /dev/shm), one 1 GiB data file, and two fsprism mounts of it at once: one
+# with options A, one with B. fio (libaio) runs the job at each queue depth
+# on A and on B in turn, the order swapped every round, so that machine drift
+# hits both alike. Prints every run, then per queue depth the median IOPS of
+# A and B and the median of the per-round ratios B/A. Needs root.
+#
+# usage: bench/ab-mount.sh [--rounds N] [--runtime S] [--qd "1 32"] [--rw RW]
+#                          [--bs BS] [--direct 0|1] -- "A OPTIONS" "B OPTIONS"
+#   e.g. bench/ab-mount.sh --qd "1 32" -- "--threads 2" "--threads 4"
+#   FSPRISM=path/to/fsprism overrides the binary (default ./build/fsprism).
+#   Both mounts get --record=full unless the options say otherwise.
+set -euo pipefail
+
+ROUNDS=4
+RUNTIME=4
+QDS="1 32"
+RW=randread
+BS=4k
+DIRECT=1
+while [ $# -gt 0 ]; do
+	case "$1" in
+	--rounds) ROUNDS=$2; shift 2 ;;
+	--runtime) RUNTIME=$2; shift 2 ;;
+	--qd) QDS=$2; shift 2 ;;
+	--rw) RW=$2; shift 2 ;;
+	--bs) BS=$2; shift 2 ;;
+	--direct) DIRECT=$2; shift 2 ;;
+	--) shift; break ;;
+	*) echo "ab-mount: unknown option $1" >&2; exit 2 ;;
+	esac
+done
+[ $# -eq 2 ] || { echo "ab-mount: give the two option sets after --, e.g. -- \"--threads 2\" \"--threads 4\"" >&2; exit 2; }
+OPTS_A=$1
+OPTS_B=$2
+[ "$(id -u)" = 0 ] || { echo "ab-mount: needs root (loop devices, mounts)" >&2; exit 1; }
+FSPRISM=${FSPRISM:-$(pwd)/build/fsprism}
+[ -x "$FSPRISM" ] || { echo "ab-mount: no fsprism binary at $FSPRISM (set FSPRISM=)" >&2; exit 1; }
+command -v fio >/dev/null || { echo "ab-mount: fio is not installed" >&2; exit 1; }
+
+T=$(mktemp -d /tmp/fsprism-ab.XXXXXX)
+IMG=$(mktemp /dev/shm/fsprism-ab.XXXXXX)
+LOOP=
+cleanup() {
+	for m in a b; do
+		mountpoint -q "$T/mnt-$m" && "$FSPRISM" umount "$T/mnt-$m" >/dev/null 2>&1
+	done
+	mountpoint -q "$T/ext4" && umount "$T/ext4"
+	[ -n "$LOOP" ] && losetup -d "$LOOP"
+	rm -f "$IMG"
+	rm -rf "$T"
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM
+
+truncate -s 1400M "$IMG"
+LOOP=$(losetup --find --show "$IMG")
+mkfs.ext4 -q "$LOOP"
+mkdir "$T/ext4" "$T/mnt-a" "$T/mnt-b"
+mount "$LOOP" "$T/ext4"
+mkdir "$T/ext4/data"
+dd if=/dev/urandom of="$T/ext4/data/f" bs=1M count=1024 status=none conv=fsync
+# shellcheck disable=SC2086
+"$FSPRISM" mount --record=full $OPTS_A --log "$T/a.db" "$T/ext4/data" "$T/mnt-a"
+# shellcheck disable=SC2086
+"$FSPRISM" mount --record=full $OPTS_B --log "$T/b.db" "$T/ext4/data" "$T/mnt-b"
+
+echo "A: $OPTS_A"
+echo "B: $OPTS_B"
+echo "job: fio --rw=$RW --bs=$BS --direct=$DIRECT, ${RUNTIME} s, $ROUNDS rounds"
+: >"$T/results"
+for r in $(seq "$ROUNDS"); do
+	for qd in $QDS; do
+		order="a b"
+		[ $((r % 2)) = 0 ] && order="b a"
+		for m in $order; do
+			[ "$DIRECT" = 0 ] && cat "$T/ext4/data/f" >/dev/null
+			iops=$(fio --name=ab --filename="$T/mnt-$m/f" --size=1024M --ioengine=libaio \
+				--time_based --runtime="$RUNTIME" --rw="$RW" --bs="$BS" --iodepth="$qd" \
+				--direct="$DIRECT" --output-format=terse --terse-version=3 |
+				awk -F';' '{ printf "%.0f", $8 + $49 }')
+			echo "round $r qd $qd $m $iops" | tee -a "$T/results"
+		done
+	done
+done
+
+python3 - "$T/results" <<'EOF'
+import statistics, sys
+runs = {}
+for line in open(sys.argv[1]):
+    _, r, _, qd, m, iops = line.split()
+    runs[(int(qd), int(r), m)] = float(iops)
+for qd in sorted({k[0] for k in runs}):
+    rounds = sorted({k[1] for k in runs if k[0] == qd})
+    a = [runs[(qd, r, "a")] for r in rounds]
+    b = [runs[(qd, r, "b")] for r in rounds]
+    ratio = statistics.median(y / x for x, y in zip(a, b))
+    print(f"QD{qd}: A median {statistics.median(a):.0f} IOPS, B median {statistics.median(b):.0f} IOPS, "
+          f"B/A paired {ratio:.3f}")
+EOF
