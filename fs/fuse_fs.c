@@ -1957,8 +1957,13 @@ int fsp_fs_start(struct fsp_fs *fs)
 {
 	if (!fs->use_aio)
 		return 0;
-	/* room for every async request the kernel may send, and the workers' */
-	fs->aio = fsp_aio_start(4 * fs->max_background, sizeof(struct aio_req), fs->timing);
+	/* room for every async request the kernel may send, and the workers';
+	 * capped, because the system-wide limit (fs.aio-max-nr, 65536 by
+	 * default) is shared: an IO beyond the depth is done synchronously */
+	unsigned depth = 4 * fs->max_background;
+	if (depth > 1024)
+		depth = 1024;
+	fs->aio = fsp_aio_start(depth, sizeof(struct aio_req), fs->timing);
 	return fs->aio ? 0 : -errno;
 }
 
