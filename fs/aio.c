@@ -38,31 +38,41 @@ static void *reaper_main(void *arg)
 {
 	struct fsp_aio *a = arg;
 	struct io_event ev[BATCH];
-	for (;;) {
+	int stop = 0;
+	while (!stop) {
 		int n = io_getevents(a->ctx, 1, BATCH, ev, NULL);
 		if (n == -EINTR)
 			continue;
 		if (n < 0)
 			return NULL; /* the context is gone: nothing more will come */
 		uint64_t now = a->timed ? fsp_now_ns() : 0;
+		struct fsp_aio_io *done = NULL, *last = NULL;
 		unsigned finished = 0;
 		for (int i = 0; i < n; i++) {
 			struct fsp_aio_io *io = ev[i].data;
-			if (!io)
-				return NULL; /* fsp_aio_stop's wake-up: all done */
+			if (!io) {
+				stop = 1; /* fsp_aio_stop's wake-up: all done */
+				continue;
+			}
 			io->done(io, (long)ev[i].res, now);
-			pthread_mutex_lock(&a->lock);
-			io->next = a->free_list;
-			a->free_list = io;
-			pthread_mutex_unlock(&a->lock);
+			io->next = done;
+			done = io;
+			if (!last)
+				last = io;
 			finished++;
 		}
+		/* one lock per batch: slots back to the free list, count down */
 		pthread_mutex_lock(&a->lock);
+		if (last) {
+			last->next = a->free_list;
+			a->free_list = done;
+		}
 		a->inflight -= finished;
 		if (a->inflight == 0)
 			pthread_cond_broadcast(&a->idle);
 		pthread_mutex_unlock(&a->lock);
 	}
+	return NULL;
 }
 
 struct fsp_aio *fsp_aio_start(unsigned depth, size_t slot_size, int timed)

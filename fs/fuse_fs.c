@@ -1269,19 +1269,24 @@ static void fs_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 	       got > 0 ? (uint64_t)got : 0, err);
 }
 
-/* Copy a write request's payload (in memory or spliced) into the per-thread
- * page-aligned buffer. Returns the bytes copied or -errno. */
+/* Copy a write request's payload (in memory or spliced) into buf. Returns
+ * the bytes copied or -errno. */
+static ssize_t payload_copy_to(void *buf, struct fuse_bufvec *in, size_t size)
+{
+	struct fuse_bufvec dst = FUSE_BUFVEC_INIT(size);
+	dst.buf[0].mem = buf;
+	return fuse_buf_copy(&dst, in, 0);
+}
+
+/* The same into the per-thread page-aligned buffer, returned in *out. */
 static ssize_t payload_copy(struct fsp_fs *fs, struct fuse_bufvec *in, size_t size,
 			    void **out)
 {
 	void *buf = thread_buf(fs, size);
 	if (!buf)
 		return -ENOMEM;
-	struct fuse_bufvec dst = FUSE_BUFVEC_INIT(size);
-	dst.buf[0].mem = buf;
-	ssize_t res = fuse_buf_copy(&dst, in, 0);
 	*out = buf;
-	return res;
+	return payload_copy_to(buf, in, size);
 }
 
 static void fs_write_buf(fuse_req_t req, fuse_ino_t ino, struct fuse_bufvec *in,
@@ -1334,10 +1339,8 @@ static void fs_write_buf(fuse_req_t req, fuse_ino_t ino, struct fuse_bufvec *in,
 		struct fsp_aio_io *io = o.fs->aio ? fsp_aio_get(o.fs->aio, size) : NULL;
 		void *buf;
 		if (io) {
-			struct fuse_bufvec dst = FUSE_BUFVEC_INIT(size);
-			dst.buf[0].mem = io->buf;
-			res = fuse_buf_copy(&dst, in, 0);
 			buf = io->buf;
+			res = payload_copy_to(buf, in, size);
 		} else {
 			res = payload_copy(o.fs, in, size, &buf);
 		}
@@ -1691,11 +1694,12 @@ static void fs_setlk(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi,
 		/* try first: only a lock that is taken needs a waiting thread */
 		if (BACKING(&o, fcntl(fd, F_OFD_SETLK, lock)) < 0) {
 			err = errno;
-			if (sleep && (err == EAGAIN || err == EACCES) &&
-			    lock_wait_start(&o, req, fd, -1, lock) == 0)
-				return;
-			if (sleep && (err == EAGAIN || err == EACCES))
+			if (sleep && (err == EAGAIN || err == EACCES)) {
+				if (lock_wait_start(&o, req, fd, -1, lock) == 0)
+					return;
+				/* no thread to be had: wait here */
 				err = BACKING(&o, fcntl(fd, F_OFD_SETLKW, lock)) < 0 ? errno : 0;
+			}
 		}
 	}
 	finish_err(&o, req, FSP_OP_SETLK, err);
