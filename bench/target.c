@@ -8,10 +8,11 @@
  * misses /dev/sdX1 being mounted when /dev/sdX is the target. A device is
  * checked together with all of its partitions (found in sysfs).
  *
- * Being mounted, held (dm, md, bcache, a loop device on top), used as swap or
- * opened exclusively by someone else is always refused: writing under a live
- * user corrupts it. A signature (file system, RAID member, partition table)
- * only says there may be data, so --destroy-data overrides that one check.
+ * Being mounted (also as one device of a multi-device btrfs), held (dm,
+ * md, bcache, a loop device on top), used as swap or opened exclusively by
+ * someone else is always refused: writing under a live user corrupts it.
+ * A signature (file system, RAID member, partition table) only says there
+ * may be data, so --destroy-data overrides that one check.
  */
 #include "config.h"
 #include <dirent.h>
@@ -218,6 +219,85 @@ static int check_swap(const struct devset *ds, char *err, size_t errlen)
 	return found ? -1 : 0;
 }
 
+/*
+ * The devices of a mounted btrfs, each as dev_t, from
+ * /sys/fs/btrfs/FSID/devices (present only while it is mounted). Returns
+ * how many were found, at most max.
+ */
+static int btrfs_members(const char *fsid, dev_t *out, int max)
+{
+	char dir[300];
+	snprintf(dir, sizeof dir, "/sys/fs/btrfs/%s/devices", fsid);
+	DIR *d = opendir(dir);
+	if (!d)
+		return 0;
+	struct dirent *e;
+	int n = 0;
+	while (n < max && (e = readdir(d))) {
+		char p[600], line[64];
+		unsigned maj, min;
+		if (e->d_name[0] == '.')
+			continue;
+		snprintf(p, sizeof p, "%s/%s/dev", dir, e->d_name);
+		if (!read_line(p, line, sizeof line) &&
+		    sscanf(line, "%u:%u", &maj, &min) == 2)
+			out[n++] = makedev(maj, min);
+	}
+	closedir(d);
+	return n;
+}
+
+/*
+ * A device of a mounted multi-device btrfs: the mount table names only one
+ * of its devices and sysfs has no holder link, so neither check above sees
+ * the others.
+ */
+static int check_btrfs_member(const struct devset *ds, char *err, size_t errlen)
+{
+	DIR *top = opendir("/sys/fs/btrfs");
+	if (!top)
+		return 0; /* no btrfs in this kernel */
+	struct dirent *f;
+	int found = -1;
+	dev_t members[64];
+	int n = 0;
+	char fsid[256] = "";
+	while (found < 0 && (f = readdir(top))) {
+		if (f->d_name[0] == '.')
+			continue;
+		n = btrfs_members(f->d_name, members, 64);
+		for (int k = 0; k < n && found < 0; k++)
+			found = devset_find(ds, members[k]);
+		if (found >= 0)
+			snprintf(fsid, sizeof fsid, "%s", f->d_name);
+	}
+	closedir(top);
+	if (found < 0)
+		return 0;
+	/* where it is mounted: the mount whose source is one of its devices */
+	char where[4200] = "";
+	struct fsp_mountinfo mi;
+	struct fsp_mount m;
+	if (fsp_mountinfo_open(&mi) == 0) {
+		while (!where[0] && fsp_mountinfo_next(&mi, &m)) {
+			struct stat st;
+			if (strcmp(m.fstype, "btrfs") || stat(m.source, &st) ||
+			    !S_ISBLK(st.st_mode))
+				continue;
+			for (int k = 0; k < n; k++)
+				if (members[k] == st.st_rdev)
+					snprintf(where, sizeof where, " on %s",
+						 m.mount_point);
+		}
+		fsp_mountinfo_close(&mi);
+	}
+	char subj[600];
+	subject(ds, found, subj, sizeof subj);
+	set_err(err, errlen, "%s a device of the btrfs %s mounted%s (unmount it "
+		"first; --destroy-data does not override this)", subj, fsid, where);
+	return -1;
+}
+
 /* A loop device on top of the device does not show up as a holder. */
 static int check_loop_backing(const struct devset *ds, char *err, size_t errlen)
 {
@@ -360,6 +440,8 @@ int fsp_target_check_raw_write(const char *dev, int destroy_data, char *err,
 	int rc = check_mounted(ds, err, errlen);
 	if (!rc)
 		rc = check_holders(ds, err, errlen);
+	if (!rc)
+		rc = check_btrfs_member(ds, err, errlen);
 	if (!rc)
 		rc = check_swap(ds, err, errlen);
 	if (!rc)

@@ -3,8 +3,8 @@
 # or are in use (bench/target.c), on real loop devices:
 #   a mounted partition (also with --destroy-data), an ext4 signature
 #   (accepted with --destroy-data), a mounted device, swap, a loop device
-#   stacked on it, an exclusive opener, a partition table; a blank device
-#   is accepted. A refusal must leave the device byte-for-byte unchanged.
+#   stacked on it, an exclusive opener, a partition table, the second device
+#   of a mounted two-device btrfs; a blank device is accepted. A refusal must leave the device byte-for-byte unchanged.
 . "$TESTS_SRCDIR/lib.sh"
 
 # partitions added by hand (partx) are removed before the loop devices go
@@ -168,6 +168,26 @@ while [ ! -e "$T/held" ] && [ $i -lt 50 ]; do sleep 0.1; i=$((i + 1)); done
 	refused "exclusive opener" "$G" "$G is busy" --destroy-data
 	kill "$holder" 2>/dev/null
 	wait "$holder" 2>/dev/null
+fi
+
+# (h) the second device of a two-device btrfs mounted from the first: the
+# mount table names only the first, and sysfs has no holder link
+new_loop H1
+new_loop H2
+# mixed block groups: 64 MiB devices are too small for separate ones
+if mkfs.btrfs -q -f --mixed -d single -m single "$H1" "$H2" >/dev/null 2>"$T/mkfs.err"; then
+	mkdir "$T/m8"
+	if mount -o ro,device="$H2" "$H1" "$T/m8"; then
+		fsp_track_mount "$T/m8"
+		refused "device of a mounted btrfs" "$H2" "$H2 is a device of the btrfs"
+		refused "device of a mounted btrfs, --destroy-data" "$H2" \
+			"mounted on $T/m8" --destroy-data
+		umount "$T/m8"
+	else
+		not_ok "two-device btrfs: mount failed"
+	fi
+else
+	not_ok "two-device btrfs: mkfs.btrfs failed: $(cat "$T/mkfs.err")"
 fi
 
 # not a block device at all
