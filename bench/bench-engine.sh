@@ -4,9 +4,13 @@
 # so that drift (thermal, other load) hits both alike.
 #
 # Jobs: 4 KiB random read QD1 and QD32, 128 KiB sequential read QD1,
-# 50/50 mixed sequential 128 KiB QD1. QD32
-# runs twice: against fio's defaults (one io_submit per IO) and against fio
-# told to batch submissions the way fsprism's engine does.
+# 50/50 mixed sequential 128 KiB QD1, each against fio as people run it.
+# Two kinds of variant compare against fio told to do what fsprism does:
+# QD32-batch (every free slot in one io_submit; fio's default is one IO per
+# call) and the -huge jobs (fio's buffers in 2 MiB pages, --mem=mmaphuge,
+# as fsprism's are; fio's default is malloc'd 4 KiB pages, and the kernel
+# pins every page of a buffer for each O_DIRECT IO). The -huge jobs reserve
+# hugetlb pages for fio while they run (vm.nr_hugepages, restored after).
 # Per job and round: IOPS, p50 latency (fio: `lat`, submission to
 # completion, like fsprism's), CPU time per IO (user+system of the process
 # doing the IO; fio: usr_cpu+sys_cpu of the job). Prints every round, then
@@ -28,7 +32,8 @@ ROUNDS=${ROUNDS:-4}
 SECS=${SECS:-5}
 RAMP=${RAMP:-1s}
 SIZE=${SIZE:-1G}
-JOBS=${JOBS:-"randread-4k-qd1 randread-4k-qd32 randread-4k-qd32-batch seqread-128k-qd1 mixseq-128k-qd1"}
+JOBS=${JOBS:-"randread-4k-qd1 randread-4k-qd32 randread-4k-qd32-batch seqread-128k-qd1 mixseq-128k-qd1
+randread-4k-qd1-huge seqread-128k-qd1-huge mixseq-128k-qd1-huge"}
 
 [ "$(id -u)" = 0 ] || { echo "bench-engine.sh: needs root (loop device)" >&2; exit 1; }
 command -v fio >/dev/null || { echo "bench-engine.sh: fio not found" >&2; exit 1; }
@@ -38,8 +43,10 @@ command -v jq >/dev/null || { echo "bench-engine.sh: jq not found" >&2; exit 1; 
 W=$(mktemp -d /tmp/bench-engine.XXXXXX)
 IMG=$(mktemp /dev/shm/bench-engine.XXXXXX)
 DEV=""
+HUGE_BEFORE=""
 cleanup() {
 	[ -n "$DEV" ] && losetup -d "$DEV" 2>/dev/null
+	[ -n "$HUGE_BEFORE" ] && echo "$HUGE_BEFORE" >/proc/sys/vm/nr_hugepages
 	rm -f "$IMG"
 	rm -rf "$W"
 }
@@ -53,9 +60,19 @@ dd if=/dev/urandom of="$IMG" bs=1M count=$(($(stat -c %s "$IMG") >> 20)) \
 DEV=$(losetup --find --show "$IMG")
 BYTES=$(blockdev --getsize64 "$DEV")
 
-# job NAME -> fio arguments / fsprism arguments
+# fio's -huge jobs map their buffers from hugetlb pages: reserve a few
+case $JOBS in *-huge*)
+	HUGE_BEFORE=$(cat /proc/sys/vm/nr_hugepages)
+	echo $((HUGE_BEFORE + 8)) >/proc/sys/vm/nr_hugepages
+	free_pages=$(awk '/^HugePages_Free:/ { print $2 }' /proc/meminfo)
+	[ "$free_pages" -ge 8 ] || { echo "bench-engine.sh: could not reserve 8 hugetlb pages" \
+		"for the -huge jobs (HugePages_Free: $free_pages)" >&2; exit 1; }
+esac
+
+# job NAME -> fio arguments / fsprism arguments (a -huge job is its base job)
 fio_args() {
-	case $1 in
+	case $1 in *-huge) echo "--mem=mmaphuge" ;; esac
+	case ${1%-huge} in
 	randread-4k-qd1)  echo "--rw=randread --bs=4k --iodepth=1 --norandommap" ;;
 	randread-4k-qd32) echo "--rw=randread --bs=4k --iodepth=32 --norandommap" ;;
 	# fio submitting like fsprism does: every free slot in one io_submit
@@ -69,7 +86,7 @@ fio_args() {
 	esac
 }
 fsp_args() {
-	case $1 in
+	case ${1%-huge} in
 	randread-4k-qd1)  echo "sustained-randread --qd=1" ;;
 	randread-4k-qd32*) echo "sustained-randread --qd=32" ;;
 	seqread-128k-qd1) echo "sustained-seqread --qd=1" ;;

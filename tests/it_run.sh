@@ -51,7 +51,18 @@ check_run() {
 	else
 		not_ok "$name: no positive score ('$score')"
 	fi
+	# the IO buffers: in huge pages unless the kernel has them off
+	huge=$(q "SELECT value FROM run_attrs WHERE run=$RUN AND key='engine.huge_buffer_pct'")
+	case $THP in
+	*"[never]"*) expect_eq "$name: no huge buffers (THP never)" 0.000 "$huge" ;;
+	*) if [ -n "$huge" ] && awk "BEGIN{exit !($huge > 0 && $huge <= 100)}"; then
+		ok "$name: huge buffers $huge%"
+	   else
+		not_ok "$name: engine.huge_buffer_pct '$huge' with THP '$THP'"
+	   fi ;;
+	esac
 }
+THP=$(cat /sys/kernel/mm/transparent_hugepage/enabled 2>/dev/null || echo "[never]")
 
 steps_of() {
 	case $1 in
