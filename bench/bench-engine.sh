@@ -97,7 +97,12 @@ fsp_args() {
 	esac
 }
 
-# Prints: iops p50_read_us p50_write_us cpu_ns_per_io
+# the queue depth a job name carries (qd1, qd32)
+job_qd() { echo "$1" | sed 's/.*-qd\([0-9]*\).*/\1/'; }
+
+# Prints: iops p50_read_us p50_write_us cpu_ns_per_io gap_us, where gap_us
+# is the time a queue slot sits empty per IO, the tool's own time between
+# a completion and the next submission: qd / IOPS - mean latency.
 run_fio() {
 	# shellcheck disable=SC2046
 	fio --name=job --filename="$DEV" --ioengine=libaio --direct=1 \
@@ -108,10 +113,13 @@ run_fio() {
 		.job_runtime,
 		(.read.lat_ns.percentile["50.000000"] // 0),
 		(.write.lat_ns.percentile["50.000000"] // 0),
-		.usr_cpu, .sys_cpu ] | @tsv' "$W/fio.json" |
-	awk '{ ios = $1; ms = $2;
+		.usr_cpu, .sys_cpu,
+		(.read.lat_ns.mean * .read.total_ios + .write.lat_ns.mean * .write.total_ios) ] | @tsv' \
+		"$W/fio.json" |
+	awk -v qd="$(job_qd "$1")" '{ ios = $1; ms = $2;
 		cpu_ns = ($5 + $6) / 100 * ms * 1e6;
-		printf "%.0f %.2f %.2f %.0f\n", ios / (ms / 1000), $3 / 1000, $4 / 1000, cpu_ns / ios }'
+		printf "%.0f %.2f %.2f %.0f %.2f\n", ios / (ms / 1000), $3 / 1000, $4 / 1000,
+			cpu_ns / ios, (qd * ms * 1e6 / ios - $7 / ios) / 1000 }'
 }
 
 run_fsp() {
@@ -124,14 +132,16 @@ run_fsp() {
 	p50r=$(awk -F, '$3 == "read" && $4 == "total" { print $10 }' "$W/stats.csv" | head -n 1)
 	p50w=$(awk -F, '$3 == "write" && $4 == "total" { print $10 }' "$W/stats.csv" | head -n 1)
 	sqlite3 -separator ' ' "$W/b.db" "SELECT read_ios + write_ios, busy_ns,
-		cpu_user_ns + cpu_sys_ns FROM steps WHERE run=$run AND step=0" |
-	awk -v r="${p50r:-0}" -v w="${p50w:-0}" '{
-		printf "%.0f %.2f %.2f %.0f\n", $1 / ($2 / 1e9), r, w, $3 / $1 }'
+		cpu_user_ns + cpu_sys_ns, (SELECT sum(sum_ns) FROM hist
+		WHERE run=$run AND step=0 AND layer=0) FROM steps WHERE run=$run AND step=0" |
+	awk -v r="${p50r:-0}" -v w="${p50w:-0}" -v qd="$(job_qd "$1")" '{
+		printf "%.0f %.2f %.2f %.0f %.2f\n", $1 / ($2 / 1e9), r, w, $3 / $1,
+			(qd * $2 / $1 - $4 / $1) / 1000 }'
 }
 
 echo "# bench-engine: fio vs fsprism run on $DEV (RAM-backed, $SIZE), $ROUNDS rounds of ${SECS}s after a $RAMP ramp"
 echo "# $(uname -r), $(nproc) CPUs, $(fio --version), $("$FSPRISM" version)"
-printf "%-22s %5s %-8s %10s %10s %10s %10s\n" job round tool IOPS p50r_us p50w_us cpu_ns/io
+printf "%-22s %5s %-8s %10s %10s %10s %10s %8s\n" job round tool IOPS p50r_us p50w_us cpu_ns/io gap_us
 : >"$W/results"
 for round in $(seq 1 "$ROUNDS"); do
 	for job in $JOBS; do
@@ -141,7 +151,7 @@ for round in $(seq 1 "$ROUNDS"); do
 			if [ "$tool" = fio ]; then r=$(run_fio "$job"); else r=$(run_fsp "$job"); fi
 			echo "$job $round $tool $r" >>"$W/results"
 			# shellcheck disable=SC2086
-			printf "%-22s %5s %-8s %10s %10s %10s %10s\n" "$job" "$round" "$tool" $r
+			printf "%-22s %5s %-8s %10s %10s %10s %10s %8s\n" "$job" "$round" "$tool" $r
 		done
 	done
 done
@@ -151,11 +161,13 @@ echo
 echo "# ratios fsprism/fio (median over rounds; target IOPS >= 1.00, p50 within 0.95..1.05, CPU/IO <= 1.00)"
 echo "# then the IOPS ratio over the rounds where fio ran first (odd) and where fsprism did (even):"
 echo "# the tool that runs second in a round can be favoured or penalised; use an even ROUNDS"
-printf "%-22s %8s %8s %8s %10s %10s %10s\n" job IOPS p50r p50w cpu/io fio-1st fsp-1st
+echo "# last, each tool's median gap (us per IO a queue slot sat empty: the tool's own time)"
+printf "%-22s %8s %8s %8s %10s %10s %10s %8s %8s\n" job IOPS p50r p50w cpu/io fio-1st fsp-1st \
+	gap-fio gap-fsp
 for job in $JOBS; do
 	awk -v job="$job" '
-	$1 == job { k = $2; if ($3 == "fio") { fi[k] = $4; fr[k] = $5; fw[k] = $6; fc[k] = $7 }
-		    else { si[k] = $4; sr[k] = $5; sw[k] = $6; sc[k] = $7 } }
+	$1 == job { k = $2; if ($3 == "fio") { fi[k] = $4; fr[k] = $5; fw[k] = $6; fc[k] = $7; fg[k] = $8 }
+		    else { si[k] = $4; sr[k] = $5; sw[k] = $6; sc[k] = $7; sg[k] = $8 } }
 	function median(a, n,   i, j, t) {
 		for (i = 1; i <= n; i++) for (j = i + 1; j <= n; j++)
 			if (a[j] < a[i]) { t = a[i]; a[i] = a[j]; a[j] = t }
@@ -166,10 +178,12 @@ for job in $JOBS; do
 			if (k % 2) ro[++no] = ri[n]; else re[++ne] = ri[n];
 			rr[n] = fr[k] > 0 ? sr[k] / fr[k] : 0;
 			rw[n] = fw[k] > 0 ? sw[k] / fw[k] : 0;
-			rc[n] = fc[k] > 0 ? sc[k] / fc[k] : 0 }
+			rc[n] = fc[k] > 0 ? sc[k] / fc[k] : 0;
+			gf[n] = fg[k]; gs[n] = sg[k] }
 		mr = median(rr, n); mw = median(rw, n)
-		printf "%-22s %8.3f %8s %8s %10.3f %10s %10s\n", job, median(ri, n),
+		printf "%-22s %8.3f %8s %8s %10.3f %10s %10s %8.2f %8.2f\n", job, median(ri, n),
 			(mr > 0 ? sprintf("%.3f", mr) : "-"), (mw > 0 ? sprintf("%.3f", mw) : "-"),
 			median(rc, n), (no ? sprintf("%.3f", median(ro, no)) : "-"),
-			(ne ? sprintf("%.3f", median(re, ne)) : "-") }' "$W/results"
+			(ne ? sprintf("%.3f", median(re, ne)) : "-"), median(gf, n), median(gs, n) }' \
+		"$W/results"
 done
