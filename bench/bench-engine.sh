@@ -13,9 +13,11 @@
 # hugetlb pages for fio while they run (vm.nr_hugepages, restored after).
 # Per job and round: IOPS, p50 latency (fio: `lat`, submission to
 # completion, like fsprism's), CPU time per IO (user+system of the process
-# doing the IO; fio: usr_cpu+sys_cpu of the job). Prints every round, then
-# the median ratios fsprism/fio. Targets: IOPS >= 1.0, p50 within 5%,
-# CPU per IO <= 1.0.
+# doing the IO; fio: usr_cpu+sys_cpu of the job), and the gap: queue depth /
+# IOPS - mean latency, the time per IO a queue slot sat empty, i.e. the
+# tool's own work between a completion and the next submission. Prints
+# every round, then the median ratios fsprism/fio and each tool's median
+# gap. Targets: IOPS >= 1.0, p50 within 5%, CPU per IO <= 1.0.
 #
 # Both tools ramp up for RAMP before measuring (fio --ramp_time, fsprism
 # --ramp): a freshly started job runs far above its steady rate for its
