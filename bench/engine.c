@@ -16,11 +16,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/mman.h>
 #include <sys/resource.h>
 #include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
+#include "bufpool.h"
 #include "clock.h"
 #include "engine.h"
 #include "oplog.h"
@@ -224,84 +224,32 @@ struct loop {
 	uint64_t issued_bytes;
 	uint64_t done_bytes;   /* completed, both directions */
 	uint64_t seg_start_ns; /* fill segments: when the current one began */
-	void *arena;           /* every slot's buffers, one mapping */
-	size_t arena_len;
-	void *buffers;         /* the 2 MiB-aligned, advised part of it */
-	size_t buffers_len;
+	struct fsp_bufpool *pool; /* every slot's buffers */
 };
 
 /*
- * All IO buffers come from one anonymous mapping aligned to 2 MiB and
- * advised for transparent huge pages. The kernel pins a buffer's pages
- * for every O_DIRECT IO; in huge pages that is one page per 2 MiB
- * instead of one per 4 KiB, and the buffers cost fewer TLB entries, so
- * less of the engine's own time goes into each IO. Where huge pages are
- * off, the advice is ignored and the buffers are ordinary pages.
+ * Every slot's buffers, from a pool of its own (src/bufpool.h: huge pages,
+ * so the kernel pins one page per IO instead of one per 4 KiB).
  */
 static int buffers_setup(struct loop *L)
 {
 	const struct fsp_step_spec *s = L->spec;
-	const size_t huge = 2u << 20;
-	size_t per_slot = (s->read_pct > 0) + (s->read_pct < 100) +
-			  (s->read_pct < 100 && fsp_pattern_stamps(&s->pattern));
-	size_t stride = ((size_t)s->bs + 4095) & ~(size_t)4095; /* page-aligned buffers */
-	size_t need = (size_t)s->qd * per_slot * stride;
-	size_t advised = (need + huge - 1) & ~(huge - 1);
-	size_t len = advised + huge; /* room to align the start */
-	char *map = mmap(NULL, len, PROT_READ | PROT_WRITE,
-			 MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-	if (map == MAP_FAILED)
+	L->pool = fsp_bufpool_new();
+	if (!L->pool)
 		return -1;
-	L->arena = map;
-	L->arena_len = len;
-	char *p = (char *)(((uintptr_t)map + huge - 1) & ~(uintptr_t)(huge - 1));
-	(void)madvise(p, advised, MADV_HUGEPAGE);
-	L->buffers = p;
-	L->buffers_len = advised;
 	for (unsigned i = 0; i < s->qd; i++) {
 		struct slot *sl = &L->slots[i];
-		if (s->read_pct > 0) {
-			sl->read_buf = p;
-			p += stride;
-		}
-		if (s->read_pct < 100) {
-			sl->write_buf = p;
-			p += stride;
-		}
-		if (s->read_pct < 100 && fsp_pattern_stamps(&s->pattern)) {
-			sl->spare_buf = p;
-			p += stride;
-		}
+		size_t cap;
+		if (s->read_pct > 0 && !(sl->read_buf = fsp_bufpool_get(L->pool, s->bs, &cap)))
+			return -1;
+		if (s->read_pct < 100 &&
+		    !(sl->write_buf = fsp_bufpool_get(L->pool, s->bs, &cap)))
+			return -1;
+		if (s->read_pct < 100 && fsp_pattern_stamps(&s->pattern) &&
+		    !(sl->spare_buf = fsp_bufpool_get(L->pool, s->bs, &cap)))
+			return -1;
 	}
 	return 0;
-}
-
-/*
- * Bytes of the mapping holding addr that are backed by huge pages, from
- * /proc/self/smaps (madvise made the advised range a mapping of its own,
- * unless the kernel merged it with a like neighbour). 0 when unreadable.
- */
-static uint64_t huge_bytes_at(const void *addr)
-{
-	FILE *f = fopen("/proc/self/smaps", "re");
-	if (!f)
-		return 0;
-	char line[512];
-	int in = 0;
-	uint64_t kb = 0;
-	while (fgets(line, sizeof(line), f)) {
-		unsigned long start, end;
-		if (sscanf(line, "%lx-%lx ", &start, &end) == 2) {
-			if (in)
-				break;
-			in = start <= (uintptr_t)addr && (uintptr_t)addr < end;
-		} else if (in && sscanf(line, "AnonHugePages: %lu kB", &start) == 1) {
-			kb = start;
-			break;
-		}
-	}
-	fclose(f);
-	return kb * 1024;
 }
 
 static int loop_setup(struct loop *L, char *err, size_t errlen)
@@ -342,10 +290,7 @@ static int loop_setup(struct loop *L, char *err, size_t errlen)
 		}
 		L->free_slots[L->nfree++] = sl;
 	}
-	L->res->buffer_bytes = L->buffers_len;
-	L->res->huge_buffer_bytes = huge_bytes_at(L->buffers);
-	if (L->res->huge_buffer_bytes > L->buffers_len)
-		L->res->huge_buffer_bytes = L->buffers_len;
+	fsp_bufpool_usage(L->pool, &L->res->buffer_bytes, &L->res->huge_buffer_bytes);
 	/* size the tables for the expected run, so growth is rare */
 	size_t tl = 64, seg = 16;
 	if (s->timeline_ns && s->time_ns)
@@ -383,8 +328,7 @@ static void loop_teardown(struct loop *L)
 {
 	if (L->ctx)
 		io_destroy(L->ctx);
-	if (L->arena)
-		munmap(L->arena, L->arena_len);
+	fsp_bufpool_free(L->pool); /* the buffers go with it */
 	free(L->slots);
 	free(L->free_slots);
 	free(L->batch);

@@ -16,9 +16,9 @@
 #include <string.h>
 #include <unistd.h>
 #include "aio.h"
+#include "bufpool.h"
 #include "clock.h"
 
-#define PAGE 4096u
 #define BATCH 64
 
 struct fsp_aio {
@@ -32,6 +32,7 @@ struct fsp_aio {
 	unsigned inflight;
 	struct fsp_aio_io **slots; /* every slot made, for freeing */
 	unsigned nslots, slots_cap;
+	struct fsp_bufpool *pool;  /* the slots' buffers (huge pages) */
 };
 
 static void *reaper_main(void *arg)
@@ -85,8 +86,14 @@ struct fsp_aio *fsp_aio_start(unsigned depth, size_t slot_size, int timed)
 	a->timed = timed;
 	pthread_mutex_init(&a->lock, NULL);
 	pthread_cond_init(&a->idle, NULL);
+	a->pool = fsp_bufpool_new();
+	if (!a->pool) {
+		free(a);
+		return NULL;
+	}
 	int rc = io_setup((int)depth, &a->ctx);
 	if (rc < 0) {
+		fsp_bufpool_free(a->pool);
 		free(a);
 		errno = -rc;
 		return NULL;
@@ -94,6 +101,7 @@ struct fsp_aio *fsp_aio_start(unsigned depth, size_t slot_size, int timed)
 	rc = pthread_create(&a->reaper, NULL, reaper_main, a);
 	if (rc) {
 		io_destroy(a->ctx);
+		fsp_bufpool_free(a->pool);
 		free(a);
 		errno = rc;
 		return NULL;
@@ -128,13 +136,13 @@ struct fsp_aio_io *fsp_aio_get(struct fsp_aio *a, size_t len)
 		pthread_mutex_unlock(&a->lock);
 	}
 	if (io->cap < len) {
-		size_t cap = (len + PAGE - 1) & ~(size_t)(PAGE - 1);
-		void *p;
-		if (posix_memalign(&p, PAGE, cap)) {
+		size_t cap;
+		void *p = fsp_bufpool_get(a->pool, len, &cap);
+		if (!p) {
 			fsp_aio_put(a, io);
 			return NULL;
 		}
-		free(io->buf);
+		fsp_bufpool_put(a->pool, io->buf, io->cap);
 		io->buf = p;
 		io->cap = cap;
 	}
@@ -167,6 +175,11 @@ int fsp_aio_submit(struct fsp_aio *a, struct fsp_aio_io *io)
 	return rc < 0 ? rc : -EAGAIN;
 }
 
+void fsp_aio_usage(struct fsp_aio *a, uint64_t *mapped, uint64_t *huge)
+{
+	fsp_bufpool_usage(a->pool, mapped, huge);
+}
+
 void fsp_aio_stop(struct fsp_aio *a)
 {
 	if (!a)
@@ -197,11 +210,10 @@ void fsp_aio_stop(struct fsp_aio *a)
 	}
 	if (fd >= 0)
 		close(fd);
-	for (unsigned i = 0; i < a->nslots; i++) {
-		free(a->slots[i]->buf);
+	for (unsigned i = 0; i < a->nslots; i++)
 		free(a->slots[i]);
-	}
 	free(a->slots);
+	fsp_bufpool_free(a->pool); /* the slots' buffers */
 	pthread_mutex_destroy(&a->lock);
 	pthread_cond_destroy(&a->idle);
 	free(a);

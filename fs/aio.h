@@ -11,7 +11,9 @@
  * (docs/performance.md, "Asynchronous backing IO").
  *
  * Slots are recycled through a free list, buffers kept with them, so the
- * steady state allocates nothing.
+ * steady state allocates nothing. The buffers come from a pool in huge
+ * pages (src/bufpool.h), so each backing IO pins one page, not 32 at
+ * 128 KiB.
  */
 #ifndef FSP_FS_AIO_H
 #define FSP_FS_AIO_H
@@ -27,7 +29,7 @@ struct fsp_aio_io {
 	/* called by the reaper: res is the byte count or -errno, done_ns the
 	 * CLOCK_MONOTONIC time the completion was collected (0 if untimed) */
 	void (*done)(struct fsp_aio_io *io, long res, uint64_t done_ns);
-	void *buf;          /* page-aligned, cap bytes */
+	void *buf;          /* page-aligned, cap bytes (a power of two) */
 	size_t cap;
 	uint64_t submit_ns; /* set by the caller before fsp_aio_submit */
 	struct fsp_aio_io *next;
@@ -55,6 +57,9 @@ void fsp_aio_put(struct fsp_aio *a, struct fsp_aio_io *io);
  * should then be done synchronously, which also yields the right errno).
  */
 int fsp_aio_submit(struct fsp_aio *a, struct fsp_aio_io *io);
+
+/* Bytes mapped for the slots' buffers, and of them in huge pages now. */
+void fsp_aio_usage(struct fsp_aio *a, uint64_t *mapped, uint64_t *huge);
 
 /* Wait until every submitted IO is completed and answered, stop the reaper
  * and free everything. */

@@ -42,6 +42,7 @@
 #include <sys/syscall.h>
 #include <sys/xattr.h>
 #include "aio.h"
+#include "bufpool.h"
 #include "clock.h"
 #include "emu_store.h"
 #include "fuse_fs.h"
@@ -65,6 +66,7 @@ struct fsp_fs {
 	size_t bufsize;        /* per-thread bounce buffer */
 	struct __user_cap_data_struct caps[2]; /* effective caps to restore */
 	unsigned inflight, max_inflight;
+	uint64_t buffer_bytes, huge_buffer_bytes; /* the aio slots' buffers, at stop */
 	int use_aio;           /* O_DIRECT reads/writes through fs/aio.h */
 	struct fsp_aio *aio;   /* started by fsp_fs_start */
 	/* lock requests waiting in threads of their own (lock_wait) */
@@ -238,30 +240,41 @@ static void proc_path(char *buf, size_t len, int fd)
 	snprintf(buf, len, "/proc/self/fd/%d", fd);
 }
 
-/* Per-thread page-aligned buffer for reads and O_DIRECT writes. */
+/*
+ * Per-thread page-aligned buffer for the synchronous paths (reads, O_DIRECT
+ * writes, the emulation), from one process-wide pool in huge pages
+ * (src/bufpool.h). The pool lives as long as the process; a thread that
+ * ends gives its buffer back.
+ */
+static struct fsp_bufpool *tbuf_pool;
 static pthread_key_t tbuf_key;
 static pthread_once_t tbuf_once = PTHREAD_ONCE_INIT;
 static __thread void *tbuf;
 static __thread size_t tbuf_len;
 
+static void tbuf_release(void *buf)
+{
+	fsp_bufpool_put(tbuf_pool, buf, tbuf_len);
+}
+
 static void tbuf_key_init(void)
 {
-	pthread_key_create(&tbuf_key, free);
+	tbuf_pool = fsp_bufpool_new();
+	pthread_key_create(&tbuf_key, tbuf_release);
 }
 
 static void *thread_buf(struct fsp_fs *fs, size_t need)
 {
 	if (__builtin_expect(need <= tbuf_len, 1))
 		return tbuf;
-	size_t len = fs->bufsize;
-	if (len < need)
-		len = (need + FSP_PAGE - 1) & ~(size_t)(FSP_PAGE - 1);
-	void *p;
-	if (posix_memalign(&p, FSP_PAGE, len))
+	size_t cap;
+	void *p = tbuf_pool ? fsp_bufpool_get(tbuf_pool, need > fs->bufsize ? need : fs->bufsize,
+					      &cap) : NULL;
+	if (!p)
 		return NULL;
-	free(tbuf);
+	fsp_bufpool_put(tbuf_pool, tbuf, tbuf_len);
 	tbuf = p;
-	tbuf_len = len;
+	tbuf_len = cap;
 	pthread_setspecific(tbuf_key, p);
 	return p;
 }
@@ -286,6 +299,12 @@ static inline void inflight_leave(struct fsp_fs *fs)
 unsigned fsp_fs_max_inflight(const struct fsp_fs *fs)
 {
 	return __atomic_load_n(&fs->max_inflight, __ATOMIC_RELAXED);
+}
+
+void fsp_fs_buffer_usage(const struct fsp_fs *fs, uint64_t *mapped, uint64_t *huge)
+{
+	*mapped = fs ? fs->buffer_bytes : 0;
+	*huge = fs ? fs->huge_buffer_bytes : 0;
 }
 
 /*
@@ -1973,6 +1992,8 @@ int fsp_fs_start(struct fsp_fs *fs)
 
 void fsp_fs_stop(struct fsp_fs *fs)
 {
+	if (fs->aio)
+		fsp_aio_usage(fs->aio, &fs->buffer_bytes, &fs->huge_buffer_bytes);
 	fsp_aio_stop(fs->aio);
 	fs->aio = NULL;
 	pthread_mutex_lock(&fs->waiters_lock);

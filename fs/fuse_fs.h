@@ -92,4 +92,8 @@ extern const struct fuse_lowlevel_ops fsp_fs_ops;
 /* Most backing reads+writes seen in flight at once (track_inflight only). */
 unsigned fsp_fs_max_inflight(const struct fsp_fs *fs);
 
+/* After fsp_fs_stop: bytes mapped for the asynchronous IO's buffers, and
+ * how many of them huge pages backed (src/bufpool.h); 0 and 0 without it. */
+void fsp_fs_buffer_usage(const struct fsp_fs *fs, uint64_t *mapped, uint64_t *huge);
+
 #endif

@@ -1385,6 +1385,13 @@ static int daemon_finish(struct daemon *d, int serve)
 		snprintf(v, sizeof(v), "%u", fsp_fs_max_inflight(d->fs));
 		fsp_store_set_attr(d->store, d->run, "max_inflight_io", v);
 	}
+	uint64_t mapped, huge;
+	fsp_fs_buffer_usage(d->fs, &mapped, &huge);
+	if (d->store && d->run > 0 && mapped) {
+		char v[32];
+		snprintf(v, sizeof(v), "%.3f", 100.0 * (double)huge / (double)mapped);
+		fsp_store_set_attr(d->store, d->run, "fuse.huge_buffer_pct", v);
+	}
 	if (d->store && d->run > 0 && serve)
 		emu_save(d);
 	files_free(&d->files);
