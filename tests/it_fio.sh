@@ -98,6 +98,13 @@ expect_eq "randread_qd32: default mount has asynchronous backing IO and 2 worker
 # more in flight than workers
 check "randread_qd32: more reads in flight than worker threads (max $inflight)" \
 	test "${inflight:-0}" -gt 2
+# the slots' buffers: in huge pages unless the kernel has them off
+huge=$(attr fuse.huge_buffer_pct)
+case $(cat /sys/kernel/mm/transparent_hugepage/enabled 2>/dev/null || echo "[never]") in
+*"[never]"*) expect_eq "randread_qd32: no huge buffers (THP never)" 0.000 "$huge" ;;
+*) check "randread_qd32: slot buffers in huge pages ($huge%)" \
+	awk -v h="$huge" 'BEGIN { exit !(h != "" && h + 0 > 0 && h + 0 <= 100) }' ;;
+esac
 
 # the same with the IO done in the workers
 cp "$B/randread_qd32.dat" "$B/randread_sync.dat"
