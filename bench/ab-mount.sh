@@ -11,7 +11,9 @@
 # usage: bench/ab-mount.sh [--rounds N] [--runtime S] [--qd "1 32"] [--rw RW]
 #                          [--bs BS] [--direct 0|1] -- "A OPTIONS" "B OPTIONS"
 #   e.g. bench/ab-mount.sh --qd "1 32" -- "--threads 2" "--threads 4"
-#   FSPRISM=path/to/fsprism overrides the binary (default ./build/fsprism).
+#   FSPRISM=path/to/fsprism overrides the binary (default ./build/fsprism);
+#   FSPRISM_B=path/to/other/fsprism mounts B with another build (two builds
+#   side by side: give the same options twice, e.g. -- "" "").
 #   Both mounts get --record=full unless the options say otherwise.
 set -euo pipefail
 
@@ -39,15 +41,16 @@ OPTS_B=$2
 [ "$(id -u)" = 0 ] || { echo "ab-mount: needs root (loop devices, mounts)" >&2; exit 1; }
 FSPRISM=${FSPRISM:-$(pwd)/build/fsprism}
 [ -x "$FSPRISM" ] || { echo "ab-mount: no fsprism binary at $FSPRISM (set FSPRISM=)" >&2; exit 1; }
+FSPRISM_B=${FSPRISM_B:-$FSPRISM}
+[ -x "$FSPRISM_B" ] || { echo "ab-mount: no fsprism binary at $FSPRISM_B (FSPRISM_B=)" >&2; exit 1; }
 command -v fio >/dev/null || { echo "ab-mount: fio is not installed" >&2; exit 1; }
 
 T=$(mktemp -d /tmp/fsprism-ab.XXXXXX)
 IMG=$(mktemp /dev/shm/fsprism-ab.XXXXXX)
 LOOP=
 cleanup() {
-	for m in a b; do
-		mountpoint -q "$T/mnt-$m" && "$FSPRISM" umount "$T/mnt-$m" >/dev/null 2>&1
-	done
+	mountpoint -q "$T/mnt-a" && "$FSPRISM" umount "$T/mnt-a" >/dev/null 2>&1
+	mountpoint -q "$T/mnt-b" && "$FSPRISM_B" umount "$T/mnt-b" >/dev/null 2>&1
 	mountpoint -q "$T/ext4" && umount "$T/ext4"
 	[ -n "$LOOP" ] && losetup -d "$LOOP"
 	rm -f "$IMG"
@@ -66,10 +69,10 @@ dd if=/dev/urandom of="$T/ext4/data/f" bs=1M count=1024 status=none conv=fsync
 # shellcheck disable=SC2086
 "$FSPRISM" mount --record=full $OPTS_A --log "$T/a.db" "$T/ext4/data" "$T/mnt-a"
 # shellcheck disable=SC2086
-"$FSPRISM" mount --record=full $OPTS_B --log "$T/b.db" "$T/ext4/data" "$T/mnt-b"
+"$FSPRISM_B" mount --record=full $OPTS_B --log "$T/b.db" "$T/ext4/data" "$T/mnt-b"
 
-echo "A: $OPTS_A"
-echo "B: $OPTS_B"
+echo "A: $FSPRISM $OPTS_A"
+echo "B: $FSPRISM_B $OPTS_B"
 echo "job: fio --rw=$RW --bs=$BS --direct=$DIRECT, ${RUNTIME} s, $ROUNDS rounds"
 : >"$T/results"
 for r in $(seq "$ROUNDS"); do
