@@ -65,7 +65,7 @@ BYTES=$(blockdev --getsize64 "$DEV")
 # fio's -huge jobs map their buffers from hugetlb pages: reserve a few
 case $JOBS in *-huge*)
 	HUGE_BEFORE=$(cat /proc/sys/vm/nr_hugepages)
-	echo $((HUGE_BEFORE + 8)) >/proc/sys/vm/nr_hugepages
+	echo $((HUGE_BEFORE + 8)) 2>/dev/null >/proc/sys/vm/nr_hugepages || true
 	free_pages=$(awk '/^HugePages_Free:/ { print $2 }' /proc/meminfo)
 	[ "$free_pages" -ge 8 ] || { echo "bench-engine.sh: could not reserve 8 hugetlb pages" \
 		"for the -huge jobs (HugePages_Free: $free_pages)" >&2; exit 1; }

@@ -169,7 +169,7 @@ struct fsp_step_result {
 	int first_error;        /* errno of the first failed IO */
 	uint64_t error_offset;
 	uint64_t cpu_user_ns, cpu_sys_ns;
-	uint64_t buffer_bytes;      /* the IO buffers' mapping, 2 MiB-aligned */
+	uint64_t buffer_bytes;      /* mapped for the IO buffers (src/bufpool.h) */
 	uint64_t huge_buffer_bytes; /* of it, backed by huge pages */
 	int interrupted;
 	struct fsp_hist *read_hist, *write_hist; /* total_ns per IO */
