@@ -172,7 +172,7 @@ for round in $(seq 1 "$ROUNDS"); do
 			# frees goes back to the host (virtio-balloon free page
 			# reporting), so the first buffered run after a direct one paid
 			# host page faults: its backing pwrite took 217-283 us against
-			# 17-38 us (docs/performance.md).
+			# 17-38 us (docs/results/performance.md).
 			sync
 			case " $(job_args "$job") " in
 			*" --direct=0 "*) cat "$T/ext4/data/bench.dat" >/dev/null ;;

@@ -27,12 +27,12 @@
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
-#include "emu_alloc.h"
-#include "emu_extent.h"
-#include "emu_store.h"
-#include "oplog.h"
-#include "pattern.h"
-#include "store.h"
+#include "fs/emu/alloc.h"
+#include "fs/emu/extent.h"
+#include "fs/emu/store.h"
+#include "src/db/oplog.h"
+#include "bench/engine/pattern.h"
+#include "src/db/store.h"
 
 static double cpu_ns(void)
 {

@@ -1,6 +1,6 @@
 #!/bin/bash
 # bench/validate-emu.sh - check fsprism's copy-on-write / journaling emulation
-# (issue 4) against real kernel file systems, on one RAM-backed loop device.
+# against real kernel file systems, on one RAM-backed loop device.
 #
 # One loop device (losetup --direct-io=on over a file in /dev/shm) is used by
 # every target in turn: ext4 (data=ordered), xfs and btrfs made on it, the
@@ -433,7 +433,7 @@ elif which == "2":
                 fmt(g("t2", x, f"m{m}.dev_ios"), "{:.0f}", 9) for x in fs))
         print("  (seq: share of device IOs starting where an earlier IO of the same stream ended;"
               " streams: mean distinct streams per 16 device IOs, 1 = purely sequential)")
-    print("Targets: none numeric (the issue asks for the curve and its explanation; see docs/validation.md)")
+    print("Targets: none numeric (the issue asks for the curve and its explanation; see docs/results/validation.md)")
 
 elif which == "3":
     tg = present("t3", ["ext4", "xfs", "btrfs", "fsp-cow-jo", "fsp-cow-j0", "fsp-off-jo"])
@@ -636,7 +636,7 @@ t1_fs() {
 # t1_handler TARGET RUN: the same read ratios from fsprism's own log of the
 # reads (--record=full), as time inside fsprism's handlers per byte read:
 # the emulation and the device, without the FUSE transport that a kernel
-# file system does not have (docs/validation.md).
+# file system does not have (docs/results/validation.md).
 t1_handler() {
 	local what round a b nsb ratios=""
 	declare -A ns

@@ -1,6 +1,6 @@
 /*
  * emu_fsx.c - a file exerciser with an in-memory model, in the spirit of
- * fsx, for the copy-on-write / journaling emulation (issue 4).
+ * fsx, for the copy-on-write / journaling emulation.
  *
  *   emu_fsx run DIR [options]        random operations on N files in DIR,
  *                                    every read checked against the model,

@@ -1,5 +1,5 @@
 #!/bin/sh
-# it_emu.sh - the copy-on-write / journaling emulation (issue 4) through
+# it_emu.sh - the copy-on-write / journaling emulation through
 # real mounts, with the store on a loop device (direct IO):
 #  - every --cow x --journal combination: emu_fsx (buffered and O_DIRECT)
 #    checks every read against its model, a clean unmount and remount must
@@ -25,7 +25,7 @@ FSX=$TESTS_BUILDDIR/emu_fsx
 DB=$T/emu.db
 SEED=${EMU_SEED:-$(date +%s)}
 echo "# EMU_SEED=$SEED (set it to repeat this run)"
-command -v python3 >/dev/null || { echo "SKIP: python3 not installed" >&2; exit 77; }
+command -v python3 >/dev/null || fsp_skip "python3 not installed"
 # the interpreter itself, not a version-manager shim (which can cost a second a call)
 PY=$(python3 -c 'import sys; print(sys.executable)')
 

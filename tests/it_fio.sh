@@ -7,7 +7,7 @@
 
 fsp_capture_daemon_reports
 
-command -v fio >/dev/null || { echo "SKIP: fio not installed" >&2; exit 77; }
+command -v fio >/dev/null || fsp_skip "fio not installed"
 DB=$T/fio.db
 
 dev=$(fsp_loop_new 1G) || { not_ok "loop device"; fsp_done; exit 1; }

@@ -1,6 +1,6 @@
 #!/bin/sh
 # it_safety.sh - `fsprism run` refuses to write block devices that hold data
-# or are in use (bench/target.c), on real loop devices:
+# or are in use (src/sys/target.c), on real loop devices:
 #   a mounted partition (also with --destroy-data), an ext4 signature
 #   (accepted with --destroy-data), a mounted device, swap, a loop device
 #   stacked on it, an exclusive opener, a partition table, the second device

@@ -7,7 +7,7 @@
 # a real fsprism mount, and every bad input.
 . "$TESTS_SRCDIR/lib.sh"
 
-SCHEMA_H="$TESTS_SRCDIR/../src/schema.h"
+SCHEMA_H="$TESTS_SRCDIR/../src/db/schema.h"
 DOC="$TESTS_SRCDIR/../docs/schema.md"
 VERSION=$(sed -n 's/^#define FSP_SCHEMA_VERSION \([0-9]*\).*/\1/p' "$SCHEMA_H")
 

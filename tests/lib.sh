@@ -2,8 +2,9 @@
 #
 # Every test works under one temp dir ($T) and registers what it creates
 # (mounts, loop devices, daemons) so that cleanup undoes it on any exit,
-# failure included. Tests print "ok - ..." / "not ok - ..." lines and end
-# with fsp_done, which prints "N passed, N failed" and sets the exit status.
+# failure included. Tests print "ok - ..." / "not ok - ..." lines (TAP:
+# automake's TAP driver counts each one) and end with fsp_done, which prints
+# the plan and "N passed, N failed" and sets the exit status.
 
 set -u
 FSPRISM=${FSPRISM:-$(pwd)/fsprism}
@@ -14,9 +15,14 @@ fsp_fail=0
 fsp_mounts=""
 fsp_loops=""
 
+# Skip the whole script (TAP: a plan of 0 with the reason).
+fsp_skip() {
+	echo "1..0 # SKIP $*"
+	exit 0
+}
+
 if [ "$(id -u)" != 0 ]; then
-	echo "SKIP: $0 needs root (FUSE mounts, loop devices)" >&2
-	exit 77
+	fsp_skip "$0 needs root (FUSE mounts, loop devices)"
 fi
 
 T=$(mktemp -d /tmp/fsprism-test.XXXXXX)
@@ -41,8 +47,11 @@ trap 'exit 1' INT TERM
 fsp_track_mount() { fsp_mounts="$1 $fsp_mounts"; }
 fsp_track_loop() { fsp_loops="$1 $fsp_loops"; }
 
-ok() { fsp_pass=$((fsp_pass + 1)); echo "ok - $*"; }
-not_ok() { fsp_fail=$((fsp_fail + 1)); echo "not ok - $*"; }
+# The TAP lines go to the script's own stdout (fd 9) even from a command
+# whose output a test redirects (check "..." cmd >/dev/null).
+exec 9>&1
+ok() { fsp_pass=$((fsp_pass + 1)); echo "ok - $*" >&9; }
+not_ok() { fsp_fail=$((fsp_fail + 1)); echo "not ok - $*" >&9; }
 
 # check DESCRIPTION CMD...: runs CMD, ok if it exits 0.
 check() {
@@ -96,6 +105,7 @@ no_sanitizer_reports() {
 }
 
 fsp_done() {
+	echo "1..$((fsp_pass + fsp_fail))"
 	echo "$fsp_pass passed, $fsp_fail failed"
 	[ "$fsp_fail" -eq 0 ]
 }

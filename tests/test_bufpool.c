@@ -13,7 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <cmocka.h>
-#include "bufpool.h"
+#include "src/base/bufpool.h"
 
 #define MIB ((size_t)1 << 20)
 

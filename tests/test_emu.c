@@ -1,8 +1,8 @@
 /*
  * test_emu.c - unit tests of the copy-on-write / journaling emulation's
- * building blocks: the block allocator (fs/emu_alloc), extent maps and
- * reference counts (fs/emu_extent) and the write-ahead journal
- * (fs/emu_journal). Randomised tests use a fixed-seed generator and check
+ * building blocks: the block allocator (fs/emu/alloc), extent maps and
+ * reference counts (fs/emu/extent) and the write-ahead journal
+ * (fs/emu/journal). Randomised tests use a fixed-seed generator and check
  * every step against a plain array model.
  */
 #include <errno.h>
@@ -16,9 +16,9 @@
 #include <unistd.h>
 #include <cmocka.h>
 
-#include "emu_alloc.h"
-#include "emu_extent.h"
-#include "emu_journal.h"
+#include "fs/emu/alloc.h"
+#include "fs/emu/extent.h"
+#include "fs/emu/journal.h"
 
 /* ---- deterministic random numbers ---- */
 

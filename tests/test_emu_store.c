@@ -1,5 +1,5 @@
 /*
- * test_emu_store.c - the emulated store (fs/emu_store) against a model:
+ * test_emu_store.c - the emulated store (fs/emu/store) against a model:
  * random writes, truncates, fallocates and clones in every --cow/--journal
  * combination, checked byte for byte, across a clean remount and across a
  * crash at every device-IO boundary (the store file is copied after the
@@ -19,8 +19,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 #include <cmocka.h>
-#include "emu_store.h"
-#include "ops.h"
+#include "fs/emu/store.h"
+#include "src/base/ops.h"
 
 #define STORE_BYTES (16u << 20)
 #define FILE_MAX (256u << 10)

@@ -16,12 +16,12 @@
 #include <string.h>
 #include <unistd.h>
 #include <zlib.h>
-#include "engine.h"
-#include "jobfile.h"
-#include "oplog.h"
-#include "pattern.h"
-#include "profile.h"
-#include "store.h"
+#include "bench/engine/engine.h"
+#include "bench/engine/jobfile.h"
+#include "src/db/oplog.h"
+#include "bench/engine/pattern.h"
+#include "bench/engine/profile.h"
+#include "src/db/store.h"
 
 /* ---- offsets ------------------------------------------------------------- */
 

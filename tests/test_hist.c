@@ -11,7 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <cmocka.h>
-#include "hist.h"
+#include "src/base/hist.h"
 
 /* Deterministic generator (splitmix64), so failures reproduce. */
 static uint64_t rng_state = 0x1234567887654321ull;

@@ -23,8 +23,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 #include <cmocka.h>
-#include "oplog.h"
-#include "store.h"
+#include "src/db/oplog.h"
+#include "src/db/store.h"
 
 static char tmpdir[64];
 

@@ -23,9 +23,9 @@
 #include <unistd.h>
 #include <dirent.h>
 #include <cmocka.h>
-#include "schema.h"
-#include "stats.h"
-#include "store.h"
+#include "src/db/schema.h"
+#include "src/cli/stats.h"
+#include "src/db/store.h"
 
 static char tmpdir[64];
 

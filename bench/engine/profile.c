@@ -1,0 +1,576 @@
+/*
+ * profile.c - the named profiles of the reviewers' suite and the parameter
+ * table behind overrides, job files and `fsprism profiles` (profile.h).
+ *
+ * Sizes are binary: 4k = 4096, 1G = 2^30. The full-scale values are those
+ * of shared/methodology.md (its "GB" read as GiB).
+ */
+#include <ctype.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "bench/engine/profile.h"
+
+#define KiB 1024ull
+#define MiB (1024ull * KiB)
+#define GiB (1024ull * MiB)
+#define MS 1000000ull
+#define SEC 1000000000ull
+
+const struct fsp_profile fsp_profiles[] = {
+	{ "burst-randread", "4 KiB random read, QD1, in bursts at 20% duty" },
+	{ "sustained-randread", "4 KiB random read, QD1..32, one step per QD" },
+	{ "burst-randwrite", "4 KiB random write, QD1, in bursts at 20% duty" },
+	{ "sustained-randwrite", "4 KiB random write, QD1..32, one step per QD" },
+	{ "mixed-random", "4 KiB random, reads and writes interleaved, QD4, mixes 100/0..0/100, 50% duty" },
+	{ "burst-seqread", "128 KiB sequential read, QD1, in bursts at 20% duty" },
+	{ "sustained-seqread", "128 KiB sequential read, QD1..32, one step per QD" },
+	{ "burst-seqwrite", "128 KiB sequential write, QD1, in bursts at 20% duty" },
+	{ "sustained-seqwrite", "128 KiB sequential write, QD1..32, one step per QD" },
+	{ "mixed-seq", "128 KiB sequential, reads and writes sharing one offset, QD1, mixes 100/0..0/100, 50% duty" },
+	{ "fill", "128 KiB sequential write, QD32, the whole target once, throughput per segment" },
+};
+const size_t fsp_nprofiles = sizeof(fsp_profiles) / sizeof(fsp_profiles[0]);
+
+const char *const fsp_param_names[] = {
+	"bs", "qd", "mix", "access", "offsets", "interleave", "norepeat", "span",
+	"offset", "time", "bytes", "ramp", "burst", "duty", "idle", "pattern",
+	"seed", "segment", "tail", "timeline", NULL,
+};
+
+static void base_params(struct fsp_params *p)
+{
+	memset(p, 0, sizeof(*p));
+	p->bs = 4096;
+	p->qds[0] = 1;
+	p->nqd = 1;
+	p->mixes[0] = 100;
+	p->nmix = 1;
+	p->access = FSP_ACCESS_RANDOM;
+	p->duty = 100;
+	p->pattern.kind = FSP_PATTERN_RANDOM;
+	p->seed = 1;
+	p->segment = GiB;
+	p->tail = 16 * GiB;
+	p->timeline_ns = 100 * MS;
+	p->score = FSP_SCORE_STEPS;
+}
+
+static void set_qd_sweep(struct fsp_params *p)
+{
+	static const unsigned qds[] = { 1, 2, 4, 8, 16, 32 };
+	for (unsigned i = 0; i < 6; i++)
+		p->qds[i] = qds[i];
+	p->nqd = 6;
+}
+
+static void set_mix_sweep(struct fsp_params *p)
+{
+	for (unsigned i = 0; i <= 10; i++)
+		p->mixes[i] = 100 - 10 * i;
+	p->nmix = 11;
+}
+
+/* Bursts: full = the reviewers' figures, default = ~1/32 of them. */
+static void burst(struct fsp_params *p, int full, int seq, int read,
+		  uint64_t burst_full, uint64_t total_full)
+{
+	p->bs = seq ? 128 * KiB : 4 * KiB;
+	p->access = seq ? FSP_ACCESS_SEQ : FSP_ACCESS_RANDOM;
+	p->iops_score = !seq;
+	p->mixes[0] = read ? 100 : 0;
+	p->duty = 20;
+	p->score = FSP_SCORE_BURSTS;
+	if (full) {
+		p->span = 16 * GiB;
+		p->burst = burst_full;
+		p->bytes = total_full;
+	} else {
+		p->span = 256 * MiB;
+		p->burst = burst_full / 16 > 1 * MiB ? burst_full / 16 : 1 * MiB;
+		p->bytes = total_full / 32 > 16 * MiB ? total_full / 32 : 16 * MiB;
+		p->time_ns = 3 * SEC;
+	}
+}
+
+static void sustained(struct fsp_params *p, int full, int seq, int read)
+{
+	p->bs = seq ? 128 * KiB : 4 * KiB;
+	p->access = seq ? FSP_ACCESS_SEQ : FSP_ACCESS_RANDOM;
+	p->iops_score = !seq;
+	p->mixes[0] = read ? 100 : 0;
+	set_qd_sweep(p);
+	p->score = FSP_SCORE_QD124;
+	if (full) {
+		p->span = 64 * GiB;
+		p->time_ns = 60 * SEC;
+		p->bytes = 32 * GiB;
+		p->idle_ns = 60 * SEC;
+	} else {
+		p->span = 1 * GiB;
+		p->time_ns = 2 * SEC;
+		p->bytes = 1 * GiB;
+		p->idle_ns = 200 * MS;
+	}
+}
+
+static void mixed(struct fsp_params *p, int full, int seq)
+{
+	p->bs = seq ? 128 * KiB : 4 * KiB;
+	p->access = seq ? FSP_ACCESS_SEQ : FSP_ACCESS_RANDOM;
+	p->iops_score = !seq;
+	p->qds[0] = seq ? 1 : 4;
+	set_mix_sweep(p);
+	p->duty = 50;
+	p->score = FSP_SCORE_STEPS;
+	if (full) {
+		p->span = 64 * GiB;
+		p->time_ns = 60 * SEC;
+		p->bytes = 32 * GiB;
+	} else {
+		p->span = 1 * GiB;
+		p->time_ns = 1500 * MS;
+		p->bytes = 1 * GiB;
+	}
+}
+
+static void fill(struct fsp_params *p, int full)
+{
+	p->bs = 128 * KiB;
+	p->access = FSP_ACCESS_SEQ;
+	p->qds[0] = 32;
+	p->mixes[0] = 0;
+	p->fill = 1;
+	p->score = FSP_SCORE_FILL;
+	if (full) {
+		p->span = 0; /* the whole target */
+		p->segment = 1 * GiB;
+		p->tail = 16 * GiB;
+	} else {
+		p->span = 1 * GiB;
+		p->segment = 64 * MiB;
+		p->tail = 256 * MiB;
+	}
+}
+
+int fsp_profile_load(const char *name, enum fsp_scale scale,
+		     struct fsp_params *p)
+{
+	int full = scale == FSP_SCALE_FULL;
+	base_params(p);
+	if (!strcmp(name, "burst-randread"))
+		burst(p, full, 0, 1, 32 * MiB, 1 * GiB);
+	else if (!strcmp(name, "burst-randwrite"))
+		burst(p, full, 0, 0, 4 * MiB, 128 * MiB);
+	else if (!strcmp(name, "burst-seqread"))
+		burst(p, full, 1, 1, 128 * MiB, 1 * GiB);
+	else if (!strcmp(name, "burst-seqwrite"))
+		burst(p, full, 1, 0, 128 * MiB, 1 * GiB);
+	else if (!strcmp(name, "sustained-randread"))
+		sustained(p, full, 0, 1);
+	else if (!strcmp(name, "sustained-randwrite"))
+		sustained(p, full, 0, 0);
+	else if (!strcmp(name, "sustained-seqread"))
+		sustained(p, full, 1, 1);
+	else if (!strcmp(name, "sustained-seqwrite"))
+		sustained(p, full, 1, 0);
+	else if (!strcmp(name, "mixed-random"))
+		mixed(p, full, 0);
+	else if (!strcmp(name, "mixed-seq"))
+		mixed(p, full, 1);
+	else if (!strcmp(name, "fill"))
+		fill(p, full);
+	else
+		return -1;
+	return 0;
+}
+
+/* ---- value parsers ------------------------------------------------------- */
+
+int fsp_parse_size(const char *s, uint64_t *out)
+{
+	char *end;
+	if (!isdigit((unsigned char)*s))
+		return -1;
+	errno = 0;
+	unsigned long long v = strtoull(s, &end, 10);
+	if (errno)
+		return -1;
+	uint64_t mult = 1;
+	switch (tolower((unsigned char)*end)) {
+	case 0: break;
+	case 'b': mult = 1; end--; break;
+	case 'k': mult = KiB; break;
+	case 'm': mult = MiB; break;
+	case 'g': mult = GiB; break;
+	case 't': mult = 1024 * GiB; break;
+	default: return -1;
+	}
+	if (*end) {
+		end++;
+		/* accept k, kb, kib (any case) */
+		if (tolower((unsigned char)*end) == 'i')
+			end++;
+		if (tolower((unsigned char)*end) == 'b')
+			end++;
+		if (*end)
+			return -1;
+	}
+	if (v && mult > UINT64_MAX / v)
+		return -1;
+	*out = v * mult;
+	return 0;
+}
+
+int fsp_parse_duration(const char *s, uint64_t *ns)
+{
+	char *end;
+	if (!isdigit((unsigned char)*s) && *s != '.')
+		return -1;
+	errno = 0;
+	double v = strtod(s, &end);
+	if (errno || v < 0)
+		return -1;
+	double mult;
+	if (!*end || !strcmp(end, "s"))
+		mult = 1e9;
+	else if (!strcmp(end, "ms"))
+		mult = 1e6;
+	else if (!strcmp(end, "us"))
+		mult = 1e3;
+	else if (!strcmp(end, "ns"))
+		mult = 1;
+	else if (!strcmp(end, "m") || !strcmp(end, "min"))
+		mult = 60e9;
+	else if (!strcmp(end, "h"))
+		mult = 3600e9;
+	else
+		return -1;
+	if (v * mult > 1e18)
+		return -1;
+	*ns = (uint64_t)(v * mult + 0.5);
+	return 0;
+}
+
+void fsp_format_size(uint64_t v, char *buf, size_t len)
+{
+	static const char sfx[] = "kMGT";
+	int i = -1;
+	while (v && v % 1024 == 0 && i < 3) {
+		v /= 1024;
+		i++;
+	}
+	if (i < 0)
+		snprintf(buf, len, "%llu", (unsigned long long)v);
+	else
+		snprintf(buf, len, "%llu%c", (unsigned long long)v, sfx[i]);
+}
+
+void fsp_format_duration(uint64_t ns, char *buf, size_t len)
+{
+	if (ns == 0)
+		snprintf(buf, len, "0");
+	else if (ns % (60 * SEC) == 0)
+		snprintf(buf, len, "%llum", (unsigned long long)(ns / (60 * SEC)));
+	else if (ns % SEC == 0)
+		snprintf(buf, len, "%llus", (unsigned long long)(ns / SEC));
+	else if (ns % MS == 0)
+		snprintf(buf, len, "%llums", (unsigned long long)(ns / MS));
+	else
+		snprintf(buf, len, "%lluus", (unsigned long long)(ns / 1000));
+}
+
+/* "1,2,4" -> list of unsigned in [lo,hi]. */
+static int parse_list(const char *s, unsigned *out, unsigned *n, unsigned lo,
+		      unsigned hi, const char *what, char *err, size_t errlen)
+{
+	unsigned count = 0;
+	const char *p = s;
+	for (;;) {
+		char *end;
+		if (!isdigit((unsigned char)*p)) {
+			snprintf(err, errlen, "'%s' is not a list of %s", s, what);
+			return -1;
+		}
+		errno = 0;
+		unsigned long v = strtoul(p, &end, 10);
+		if (errno || v < lo || v > hi) {
+			snprintf(err, errlen, "'%.*s' is not a %s (%u..%u)",
+				 (int)(end - p), p, what, lo, hi);
+			return -1;
+		}
+		if (count == FSP_MAX_LIST) {
+			snprintf(err, errlen, "more than %d values", FSP_MAX_LIST);
+			return -1;
+		}
+		out[count++] = (unsigned)v;
+		if (*end == 0)
+			break;
+		if (*end != ',') {
+			snprintf(err, errlen, "'%s' is not a list of %s", s, what);
+			return -1;
+		}
+		p = end + 1;
+	}
+	*n = count;
+	return 0;
+}
+
+static int set_size(uint64_t *dst, const char *v, char *err, size_t errlen)
+{
+	if (fsp_parse_size(v, dst) != 0) {
+		snprintf(err, errlen, "'%s' is not a size (e.g. 4k, 128M, 1G)", v);
+		return -1;
+	}
+	return 0;
+}
+
+static int set_duration(uint64_t *dst, const char *v, char *err, size_t errlen)
+{
+	if (fsp_parse_duration(v, dst) != 0) {
+		snprintf(err, errlen, "'%s' is not a duration (e.g. 300ms, 2s, 1m)", v);
+		return -1;
+	}
+	return 0;
+}
+
+int fsp_param_known(const char *key)
+{
+	for (int i = 0; fsp_param_names[i]; i++)
+		if (!strcmp(fsp_param_names[i], key))
+			return 1;
+	return 0;
+}
+
+int fsp_param_is_flag(const char *key)
+{
+	return !strcmp(key, "norepeat");
+}
+
+int fsp_param_set(struct fsp_params *p, const char *key, const char *v,
+		  char *err, size_t errlen)
+{
+	uint64_t u;
+	if (!strcmp(key, "bs")) {
+		if (set_size(&u, v, err, errlen))
+			return -1;
+		/* multiples of the target's logical block size are checked later */
+		if (u < FSP_BS_MIN || u > FSP_BS_MAX) {
+			snprintf(err, errlen, "'%s' is not a block size (512 to 16M)", v);
+			return -1;
+		}
+		p->bs = (uint32_t)u;
+	} else if (!strcmp(key, "qd")) {
+		return parse_list(v, p->qds, &p->nqd, 1, FSP_QD_MAX, "queue depth",
+				  err, errlen);
+	} else if (!strcmp(key, "mix")) {
+		return parse_list(v, p->mixes, &p->nmix, 0, 100, "read percentage",
+				  err, errlen);
+	} else if (!strcmp(key, "access")) {
+		if (!strcmp(v, "seq") || !strcmp(v, "sequential"))
+			p->access = FSP_ACCESS_SEQ;
+		else if (!strcmp(v, "random") || !strcmp(v, "rand"))
+			p->access = FSP_ACCESS_RANDOM;
+		else {
+			snprintf(err, errlen, "'%s' is not seq or random", v);
+			return -1;
+		}
+	} else if (!strcmp(key, "offsets")) {
+		if (!strcmp(v, "shared"))
+			p->offsets = FSP_OFFSETS_SHARED;
+		else if (!strcmp(v, "per-direction"))
+			p->offsets = FSP_OFFSETS_PER_DIRECTION;
+		else {
+			snprintf(err, errlen, "'%s' is not shared or per-direction", v);
+			return -1;
+		}
+	} else if (!strcmp(key, "interleave")) {
+		if (!strcmp(v, "exact"))
+			p->interleave = FSP_INTERLEAVE_EXACT;
+		else if (!strcmp(v, "random"))
+			p->interleave = FSP_INTERLEAVE_RANDOM;
+		else {
+			snprintf(err, errlen, "'%s' is not exact or random", v);
+			return -1;
+		}
+	} else if (!strcmp(key, "norepeat")) {
+		if (!*v || !strcmp(v, "1") || !strcmp(v, "yes") || !strcmp(v, "true"))
+			p->norepeat = 1;
+		else if (!strcmp(v, "0") || !strcmp(v, "no") || !strcmp(v, "false"))
+			p->norepeat = 0;
+		else {
+			snprintf(err, errlen, "'%s' is not yes or no", v);
+			return -1;
+		}
+	} else if (!strcmp(key, "span")) {
+		if (set_size(&p->span, v, err, errlen))
+			return -1;
+		p->span_set = 1;
+	} else if (!strcmp(key, "offset")) {
+		return set_size(&p->offset, v, err, errlen);
+	} else if (!strcmp(key, "time")) {
+		return set_duration(&p->time_ns, v, err, errlen);
+	} else if (!strcmp(key, "bytes")) {
+		return set_size(&p->bytes, v, err, errlen);
+	} else if (!strcmp(key, "ramp")) {
+		return set_duration(&p->ramp_ns, v, err, errlen);
+	} else if (!strcmp(key, "burst")) {
+		return set_size(&p->burst, v, err, errlen);
+	} else if (!strcmp(key, "duty")) {
+		char *end;
+		unsigned long d = strtoul(v, &end, 10);
+		if (!isdigit((unsigned char)*v) || *end || d < 1 || d > 100) {
+			snprintf(err, errlen, "'%s' is not a duty cycle (1..100 percent busy)", v);
+			return -1;
+		}
+		p->duty = (unsigned)d;
+	} else if (!strcmp(key, "idle")) {
+		return set_duration(&p->idle_ns, v, err, errlen);
+	} else if (!strcmp(key, "pattern")) {
+		return fsp_pattern_parse(v, &p->pattern, err, errlen);
+	} else if (!strcmp(key, "seed")) {
+		char *end;
+		errno = 0;
+		unsigned long long s = strtoull(v, &end, 0);
+		if (!isdigit((unsigned char)*v) || *end || errno) {
+			snprintf(err, errlen, "'%s' is not a number", v);
+			return -1;
+		}
+		p->seed = s;
+	} else if (!strcmp(key, "segment")) {
+		if (set_size(&u, v, err, errlen))
+			return -1;
+		if (u == 0) {
+			snprintf(err, errlen, "must be more than 0");
+			return -1;
+		}
+		p->segment = u;
+	} else if (!strcmp(key, "tail")) {
+		return set_size(&p->tail, v, err, errlen);
+	} else if (!strcmp(key, "timeline")) {
+		return set_duration(&p->timeline_ns, v, err, errlen);
+	} else {
+		snprintf(err, errlen, "unknown parameter");
+		return -1;
+	}
+	return 0;
+}
+
+static void format_list(const unsigned *v, unsigned n, char *buf, size_t len)
+{
+	size_t off = 0;
+	buf[0] = 0;
+	for (unsigned i = 0; i < n && off < len; i++)
+		off += (size_t)snprintf(buf + off, len - off, "%s%u", i ? "," : "", v[i]);
+}
+
+void fsp_param_format(const struct fsp_params *p, const char *key, char *buf,
+		      size_t len)
+{
+	buf[0] = 0;
+	if (!strcmp(key, "bs"))
+		fsp_format_size(p->bs, buf, len);
+	else if (!strcmp(key, "qd"))
+		format_list(p->qds, p->nqd, buf, len);
+	else if (!strcmp(key, "mix"))
+		format_list(p->mixes, p->nmix, buf, len);
+	else if (!strcmp(key, "access"))
+		snprintf(buf, len, "%s", p->access == FSP_ACCESS_SEQ ? "seq" : "random");
+	else if (!strcmp(key, "offsets"))
+		snprintf(buf, len, "%s", p->offsets == FSP_OFFSETS_SHARED ?
+			 "shared" : "per-direction");
+	else if (!strcmp(key, "interleave"))
+		snprintf(buf, len, "%s", p->interleave == FSP_INTERLEAVE_EXACT ?
+			 "exact" : "random");
+	else if (!strcmp(key, "norepeat"))
+		snprintf(buf, len, "%s", p->norepeat ? "yes" : "no");
+	else if (!strcmp(key, "span")) {
+		if (p->span == 0)
+			snprintf(buf, len, "whole");
+		else
+			fsp_format_size(p->span, buf, len);
+	} else if (!strcmp(key, "offset"))
+		fsp_format_size(p->offset, buf, len);
+	else if (!strcmp(key, "time"))
+		fsp_format_duration(p->time_ns, buf, len);
+	else if (!strcmp(key, "bytes"))
+		fsp_format_size(p->bytes, buf, len);
+	else if (!strcmp(key, "ramp"))
+		fsp_format_duration(p->ramp_ns, buf, len);
+	else if (!strcmp(key, "burst"))
+		fsp_format_size(p->burst, buf, len);
+	else if (!strcmp(key, "duty"))
+		snprintf(buf, len, "%u", p->duty);
+	else if (!strcmp(key, "idle"))
+		fsp_format_duration(p->idle_ns, buf, len);
+	else if (!strcmp(key, "pattern"))
+		fsp_pattern_format(&p->pattern, buf, len);
+	else if (!strcmp(key, "seed"))
+		snprintf(buf, len, "%llu", (unsigned long long)p->seed);
+	else if (!strcmp(key, "segment"))
+		fsp_format_size(p->segment, buf, len);
+	else if (!strcmp(key, "tail"))
+		fsp_format_size(p->tail, buf, len);
+	else if (!strcmp(key, "timeline"))
+		fsp_format_duration(p->timeline_ns, buf, len);
+}
+
+int fsp_params_check(const struct fsp_params *p, char *err, size_t errlen)
+{
+	if (p->span && p->span < p->bs) {
+		snprintf(err, errlen, "span: %llu bytes is smaller than one block (bs %u)",
+			 (unsigned long long)p->span, p->bs);
+		return -1;
+	}
+	if (p->offset % p->bs) {
+		snprintf(err, errlen, "offset: %llu is not a multiple of bs %u",
+			 (unsigned long long)p->offset, p->bs);
+		return -1;
+	}
+	if (!p->fill && !p->time_ns && !p->bytes) {
+		snprintf(err, errlen, "time: a step needs a time or a bytes limit");
+		return -1;
+	}
+	if (p->burst && p->burst < p->bs) {
+		snprintf(err, errlen, "burst: %llu bytes is smaller than one block (bs %u)",
+			 (unsigned long long)p->burst, p->bs);
+		return -1;
+	}
+	if (p->burst && !p->bytes && !p->time_ns) {
+		snprintf(err, errlen, "burst: bursts need a bytes or time limit");
+		return -1;
+	}
+	if (p->ramp_ns && (p->burst || p->fill)) {
+		snprintf(err, errlen, "ramp: not with %s (%s)",
+			 p->fill ? "fill" : "bursts",
+			 p->fill ? "a fill measures every byte of the span once"
+				 : "a burst is measured from idle");
+		return -1;
+	}
+	if (p->fill && p->segment < p->bs) {
+		snprintf(err, errlen, "segment: smaller than one block (bs %u)", p->bs);
+		return -1;
+	}
+	return 0;
+}
+
+int fsp_params_writes(const struct fsp_params *p)
+{
+	if (p->fill)
+		return 1;
+	for (unsigned i = 0; i < p->nmix; i++)
+		if (p->mixes[i] < 100)
+			return 1;
+	return 0;
+}
+
+int fsp_params_reads(const struct fsp_params *p)
+{
+	if (p->fill)
+		return 0;
+	for (unsigned i = 0; i < p->nmix; i++)
+		if (p->mixes[i] > 0)
+			return 1;
+	return 0;
+}

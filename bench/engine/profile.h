@@ -1,0 +1,102 @@
+/*
+ * profile.h - the reviewers' benchmark suite as named profiles, and the
+ * parameters every profile (and job file, and command line) is made of.
+ *
+ * A profile fills a struct fsp_params at one of two scales: "full" is the
+ * reviewers' sizes and durations (shared/methodology.md), "default" fits a
+ * 2-core machine with a few GiB of disk and finishes in under a minute.
+ * Any parameter can then be overridden by name (fsp_param_set), from the
+ * command line (--bs=4k) or a job file (bs = 4k).
+ *
+ * The steps of a run are the cross product qds x mixes (one of them is
+ * usually a single value); a fill profile is one step over the whole span.
+ */
+#ifndef FSP_BENCH_PROFILE_H
+#define FSP_BENCH_PROFILE_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include "bench/engine/engine.h"
+#include "bench/engine/pattern.h"
+
+#define FSP_MAX_LIST 32
+
+enum fsp_score {
+	FSP_SCORE_QD124 = 0, /* mean of the QD1, QD2, QD4 steps */
+	FSP_SCORE_STEPS,     /* mean over steps (mixes) */
+	FSP_SCORE_BURSTS,    /* mean over bursts */
+	FSP_SCORE_FILL,      /* per-segment curve, mean of the tail, overall */
+};
+
+enum fsp_scale { FSP_SCALE_DEFAULT = 0, FSP_SCALE_FULL };
+
+struct fsp_params {
+	uint32_t bs;
+	unsigned qds[FSP_MAX_LIST], nqd;
+	unsigned mixes[FSP_MAX_LIST], nmix; /* read percentages */
+	enum fsp_access access;
+	enum fsp_offsets offsets; /* mixed IO: one offset sequence, or one per direction */
+	enum fsp_interleave interleave; /* mixed IO: exact ratio, or random per IO */
+	int norepeat;
+	uint64_t span;        /* bytes; capped to the target at run time */
+	uint64_t offset;      /* span start */
+	uint64_t time_ns;     /* per step, busy time; 0 = no limit */
+	uint64_t bytes;       /* per step; 0 = no limit (fill: the span) */
+	uint64_t ramp_ns;     /* per step, IO before measuring starts; 0 = none */
+	uint64_t burst;       /* bytes per burst; 0 = no bursts */
+	unsigned duty;        /* busy % (bursts, or steps without bursts) */
+	uint64_t idle_ns;     /* extra idle between steps */
+	struct fsp_pattern pattern;
+	uint64_t seed;
+	uint64_t segment;     /* fill: bytes per recorded segment */
+	uint64_t tail;        /* fill: score the mean of the last `tail` bytes */
+	uint64_t timeline_ns; /* throughput bucket width */
+	int fill;             /* one sequential pass over the whole span */
+	enum fsp_score score;
+	int iops_score;       /* score in IOPS (random) rather than MB/s */
+	unsigned span_set;    /* span given explicitly (not capped silently) */
+};
+
+struct fsp_profile {
+	const char *name;
+	const char *summary;
+};
+
+extern const struct fsp_profile fsp_profiles[];
+extern const size_t fsp_nprofiles;
+
+/* Fill p with profile `name` at `scale`. 0, or -1 if no such profile. */
+int fsp_profile_load(const char *name, enum fsp_scale scale,
+		     struct fsp_params *p);
+
+/* Names of the settable parameters, NULL-terminated, in listing order. */
+extern const char *const fsp_param_names[];
+
+/*
+ * Set one parameter from text. 0, or -1 with "<problem>" in err (the
+ * caller prefixes the parameter name), e.g. "unknown parameter",
+ * "'0' is not a queue depth (1..256)".
+ */
+int fsp_param_set(struct fsp_params *p, const char *key, const char *value,
+		  char *err, size_t errlen);
+/* Current value as text, in the form fsp_param_set accepts. */
+void fsp_param_format(const struct fsp_params *p, const char *key, char *buf,
+		      size_t len);
+/* Is key a parameter name? Flags like "norepeat" take no value. */
+int fsp_param_known(const char *key);
+int fsp_param_is_flag(const char *key);
+
+/* Does the job read / write at all (any mix below 100% / above 0% reads, or a fill)? */
+int fsp_params_reads(const struct fsp_params *p);
+int fsp_params_writes(const struct fsp_params *p);
+
+/* Check the parameters hang together (before the target is known). */
+int fsp_params_check(const struct fsp_params *p, char *err, size_t errlen);
+
+/* Parsers shared with the job file: sizes (4k, 1G, 512), durations (300ms, 2s, 1m). */
+int fsp_parse_size(const char *s, uint64_t *out);
+int fsp_parse_duration(const char *s, uint64_t *ns);
+void fsp_format_size(uint64_t v, char *buf, size_t len);
+void fsp_format_duration(uint64_t ns, char *buf, size_t len);
+
+#endif

@@ -1,0 +1,2019 @@
+/*
+ * fuse_fs.c - the request handlers of fsprism's passthrough file system.
+ *
+ * Each handler maps one FUSE request onto the same system call on the
+ * backing directory and measures itself:
+ *   start    fsp_now_ns() at handler entry,
+ *   backing  the summed durations of the backing system calls (BACKING()),
+ *   total    fsp_now_ns() - start, taken just before fuse_reply_*().
+ * The record goes to the oplog after the reply, so logging never delays the
+ * caller. With --record=off (fs->timing == 0) no clock is read at all.
+ *
+ * Read/write path: no locks, no malloc, no system call but the IO. The file
+ * handle encodes the backing fd and whether it was opened O_DIRECT; O_DIRECT
+ * data goes through a page-aligned per-thread bounce buffer, because the
+ * payload libfuse hands over sits right after the request headers.
+ *
+ * Objects are created with the caller's fsuid/fsgid (so owners and setgid
+ * inheritance come out as on the backing file system); permission checks
+ * are the kernel's (default_permissions is always on).
+ *
+ * Emulation (fs->emu set): regular files on the backing root's file system
+ * keep their name, owner, mode and times in the backing directory, but
+ * their data is an object of the emulated store (fs/emu/store.h) keyed by
+ * the backing inode number. Their handles carry FH_EMU; every store call
+ * is timed with EMU_CALL, which counts the store's IO of the caller's own
+ * data as backing time and the rest of the call as emulation time.
+ */
+#include "config.h"
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <linux/capability.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <sys/statvfs.h>
+#include <sys/syscall.h>
+#include <sys/xattr.h>
+#include "fs/fuse/aio.h"
+#include "src/base/bufpool.h"
+#include "src/base/clock.h"
+#include "fs/emu/store.h"
+#include "fs/fuse/fuse_fs.h"
+#include "fs/fuse/inode.h"
+#include "src/base/ops.h"
+
+#define FSP_PAGE 4096u
+#define FSP_DEF_MAX_WRITE (1u << 20)
+
+struct fsp_fs {
+	struct fsp_itable *itable;
+	struct fsp_oplog *log;
+	double attr_timeout, entry_timeout;
+	int timing;
+	int track_inflight;
+	int writeback_cache;
+	int splice;
+	int is_root;           /* can switch fsuid/fsgid per request */
+	unsigned max_write;
+	unsigned max_background;
+	size_t bufsize;        /* per-thread bounce buffer */
+	struct __user_cap_data_struct caps[2]; /* effective caps to restore */
+	unsigned inflight, max_inflight;
+	uint64_t buffer_bytes, huge_buffer_bytes; /* the aio slots' buffers, at stop */
+	int use_aio;           /* O_DIRECT reads/writes through fs/fuse/aio.h */
+	struct fsp_aio *aio;   /* started by fsp_fs_start */
+	/* lock requests waiting in threads of their own (lock_wait) */
+	pthread_mutex_t waiters_lock;
+	unsigned waiters;
+	int stopping;          /* fsp_fs_stop ran: waiters neither reply nor log */
+	/* emulation */
+	struct emu_store *emu;  /* NULL: plain passthrough */
+	dev_t emu_dev;          /* regular files on this device are emulated */
+	int hide_store;         /* hide FSP_STORE_NAME at the root */
+	uint32_t emu_bsize;     /* store block size, for st_blksize */
+	pthread_mutex_t pending_lock;
+	struct fsp_rec *pending; /* device records from before the log existed */
+	size_t npending, pending_cap;
+};
+
+/* ---- per-request timing ---- */
+
+struct op {
+	struct fsp_fs *fs;
+	uint64_t node;     /* backing inode number, for the record */
+	uint64_t start;
+	uint64_t backing;
+	uint64_t emu;      /* time in the store beyond moving the caller's data */
+	uint64_t total;
+	uint32_t pid;
+	int timing;
+};
+
+static inline void op_begin(struct op *o, fuse_req_t req)
+{
+	o->fs = fuse_req_userdata(req);
+	o->node = 0;
+	o->timing = o->fs->timing;
+	o->backing = 0;
+	o->emu = 0;
+	o->total = 0;
+	o->start = 0;
+	o->pid = 0;
+	if (o->timing) {
+		o->start = fsp_now_ns();
+		o->pid = (uint32_t)fuse_req_ctx(req)->pid;
+	}
+}
+
+/* Time a backing system call; errno survives (the vDSO clock keeps it). */
+#define BACKING(o, expr) ({                                             \
+	uint64_t bk_t0_ = (o)->timing ? fsp_now_ns() : 0;               \
+	__auto_type bk_r_ = (expr);                                     \
+	if ((o)->timing)                                                \
+		(o)->backing += fsp_now_ns() - bk_t0_;                  \
+	bk_r_; })
+
+/*
+ * Call the emulated store with context cx (filled by op_cx): the store's IO
+ * of the caller's own data (cx->data_ns) counts as backing time, the rest of
+ * the call (its CPU, metadata, journal, flushes) as emulation time.
+ */
+#define EMU_CALL(o, cx, expr) ({                                        \
+	(cx)->data_ns = 0;                                              \
+	(cx)->other_ns = 0;                                             \
+	uint64_t em_t0_ = (o)->timing ? fsp_now_ns() : 0;               \
+	__auto_type em_r_ = (expr);                                     \
+	if ((o)->timing) {                                              \
+		uint64_t em_d_ = fsp_now_ns() - em_t0_;                 \
+		uint64_t em_b_ = (cx)->data_ns < em_d_ ? (cx)->data_ns : em_d_; \
+		(o)->backing += em_b_;                                  \
+		(o)->emu += em_d_ - em_b_;                              \
+	}                                                               \
+	em_r_; })
+
+/* A store call that does no IO for the caller (sizes, seek, statfs). */
+#define EMU_TIME(o, expr) ({                                            \
+	uint64_t em_t0_ = (o)->timing ? fsp_now_ns() : 0;               \
+	__auto_type em_r_ = (expr);                                     \
+	if ((o)->timing)                                                \
+		(o)->emu += fsp_now_ns() - em_t0_;                      \
+	em_r_; })
+
+/* The store's context for this operation: its device IO is tied to it. */
+static inline void op_cx(const struct op *o, struct emu_cx *cx)
+{
+	cx->cause_ns = o->start;
+	cx->node = o->node;
+	cx->pid = o->pid;
+	cx->data_ns = 0;
+	cx->other_ns = 0;
+}
+
+static inline void op_end(struct op *o)
+{
+	if (o->timing)
+		o->total = fsp_now_ns() - o->start;
+}
+
+static inline void op_log(struct op *o, int opcode, uint64_t offset,
+			  uint64_t length, uint64_t bytes, int err)
+{
+	if (!o->timing || !o->fs->log)
+		return;
+	uint64_t backing = o->backing < o->total ? o->backing : o->total;
+	uint64_t emu = o->emu < o->total - backing ? o->emu : o->total - backing;
+	struct fsp_rec r = {
+		.start_ns = o->start,
+		.total_ns = o->total,
+		.backing_ns = backing,
+		.emu_ns = emu,
+		.node = o->node,
+		.offset = offset,
+		.length = length > UINT32_MAX ? UINT32_MAX : (uint32_t)length,
+		.pid = o->pid,
+		.result = err,
+		.op = (uint16_t)opcode,
+		.step = 0,
+		.bytes = bytes,
+	};
+	fsp_oplog_add(o->fs->log, &r);
+}
+
+/* Reply with an error (or 0) and log the request. */
+static void finish_err(struct op *o, fuse_req_t req, int opcode, int err)
+{
+	op_end(o);
+	fuse_reply_err(req, err);
+	op_log(o, opcode, 0, 0, 0, err);
+}
+
+/* ---- helpers ---- */
+
+static inline struct fsp_inode *node_of(struct op *o, fuse_ino_t ino)
+{
+	return fsp_inode_of(o->fs->itable, ino);
+}
+
+/*
+ * The node a request addresses; its inode number is kept for the record
+ * now, because once the reply is sent the kernel may FORGET the node (a
+ * write-back WRITE can even race with its FORGET) and it may be freed.
+ */
+static inline struct fsp_inode *op_node(struct op *o, fuse_ino_t ino)
+{
+	struct fsp_inode *n = fsp_inode_of(o->fs->itable, ino);
+	o->node = n->ino;
+	return n;
+}
+
+/* File handles: the backing fd, plus bit 32 for "opened O_DIRECT" and bit
+ * 33 for "data in the emulated store". */
+#define FH_DIRECT (1ull << 32)
+#define FH_EMU (1ull << 33)
+static inline int fh_fd(const struct fuse_file_info *fi)
+{
+	return (int)(uint32_t)fi->fh;
+}
+static inline int fh_direct(const struct fuse_file_info *fi)
+{
+	return (fi->fh & FH_DIRECT) != 0;
+}
+static inline int fh_emu(const struct fuse_file_info *fi)
+{
+	return (fi->fh & FH_EMU) != 0;
+}
+static inline uint64_t fh_make(int fd, int flags, int emu)
+{
+	return (uint64_t)(uint32_t)fd | ((flags & O_DIRECT) ? FH_DIRECT : 0) |
+	       (emu ? FH_EMU : 0);
+}
+
+static void proc_path(char *buf, size_t len, int fd)
+{
+	snprintf(buf, len, "/proc/self/fd/%d", fd);
+}
+
+/*
+ * Per-thread page-aligned buffer for the synchronous paths (reads, O_DIRECT
+ * writes, the emulation), from one process-wide pool in huge pages
+ * (src/base/bufpool.h). The pool lives as long as the process; a thread that
+ * ends gives its buffer back.
+ */
+static struct fsp_bufpool *tbuf_pool;
+static pthread_key_t tbuf_key;
+static pthread_once_t tbuf_once = PTHREAD_ONCE_INIT;
+static __thread void *tbuf;
+static __thread size_t tbuf_len;
+
+static void tbuf_release(void *buf)
+{
+	fsp_bufpool_put(tbuf_pool, buf, tbuf_len);
+}
+
+static void tbuf_key_init(void)
+{
+	tbuf_pool = fsp_bufpool_new();
+	pthread_key_create(&tbuf_key, tbuf_release);
+}
+
+static void *thread_buf(struct fsp_fs *fs, size_t need)
+{
+	if (__builtin_expect(need <= tbuf_len, 1))
+		return tbuf;
+	size_t cap;
+	void *p = tbuf_pool ? fsp_bufpool_get(tbuf_pool, need > fs->bufsize ? need : fs->bufsize,
+					      &cap) : NULL;
+	if (!p)
+		return NULL;
+	fsp_bufpool_put(tbuf_pool, tbuf, tbuf_len);
+	tbuf = p;
+	tbuf_len = cap;
+	pthread_setspecific(tbuf_key, p);
+	return p;
+}
+
+static inline void inflight_enter(struct fsp_fs *fs)
+{
+	if (!fs->track_inflight)
+		return;
+	unsigned n = __atomic_add_fetch(&fs->inflight, 1, __ATOMIC_RELAXED);
+	unsigned m = __atomic_load_n(&fs->max_inflight, __ATOMIC_RELAXED);
+	while (n > m && !__atomic_compare_exchange_n(&fs->max_inflight, &m, n, 0,
+						     __ATOMIC_RELAXED, __ATOMIC_RELAXED))
+		;
+}
+
+static inline void inflight_leave(struct fsp_fs *fs)
+{
+	if (fs->track_inflight)
+		__atomic_sub_fetch(&fs->inflight, 1, __ATOMIC_RELAXED);
+}
+
+unsigned fsp_fs_max_inflight(const struct fsp_fs *fs)
+{
+	return __atomic_load_n(&fs->max_inflight, __ATOMIC_RELAXED);
+}
+
+void fsp_fs_buffer_usage(const struct fsp_fs *fs, uint64_t *mapped, uint64_t *huge)
+{
+	*mapped = fs ? fs->buffer_bytes : 0;
+	*huge = fs ? fs->huge_buffer_bytes : 0;
+}
+
+/*
+ * Run the next creating system call with the caller's fsuid/fsgid, so new
+ * objects get the caller as owner (and the backing fs applies setgid-dir
+ * inheritance itself). Changing fsuid away from 0 drops the file-system
+ * capabilities; they are raised again because the kernel has already
+ * checked the caller's permissions (default_permissions). Per-thread.
+ */
+static int as_caller(struct fsp_fs *fs, fuse_req_t req)
+{
+	const struct fuse_ctx *ctx = fuse_req_ctx(req);
+	if (!fs->is_root || (ctx->uid == 0 && ctx->gid == 0))
+		return 0;
+	struct __user_cap_header_struct hdr = { _LINUX_CAPABILITY_VERSION_3, 0 };
+	syscall(SYS_setfsgid, ctx->gid);
+	syscall(SYS_setfsuid, ctx->uid);
+	syscall(SYS_capset, &hdr, fs->caps);
+	return 1;
+}
+
+static void as_daemon(int switched)
+{
+	if (!switched)
+		return;
+	syscall(SYS_setfsuid, 0);
+	syscall(SYS_setfsgid, 0);
+}
+
+/* ---- emulation helpers ---- */
+
+/* Is n's data in the store? Regular files of the backing root's file
+ * system only: object ids are inode numbers, unique on one device. */
+static inline int emulated(const struct fsp_fs *fs, const struct fsp_inode *n)
+{
+	return fs->emu && n->type == S_IFREG && n->dev == fs->emu_dev;
+}
+
+static inline int st_emulated(const struct fsp_fs *fs, const struct stat *st)
+{
+	return fs->emu && S_ISREG(st->st_mode) && st->st_dev == fs->emu_dev;
+}
+
+/* The store file BACKING/.fsprism-store is not part of the mount. */
+static inline int hidden(const struct fsp_fs *fs, const struct fsp_inode *parent,
+			 const char *name)
+{
+	return fs->hide_store && parent == fsp_itable_root(fs->itable) &&
+	       !strcmp(name, FSP_STORE_NAME);
+}
+
+/* Size and allocation of an emulated file come from its store object
+ * (none yet: an empty file). */
+static void emu_fix_attr(struct op *o, struct stat *st)
+{
+	if (!st_emulated(o->fs, st))
+		return;
+	uint64_t size = 0, alloc = 0;
+	if (EMU_TIME(o, emu_store_obj_size(o->fs->emu, st->st_ino, &size, &alloc)) < 0)
+		size = alloc = 0;
+	st->st_size = (off_t)size;
+	st->st_blocks = (blkcnt_t)((alloc + 511) / 512);
+	st->st_blksize = (blksize_t)o->fs->emu_bsize;
+}
+
+/*
+ * Writes to the store leave the backing file's mtime alone, so a node whose
+ * data changed is marked (mtime_dirty) and its backing mtime and ctime are
+ * set to "now" before its attributes are next reported or its handle is
+ * released: the reported mtime is then never older than the change.
+ */
+static inline void mark_changed(struct fsp_inode *n)
+{
+	__atomic_store_n(&n->mtime_dirty, 1, __ATOMIC_RELAXED);
+}
+
+static void sync_mtime(struct op *o, struct fsp_inode *n, int fd)
+{
+	if (!__atomic_load_n(&n->mtime_dirty, __ATOMIC_RELAXED) ||
+	    !__atomic_exchange_n(&n->mtime_dirty, 0, __ATOMIC_RELAXED))
+		return;
+	struct timespec tv[2] = { { 0, UTIME_OMIT }, { 0, UTIME_NOW } };
+	if (fd >= 0) {
+		BACKING(o, futimens(fd, tv));
+	} else {
+		char path[64];
+		proc_path(path, sizeof(path), n->fd);
+		BACKING(o, utimensat(AT_FDCWD, path, tv, 0));
+	}
+}
+
+/* The object's generation: the backing file's birth time, read once per
+ * node (the node pins the inode, so it cannot change). Under n->lock. */
+static uint64_t node_gen_locked(struct op *o, struct fsp_inode *n)
+{
+	if (!n->gen_known) {
+		n->gen = BACKING(o, fsp_birth_ns(n->fd, "", AT_EMPTY_PATH));
+		n->gen_known = 1;
+	}
+	return n->gen;
+}
+
+/* Make sure n's object exists (and is not a stale one of an earlier file
+ * with the same inode number). 0 or -errno. */
+static int emu_obj_ensure(struct op *o, struct fsp_inode *n, struct emu_cx *cx)
+{
+	pthread_mutex_lock(&n->lock);
+	uint64_t gen = node_gen_locked(o, n);
+	pthread_mutex_unlock(&n->lock);
+	return EMU_CALL(o, cx, emu_store_obj_open(o->fs->emu, cx, n->ino, gen));
+}
+
+/* A new handle on n's data: count it, open the object, apply O_TRUNC.
+ * Returns 0 or a positive errno (then nothing is counted). */
+static int emu_handle_open(struct op *o, struct fsp_inode *n, int flags)
+{
+	struct emu_cx cx;
+	op_cx(o, &cx);
+	pthread_mutex_lock(&n->lock);
+	uint64_t gen = node_gen_locked(o, n);
+	n->opens++;
+	pthread_mutex_unlock(&n->lock);
+	int r = EMU_CALL(o, &cx, emu_store_obj_open(o->fs->emu, &cx, n->ino, gen));
+	if (!r && (flags & O_TRUNC))
+		r = EMU_CALL(o, &cx, emu_store_truncate(o->fs->emu, &cx, n->ino, 0));
+	if (r < 0) {
+		pthread_mutex_lock(&n->lock);
+		n->opens--;
+		pthread_mutex_unlock(&n->lock);
+		return -r;
+	}
+	return 0;
+}
+
+/*
+ * Remove the object of n, whose last link went through the mount, once no
+ * handle is open and no link has come back (its O_PATH fd pins the inode
+ * and tells). Under n->lock.
+ */
+static void emu_remove_if_gone_locked(struct op *o, struct fsp_inode *n)
+{
+	struct stat st;
+	if (!n->unlinked || n->opens || BACKING(o, fstat(n->fd, &st)) < 0 || st.st_nlink)
+		return;
+	struct emu_cx cx;
+	op_cx(o, &cx);
+	EMU_CALL(o, &cx, emu_store_obj_remove(o->fs->emu, &cx, n->ino));
+	n->unlinked = 0;
+}
+
+/* A handle on n's data was released: the last one of an unlinked file
+ * takes the object with it. */
+static void emu_handle_close(struct op *o, struct fsp_inode *n)
+{
+	pthread_mutex_lock(&n->lock);
+	if (n->opens)
+		n->opens--;
+	emu_remove_if_gone_locked(o, n);
+	pthread_mutex_unlock(&n->lock);
+}
+
+/* fsp_itable_forget_cb callback: a node leaves the table. An unlinked
+ * file the kernel has let go of (no handle open) takes its object along. */
+static void node_gone(void *arg, struct fsp_inode *n)
+{
+	struct op *o = arg;
+	if (!emulated(o->fs, n))
+		return;
+	pthread_mutex_lock(&n->lock);
+	emu_remove_if_gone_locked(o, n);
+	pthread_mutex_unlock(&n->lock);
+}
+
+/* Drop count lookups of n (every forget in this file goes through here). */
+static void node_forget(struct op *o, struct fsp_inode *n, uint64_t count)
+{
+	fsp_itable_forget_cb(o->fs->itable, n, count, o->fs->emu ? node_gone : NULL, o);
+}
+
+/*
+ * pre is the stat of a name that unlink or rename has just removed or
+ * replaced. If that was the last link of an emulated file, its object goes:
+ * now if the kernel does not know the file, else when the last handle is
+ * released or the kernel forgets the node, whichever is last. (Not at once:
+ * an OPEN of the file may still be on its way, looked up before the unlink.)
+ */
+static void emu_drop_if_last(struct op *o, const struct stat *pre)
+{
+	if (!st_emulated(o->fs, pre) || pre->st_nlink != 1)
+		return;
+	struct fsp_inode *n = fsp_itable_find(o->fs->itable, pre->st_dev, pre->st_ino);
+	if (n) {
+		pthread_mutex_lock(&n->lock);
+		n->unlinked = 1;
+		pthread_mutex_unlock(&n->lock);
+		node_forget(o, n, 1); /* the kernel may have forgotten it meanwhile */
+	} else {
+		/* not known, so not open through the mount */
+		struct emu_cx cx;
+		op_cx(o, &cx);
+		EMU_CALL(o, &cx, emu_store_obj_remove(o->fs->emu, &cx, pre->st_ino));
+	}
+}
+
+/* Look name up under parent; on success fills e (one new lookup ref). */
+static int do_lookup(struct op *o, struct fsp_inode *parent, const char *name,
+		     struct fuse_entry_param *e)
+{
+	memset(e, 0, sizeof(*e));
+	e->attr_timeout = o->fs->attr_timeout;
+	e->entry_timeout = o->fs->entry_timeout;
+	if (hidden(o->fs, parent, name))
+		return ENOENT;
+	int fd = BACKING(o, openat(parent->fd, name, O_PATH | O_NOFOLLOW | O_CLOEXEC));
+	if (fd < 0)
+		return errno;
+	int res = BACKING(o, fstatat(fd, "", &e->attr,
+				     AT_EMPTY_PATH | AT_SYMLINK_NOFOLLOW));
+	if (res < 0) {
+		int err = errno;
+		close(fd);
+		return err;
+	}
+	struct fsp_inode *n = fsp_itable_get(o->fs->itable, fd, &e->attr);
+	if (!n)
+		return ENOMEM;
+	e->ino = fsp_inode_id(o->fs->itable, n);
+	if (emulated(o->fs, n)) {
+		if (__atomic_load_n(&n->mtime_dirty, __ATOMIC_RELAXED)) {
+			sync_mtime(o, n, -1);
+			BACKING(o, fstat(n->fd, &e->attr));
+		}
+		emu_fix_attr(o, &e->attr);
+	}
+	return 0;
+}
+
+static void reply_entry_or_err(struct op *o, fuse_req_t req, int opcode,
+			       int err, struct fuse_entry_param *e)
+{
+	op_end(o);
+	if (err)
+		fuse_reply_err(req, err);
+	else if (fuse_reply_entry(req, e) == -ENOENT)
+		/* interrupted: the kernel will not count this lookup */
+		node_forget(o, fsp_inode_of(o->fs->itable, e->ino), 1);
+	op_log(o, opcode, 0, 0, 0, err);
+}
+
+/* ---- session ---- */
+
+static void fs_init(void *userdata, struct fuse_conn_info *conn)
+{
+	struct fsp_fs *fs = userdata;
+	/* Let the kernel clear setuid/setgid on write (by a SETATTR), since our
+	 * writes run as root and would not. */
+	conn->want &= ~FUSE_CAP_HANDLE_KILLPRIV;
+	if (conn->capable & FUSE_CAP_ASYNC_DIO)
+		conn->want |= FUSE_CAP_ASYNC_DIO;
+	if (fs->writeback_cache && (conn->capable & FUSE_CAP_WRITEBACK_CACHE))
+		conn->want |= FUSE_CAP_WRITEBACK_CACHE;
+	else
+		conn->want &= ~FUSE_CAP_WRITEBACK_CACHE;
+	unsigned splice = FUSE_CAP_SPLICE_READ | FUSE_CAP_SPLICE_WRITE | FUSE_CAP_SPLICE_MOVE;
+	if (fs->splice)
+		conn->want |= conn->capable & splice;
+	else
+		conn->want &= ~splice;
+	conn->max_write = fs->max_write;
+	conn->max_background = fs->max_background;
+	conn->congestion_threshold = fs->max_background * 3 / 4;
+	conn->time_gran = 1;
+}
+
+/* ---- name operations ---- */
+
+static void fs_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
+{
+	struct op o;
+	op_begin(&o, req);
+	struct fsp_inode *p = op_node(&o, parent);
+	struct fuse_entry_param e;
+	int err = do_lookup(&o, p, name, &e);
+	reply_entry_or_err(&o, req, FSP_OP_LOOKUP, err, &e);
+}
+
+static void fs_forget(fuse_req_t req, fuse_ino_t ino, uint64_t nlookup)
+{
+	struct op o;
+	op_begin(&o, req);
+	struct fsp_inode *n = op_node(&o, ino);
+	node_forget(&o, n, nlookup);
+	op_end(&o);
+	fuse_reply_none(req);
+	op_log(&o, FSP_OP_FORGET, 0, nlookup, 0, 0);
+}
+
+static void fs_forget_multi(fuse_req_t req, size_t count,
+			    struct fuse_forget_data *forgets)
+{
+	struct op o;
+	op_begin(&o, req);
+	for (size_t i = 0; i < count; i++)
+		node_forget(&o, node_of(&o, forgets[i].ino), forgets[i].nlookup);
+	op_end(&o);
+	fuse_reply_none(req);
+	op_log(&o, FSP_OP_FORGET, 0, count, 0, 0);
+}
+
+static void fs_mknod_common(fuse_req_t req, int opcode, fuse_ino_t parent,
+			    const char *name, mode_t mode, dev_t rdev,
+			    const char *link)
+{
+	struct op o;
+	op_begin(&o, req);
+	struct fsp_inode *p = op_node(&o, parent);
+	if (hidden(o.fs, p, name)) {
+		finish_err(&o, req, opcode, EPERM);
+		return;
+	}
+	int sw = as_caller(o.fs, req);
+	int res;
+	if (link)
+		res = BACKING(&o, symlinkat(link, p->fd, name));
+	else if (S_ISDIR(mode))
+		res = BACKING(&o, mkdirat(p->fd, name, mode));
+	else
+		res = BACKING(&o, mknodat(p->fd, name, mode, rdev));
+	int err = res < 0 ? errno : 0;
+	as_daemon(sw);
+	struct fuse_entry_param e;
+	if (!err)
+		err = do_lookup(&o, p, name, &e);
+	reply_entry_or_err(&o, req, opcode, err, &e);
+}
+
+static void fs_mknod(fuse_req_t req, fuse_ino_t parent, const char *name,
+		     mode_t mode, dev_t rdev)
+{
+	fs_mknod_common(req, FSP_OP_MKNOD, parent, name, mode, rdev, NULL);
+}
+
+static void fs_mkdir(fuse_req_t req, fuse_ino_t parent, const char *name,
+		     mode_t mode)
+{
+	fs_mknod_common(req, FSP_OP_MKDIR, parent, name, S_IFDIR | mode, 0, NULL);
+}
+
+static void fs_symlink(fuse_req_t req, const char *link, fuse_ino_t parent,
+		       const char *name)
+{
+	fs_mknod_common(req, FSP_OP_SYMLINK, parent, name, S_IFLNK, 0, link);
+}
+
+static void fs_link(fuse_req_t req, fuse_ino_t ino, fuse_ino_t newparent,
+		    const char *newname)
+{
+	struct op o;
+	op_begin(&o, req);
+	struct fsp_inode *n = op_node(&o, ino);
+	struct fsp_inode *p = node_of(&o, newparent);
+	if (hidden(o.fs, p, newname)) {
+		finish_err(&o, req, FSP_OP_LINK, EPERM);
+		return;
+	}
+	int res = BACKING(&o, linkat(n->fd, "", p->fd, newname, AT_EMPTY_PATH));
+	int err = res < 0 ? errno : 0;
+	struct fuse_entry_param e;
+	if (!err)
+		err = do_lookup(&o, p, newname, &e);
+	reply_entry_or_err(&o, req, FSP_OP_LINK, err, &e);
+}
+
+static void fs_unlink(fuse_req_t req, fuse_ino_t parent, const char *name)
+{
+	struct op o;
+	op_begin(&o, req);
+	struct fsp_inode *p = op_node(&o, parent);
+	if (hidden(o.fs, p, name)) {
+		finish_err(&o, req, FSP_OP_UNLINK, ENOENT);
+		return;
+	}
+	/* with emulation: is this the file's last link? (its object goes too) */
+	struct stat pre;
+	int have_pre = o.fs->emu &&
+		BACKING(&o, fstatat(p->fd, name, &pre, AT_SYMLINK_NOFOLLOW)) == 0;
+	int res = BACKING(&o, unlinkat(p->fd, name, 0));
+	int err = res < 0 ? errno : 0;
+	if (!err && have_pre)
+		emu_drop_if_last(&o, &pre);
+	finish_err(&o, req, FSP_OP_UNLINK, err);
+}
+
+static void fs_rmdir(fuse_req_t req, fuse_ino_t parent, const char *name)
+{
+	struct op o;
+	op_begin(&o, req);
+	struct fsp_inode *p = op_node(&o, parent);
+	if (hidden(o.fs, p, name)) {
+		finish_err(&o, req, FSP_OP_RMDIR, ENOENT);
+		return;
+	}
+	int res = BACKING(&o, unlinkat(p->fd, name, AT_REMOVEDIR));
+	finish_err(&o, req, FSP_OP_RMDIR, res < 0 ? errno : 0);
+}
+
+static void fs_rename(fuse_req_t req, fuse_ino_t parent, const char *name,
+		      fuse_ino_t newparent, const char *newname,
+		      unsigned int flags)
+{
+	struct op o;
+	op_begin(&o, req);
+	struct fsp_inode *p = op_node(&o, parent);
+	struct fsp_inode *np = node_of(&o, newparent);
+	if (hidden(o.fs, p, name) || hidden(o.fs, np, newname)) {
+		finish_err(&o, req, FSP_OP_RENAME, hidden(o.fs, p, name) ? ENOENT : EPERM);
+		return;
+	}
+	/* with emulation: a replaced target may lose its last link */
+	struct stat src, dst;
+	int have_pre = o.fs->emu && !(flags & (RENAME_EXCHANGE | RENAME_NOREPLACE)) &&
+		BACKING(&o, fstatat(np->fd, newname, &dst, AT_SYMLINK_NOFOLLOW)) == 0 &&
+		BACKING(&o, fstatat(p->fd, name, &src, AT_SYMLINK_NOFOLLOW)) == 0 &&
+		!(src.st_ino == dst.st_ino && src.st_dev == dst.st_dev);
+	int res = BACKING(&o, renameat2(p->fd, name, np->fd, newname, flags));
+	int err = res < 0 ? errno : 0;
+	if (!err && have_pre)
+		emu_drop_if_last(&o, &dst);
+	finish_err(&o, req, FSP_OP_RENAME, err);
+}
+
+static void fs_readlink(fuse_req_t req, fuse_ino_t ino)
+{
+	struct op o;
+	op_begin(&o, req);
+	struct fsp_inode *n = op_node(&o, ino);
+	char buf[PATH_MAX + 1];
+	ssize_t len = BACKING(&o, readlinkat(n->fd, "", buf, sizeof(buf)));
+	int err = len < 0 ? errno : (len == (ssize_t)sizeof(buf) ? ENAMETOOLONG : 0);
+	op_end(&o);
+	if (err) {
+		fuse_reply_err(req, err);
+	} else {
+		buf[len] = '\0';
+		fuse_reply_readlink(req, buf);
+	}
+	op_log(&o, FSP_OP_READLINK, 0, 0, err ? 0 : (uint64_t)len, err);
+}
+
+/* ---- attributes ---- */
+
+static int stat_node(struct op *o, struct fsp_inode *n, struct fuse_file_info *fi,
+		     struct stat *st)
+{
+	int res;
+	int fd = (fi && n->type == S_IFREG) ? fh_fd(fi) : -1;
+	if (emulated(o->fs, n))
+		sync_mtime(o, n, fd);
+	if (fd >= 0)
+		res = BACKING(o, fstat(fd, st));
+	else
+		res = BACKING(o, fstatat(n->fd, "", st, AT_EMPTY_PATH | AT_SYMLINK_NOFOLLOW));
+	if (res < 0)
+		return errno;
+	emu_fix_attr(o, st);
+	return 0;
+}
+
+static void fs_getattr(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
+{
+	struct op o;
+	op_begin(&o, req);
+	struct fsp_inode *n = op_node(&o, ino);
+	struct stat st;
+	int err = stat_node(&o, n, fi, &st);
+	op_end(&o);
+	if (err)
+		fuse_reply_err(req, err);
+	else
+		fuse_reply_attr(req, &st, o.fs->attr_timeout);
+	op_log(&o, FSP_OP_GETATTR, 0, 0, 0, err);
+}
+
+static void fs_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr,
+		       int valid, struct fuse_file_info *fi)
+{
+	struct op o;
+	op_begin(&o, req);
+	struct fsp_inode *n = op_node(&o, ino);
+	/* Directory handles hold a DIR *, not an fd: use the node for those. */
+	int fd = (fi && n->type == S_IFREG) ? fh_fd(fi) : -1;
+	char path[64];
+	proc_path(path, sizeof(path), n->fd);
+	int res = 0;
+
+	if (valid & FUSE_SET_ATTR_MODE) {
+		if (fd >= 0)
+			res = BACKING(&o, fchmod(fd, attr->st_mode));
+		else
+			res = BACKING(&o, chmod(path, attr->st_mode));
+		if (res < 0)
+			goto out;
+	}
+	if (valid & (FUSE_SET_ATTR_UID | FUSE_SET_ATTR_GID)) {
+		uid_t uid = (valid & FUSE_SET_ATTR_UID) ? attr->st_uid : (uid_t)-1;
+		gid_t gid = (valid & FUSE_SET_ATTR_GID) ? attr->st_gid : (gid_t)-1;
+		res = BACKING(&o, fchownat(n->fd, "", uid, gid,
+					   AT_EMPTY_PATH | AT_SYMLINK_NOFOLLOW));
+		if (res < 0)
+			goto out;
+	}
+	if ((valid & FUSE_SET_ATTR_SIZE) && emulated(o.fs, n)) {
+		/* the data is the store's; the backing file stays as it is */
+		struct emu_cx cx;
+		op_cx(&o, &cx);
+		res = emu_obj_ensure(&o, n, &cx);
+		if (!res)
+			res = EMU_CALL(&o, &cx, emu_store_truncate(o.fs->emu, &cx, n->ino,
+								   (uint64_t)attr->st_size));
+		if (res < 0) {
+			errno = -res;
+			res = -1;
+			goto out;
+		}
+		if (!(valid & FUSE_SET_ATTR_MTIME))
+			mark_changed(n);
+	} else if (valid & FUSE_SET_ATTR_SIZE) {
+		if (fd >= 0)
+			res = BACKING(&o, ftruncate(fd, attr->st_size));
+		else
+			res = BACKING(&o, truncate(path, attr->st_size));
+		if (res < 0)
+			goto out;
+	}
+	if (valid & (FUSE_SET_ATTR_ATIME | FUSE_SET_ATTR_MTIME)) {
+		/* an explicit mtime wins over one pending from earlier writes */
+		if (valid & FUSE_SET_ATTR_MTIME)
+			__atomic_store_n(&n->mtime_dirty, 0, __ATOMIC_RELAXED);
+		struct timespec tv[2];
+		tv[0].tv_sec = 0;
+		tv[1].tv_sec = 0;
+		tv[0].tv_nsec = UTIME_OMIT;
+		tv[1].tv_nsec = UTIME_OMIT;
+		if (valid & FUSE_SET_ATTR_ATIME_NOW)
+			tv[0].tv_nsec = UTIME_NOW;
+		else if (valid & FUSE_SET_ATTR_ATIME)
+			tv[0] = attr->st_atim;
+		if (valid & FUSE_SET_ATTR_MTIME_NOW)
+			tv[1].tv_nsec = UTIME_NOW;
+		else if (valid & FUSE_SET_ATTR_MTIME)
+			tv[1] = attr->st_mtim;
+		if (fd >= 0)
+			res = BACKING(&o, futimens(fd, tv));
+		else
+			res = BACKING(&o, utimensat(AT_FDCWD, path, tv, 0));
+		if (res < 0)
+			goto out;
+	}
+out:;
+	int err = res < 0 ? errno : 0;
+	struct stat st;
+	if (!err)
+		err = stat_node(&o, n, fi, &st);
+	op_end(&o);
+	if (err)
+		fuse_reply_err(req, err);
+	else
+		fuse_reply_attr(req, &st, o.fs->attr_timeout);
+	op_log(&o, FSP_OP_SETATTR, (valid & FUSE_SET_ATTR_SIZE) ? (uint64_t)attr->st_size : 0,
+	       0, 0, err);
+}
+
+static void fs_access(fuse_req_t req, fuse_ino_t ino, int mask)
+{
+	struct op o;
+	op_begin(&o, req);
+	struct fsp_inode *n = op_node(&o, ino);
+	char path[64];
+	proc_path(path, sizeof(path), n->fd);
+	int res = BACKING(&o, faccessat(AT_FDCWD, path, mask, AT_EACCESS));
+	finish_err(&o, req, FSP_OP_ACCESS, res < 0 ? errno : 0);
+}
+
+static void fs_statfs(fuse_req_t req, fuse_ino_t ino)
+{
+	struct op o;
+	op_begin(&o, req);
+	struct fsp_inode *n = op_node(&o, ino);
+	struct statvfs sv;
+	int res = BACKING(&o, fstatvfs(n->fd, &sv));
+	int err = res < 0 ? errno : 0;
+	if (!err && o.fs->emu) {
+		/* space is the store's; names and inodes the backing's */
+		uint64_t blocks, free_blocks;
+		uint32_t bsize;
+		EMU_TIME(&o, (emu_store_statfs(o.fs->emu, &blocks, &free_blocks, &bsize), 0));
+		sv.f_bsize = sv.f_frsize = bsize;
+		sv.f_blocks = blocks;
+		sv.f_bfree = sv.f_bavail = free_blocks;
+	}
+	op_end(&o);
+	if (err)
+		fuse_reply_err(req, err);
+	else
+		fuse_reply_statfs(req, &sv);
+	op_log(&o, FSP_OP_STATFS, 0, 0, 0, err);
+}
+
+/* ---- directories ---- */
+
+struct dirh {
+	DIR *dp;
+	struct dirent *entry; /* read but not yet returned */
+	off_t offset;
+};
+
+static void fs_opendir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
+{
+	struct op o;
+	op_begin(&o, req);
+	struct fsp_inode *n = op_node(&o, ino);
+	int err = 0;
+	struct dirh *d = calloc(1, sizeof(*d));
+	if (!d) {
+		err = ENOMEM;
+		goto out;
+	}
+	int fd = BACKING(&o, openat(n->fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+	if (fd < 0) {
+		err = errno;
+		free(d);
+		goto out;
+	}
+	d->dp = fdopendir(fd);
+	if (!d->dp) {
+		err = errno;
+		close(fd);
+		free(d);
+		goto out;
+	}
+	fi->fh = (uintptr_t)d;
+out:
+	op_end(&o);
+	if (err) {
+		fuse_reply_err(req, err);
+	} else if (fuse_reply_open(req, fi) == -ENOENT) {
+		closedir(d->dp);
+		free(d);
+	}
+	op_log(&o, FSP_OP_OPENDIR, 0, 0, 0, err);
+}
+
+static int is_dot_or_dotdot(const char *name)
+{
+	return name[0] == '.' && (name[1] == '\0' || (name[1] == '.' && name[2] == '\0'));
+}
+
+static void do_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t offset,
+		       struct fuse_file_info *fi, int plus)
+{
+	struct op o;
+	op_begin(&o, req);
+	struct fsp_inode *n = op_node(&o, ino);
+	struct dirh *d = (struct dirh *)(uintptr_t)fi->fh;
+	int err = 0;
+	char *buf = malloc(size);
+	if (!buf) {
+		err = ENOMEM;
+		goto out;
+	}
+	if (offset != d->offset) {
+		seekdir(d->dp, offset);
+		d->entry = NULL;
+		d->offset = offset;
+	}
+	size_t rem = size;
+	char *p = buf;
+	for (;;) {
+		if (!d->entry) {
+			errno = 0;
+			d->entry = BACKING(&o, readdir(d->dp));
+			if (!d->entry) {
+				if (errno)
+					err = errno;
+				break;
+			}
+		}
+		off_t next = d->entry->d_off;
+		const char *name = d->entry->d_name;
+		size_t used;
+		if (hidden(o.fs, n, name)) {
+			d->entry = NULL;
+			d->offset = next;
+			continue;
+		}
+		if (plus) {
+			struct fuse_entry_param e;
+			if (is_dot_or_dotdot(name)) {
+				memset(&e, 0, sizeof(e));
+				e.attr.st_ino = d->entry->d_ino;
+				e.attr.st_mode = (mode_t)d->entry->d_type << 12;
+			} else {
+				err = do_lookup(&o, n, name, &e);
+				if (err == ENOENT) {
+					/* removed since getdents: skip it, as ls would */
+					err = 0;
+					d->entry = NULL;
+					d->offset = next;
+					continue;
+				}
+				if (err)
+					break;
+			}
+			used = fuse_add_direntry_plus(req, p, rem, name, &e, next);
+			if (used > rem) {
+				if (e.ino)
+					node_forget(&o, node_of(&o, e.ino), 1);
+				break;
+			}
+		} else {
+			struct stat st;
+			memset(&st, 0, sizeof(st));
+			st.st_ino = d->entry->d_ino;
+			st.st_mode = (mode_t)d->entry->d_type << 12;
+			used = fuse_add_direntry(req, p, rem, name, &st, next);
+			if (used > rem)
+				break;
+		}
+		p += used;
+		rem -= used;
+		d->entry = NULL;
+		d->offset = next;
+	}
+	/* Entries already added are returned; the error shows next time. */
+	if (err && rem != size)
+		err = 0;
+	op_end(&o);
+	if (err)
+		fuse_reply_err(req, err);
+	else
+		fuse_reply_buf(req, buf, size - rem);
+	op_log(&o, plus ? FSP_OP_READDIRPLUS : FSP_OP_READDIR, (uint64_t)offset, size, size - rem, err);
+	free(buf);
+	return;
+out:
+	finish_err(&o, req, plus ? FSP_OP_READDIRPLUS : FSP_OP_READDIR, err);
+}
+
+static void fs_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t offset,
+		       struct fuse_file_info *fi)
+{
+	do_readdir(req, ino, size, offset, fi, 0);
+}
+
+static void fs_readdirplus(fuse_req_t req, fuse_ino_t ino, size_t size,
+			   off_t offset, struct fuse_file_info *fi)
+{
+	do_readdir(req, ino, size, offset, fi, 1);
+}
+
+static void fs_releasedir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
+{
+	struct op o;
+	op_begin(&o, req);
+	op_node(&o, ino);
+	struct dirh *d = (struct dirh *)(uintptr_t)fi->fh;
+	BACKING(&o, closedir(d->dp));
+	free(d);
+	finish_err(&o, req, FSP_OP_RELEASEDIR, 0);
+}
+
+static void fs_fsyncdir(fuse_req_t req, fuse_ino_t ino, int datasync,
+			struct fuse_file_info *fi)
+{
+	struct op o;
+	op_begin(&o, req);
+	op_node(&o, ino);
+	struct dirh *d = (struct dirh *)(uintptr_t)fi->fh;
+	int fd = dirfd(d->dp);
+	int res = BACKING(&o, datasync ? fdatasync(fd) : fsync(fd));
+	finish_err(&o, req, FSP_OP_FSYNCDIR, res < 0 ? errno : 0);
+}
+
+/* ---- files ---- */
+
+/* Flags for the backing open; writeback caching needs to read any file. */
+static int backing_flags(struct fsp_fs *fs, int flags)
+{
+	flags &= ~O_NOFOLLOW;
+	if (fs->writeback_cache) {
+		if ((flags & O_ACCMODE) == O_WRONLY)
+			flags = (flags & ~O_ACCMODE) | O_RDWR;
+		flags &= ~O_APPEND; /* the kernel computes append offsets */
+	}
+	return flags | O_CLOEXEC;
+}
+
+static void fs_create(fuse_req_t req, fuse_ino_t parent, const char *name,
+		      mode_t mode, struct fuse_file_info *fi)
+{
+	struct op o;
+	op_begin(&o, req);
+	struct fsp_inode *p = op_node(&o, parent);
+	if (hidden(o.fs, p, name)) {
+		finish_err(&o, req, FSP_OP_CREATE, EPERM);
+		return;
+	}
+	int flags = backing_flags(o.fs, fi->flags) | O_CREAT;
+	/* the backing file of an emulated file does no IO */
+	int bflags = o.fs->emu ? flags & ~O_DIRECT : flags;
+	int sw = as_caller(o.fs, req);
+	int fd = BACKING(&o, openat(p->fd, name, bflags, mode));
+	int err = fd < 0 ? errno : 0;
+	as_daemon(sw);
+	struct fuse_entry_param e;
+	struct fsp_inode *n = NULL;
+	int emu = 0;
+	if (!err) {
+		err = do_lookup(&o, p, name, &e);
+		if (err)
+			close(fd);
+	}
+	if (!err) {
+		n = node_of(&o, e.ino);
+		emu = emulated(o.fs, n);
+	}
+	if (emu) {
+		/* open (or renew a stale) object before the size is reported */
+		err = emu_handle_open(&o, n, flags);
+		if (err) {
+			close(fd);
+			node_forget(&o, n, 1);
+		} else {
+			emu_fix_attr(&o, &e.attr);
+		}
+	}
+	op_end(&o);
+	if (err) {
+		fuse_reply_err(req, err);
+	} else {
+		fi->fh = fh_make(fd, flags, emu);
+		if (fuse_reply_create(req, &e, fi) == -ENOENT) {
+			close(fd);
+			if (emu)
+				emu_handle_close(&o, n);
+			node_forget(&o, n, 1);
+		}
+	}
+	op_log(&o, FSP_OP_CREATE, 0, 0, 0, err);
+}
+
+static void fs_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
+{
+	struct op o;
+	op_begin(&o, req);
+	struct fsp_inode *n = op_node(&o, ino);
+	char path[64];
+	proc_path(path, sizeof(path), n->fd);
+	int flags = backing_flags(o.fs, fi->flags) & ~O_CREAT;
+	int emu = emulated(o.fs, n);
+	/* the backing file of an emulated file does no IO */
+	int fd = BACKING(&o, open(path, emu ? flags & ~O_DIRECT : flags));
+	int err = fd < 0 ? errno : 0;
+	if (!err && emu) {
+		err = emu_handle_open(&o, n, flags);
+		if (err)
+			close(fd);
+	}
+	op_end(&o);
+	if (err) {
+		fuse_reply_err(req, err);
+	} else {
+		fi->fh = fh_make(fd, flags, emu);
+		if (fuse_reply_open(req, fi) == -ENOENT) {
+			close(fd);
+			if (emu)
+				emu_handle_close(&o, n);
+		}
+	}
+	op_log(&o, FSP_OP_OPEN, 0, 0, 0, err);
+}
+
+/*
+ * An O_DIRECT read or write of a backing file in flight (fs/fuse/aio.h): the
+ * request's timing travels with it, and the reaper thread replies and logs.
+ * "backing" is then the time from io_submit to the completion's collection.
+ */
+struct aio_req {
+	struct fsp_aio_io io; /* first: the reaper hands this back */
+	struct op o;
+	fuse_req_t req;
+	int opcode;           /* FSP_OP_READ or FSP_OP_WRITE */
+	uint64_t off;
+	size_t len;
+};
+
+static void aio_done(struct fsp_aio_io *io, long res, uint64_t done_ns)
+{
+	struct aio_req *r = (struct aio_req *)io;
+	struct op *o = &r->o;
+	int err = res < 0 ? (int)-res : 0;
+	if (o->timing)
+		o->backing += done_ns - io->submit_ns;
+	inflight_leave(o->fs);
+	op_end(o);
+	if (err)
+		fuse_reply_err(r->req, err);
+	else if (r->opcode == FSP_OP_READ)
+		fuse_reply_buf(r->req, io->buf, (size_t)res);
+	else
+		fuse_reply_write(r->req, (size_t)res);
+	op_log(o, r->opcode, r->off, r->len, err ? 0 : (uint64_t)res, err);
+}
+
+/* Submit len bytes at off of io->buf as a read or write of fd. 0: the reaper
+ * now owns the request; -1: not submitted, do it synchronously. */
+static int aio_go(struct op *o, fuse_req_t req, struct fsp_aio_io *io, int opcode,
+		  int fd, size_t len, off_t off)
+{
+	struct aio_req *r = (struct aio_req *)io;
+	r->o = *o;
+	r->req = req;
+	r->opcode = opcode;
+	r->off = (uint64_t)off;
+	r->len = len;
+	io->done = aio_done;
+	if (opcode == FSP_OP_READ)
+		io_prep_pread(&io->cb, fd, io->buf, len, off);
+	else
+		io_prep_pwrite(&io->cb, fd, io->buf, len, off);
+	inflight_enter(o->fs);
+	io->submit_ns = o->timing ? fsp_now_ns() : 0;
+	if (fsp_aio_submit(o->fs->aio, io) == 0)
+		return 0;
+	inflight_leave(o->fs);
+	return -1;
+}
+
+static void fs_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
+		    struct fuse_file_info *fi)
+{
+	struct op o;
+	op_begin(&o, req);
+	op_node(&o, ino);
+	ssize_t got;
+	int err = 0;
+	if (fh_direct(fi) && !fh_emu(fi) && o.fs->aio) {
+		struct fsp_aio_io *io = fsp_aio_get(o.fs->aio, size);
+		if (io) {
+			if (aio_go(&o, req, io, FSP_OP_READ, fh_fd(fi), size, off) == 0)
+				return;
+			fsp_aio_put(o.fs->aio, io); /* read synchronously below */
+		}
+	}
+	void *buf = thread_buf(o.fs, size);
+	if (!buf) {
+		got = -1;
+		err = ENOMEM;
+	} else if (fh_emu(fi)) {
+		struct emu_cx cx;
+		op_cx(&o, &cx);
+		inflight_enter(o.fs);
+		got = EMU_CALL(&o, &cx, emu_store_read(o.fs->emu, &cx, o.node, buf, size,
+						       (uint64_t)off));
+		if (got < 0)
+			err = (int)-got;
+		inflight_leave(o.fs);
+	} else {
+		inflight_enter(o.fs);
+		got = BACKING(&o, pread(fh_fd(fi), buf, size, off));
+		if (got < 0)
+			err = errno;
+		inflight_leave(o.fs);
+	}
+	op_end(&o);
+	if (err)
+		fuse_reply_err(req, err);
+	else
+		fuse_reply_buf(req, buf, (size_t)got);
+	op_log(&o, FSP_OP_READ, (uint64_t)off, size,
+	       got > 0 ? (uint64_t)got : 0, err);
+}
+
+/* Copy a write request's payload (in memory or spliced) into buf. Returns
+ * the bytes copied or -errno. */
+static ssize_t payload_copy_to(void *buf, struct fuse_bufvec *in, size_t size)
+{
+	struct fuse_bufvec dst = FUSE_BUFVEC_INIT(size);
+	dst.buf[0].mem = buf;
+	return fuse_buf_copy(&dst, in, 0);
+}
+
+/* The same into the per-thread page-aligned buffer, returned in *out. */
+static ssize_t payload_copy(struct fsp_fs *fs, struct fuse_bufvec *in, size_t size,
+			    void **out)
+{
+	void *buf = thread_buf(fs, size);
+	if (!buf)
+		return -ENOMEM;
+	*out = buf;
+	return payload_copy_to(buf, in, size);
+}
+
+static void fs_write_buf(fuse_req_t req, fuse_ino_t ino, struct fuse_bufvec *in,
+			 off_t off, struct fuse_file_info *fi)
+{
+	struct op o;
+	op_begin(&o, req);
+	struct fsp_inode *n = op_node(&o, ino);
+	size_t size = fuse_buf_size(in);
+	ssize_t res;
+	int err = 0;
+	if (fh_emu(fi)) {
+		/* The store takes any alignment: write straight from the request
+		 * buffer when the payload is in memory, else (spliced) copy it
+		 * into the per-thread buffer first. */
+		void *src;
+		if (in->count == 1 && in->idx == 0 && in->off == 0 &&
+		    !(in->buf[0].flags & FUSE_BUF_IS_FD)) {
+			src = in->buf[0].mem;
+		} else if ((res = payload_copy(o.fs, in, size, &src)) < 0) {
+			err = (int)-res;
+			goto out;
+		} else {
+			size = (size_t)res;
+		}
+		struct emu_cx cx;
+		op_cx(&o, &cx);
+		inflight_enter(o.fs);
+		res = EMU_CALL(&o, &cx, emu_store_write(o.fs->emu, &cx, o.node, src, size,
+							(uint64_t)off));
+		inflight_leave(o.fs);
+		if (res < 0)
+			err = (int)-res;
+		else
+			mark_changed(n);
+	} else if (!fh_direct(fi)) {
+		struct fuse_bufvec dst = FUSE_BUFVEC_INIT(size);
+		dst.buf[0].flags = FUSE_BUF_IS_FD | FUSE_BUF_FD_SEEK;
+		dst.buf[0].fd = fh_fd(fi);
+		dst.buf[0].pos = off;
+		inflight_enter(o.fs);
+		res = BACKING(&o, fuse_buf_copy(&dst, in, 0));
+		inflight_leave(o.fs);
+		if (res < 0)
+			err = (int)-res;
+	} else {
+		/* O_DIRECT needs an aligned source: copy the payload into an aio
+		 * slot's buffer and write asynchronously, or else into the
+		 * per-thread bounce buffer and write here. */
+		struct fsp_aio_io *io = o.fs->aio ? fsp_aio_get(o.fs->aio, size) : NULL;
+		void *buf;
+		if (io) {
+			buf = io->buf;
+			res = payload_copy_to(buf, in, size);
+		} else {
+			res = payload_copy(o.fs, in, size, &buf);
+		}
+		if (res >= 0 && io &&
+		    aio_go(&o, req, io, FSP_OP_WRITE, fh_fd(fi), (size_t)res, off) == 0)
+			return;
+		if (res >= 0) {
+			inflight_enter(o.fs);
+			res = BACKING(&o, pwrite(fh_fd(fi), buf, (size_t)res, off));
+			if (res < 0)
+				res = -errno;
+			inflight_leave(o.fs);
+		}
+		if (io)
+			fsp_aio_put(o.fs->aio, io);
+		if (res < 0)
+			err = (int)-res;
+	}
+out:
+	op_end(&o);
+	if (err)
+		fuse_reply_err(req, err);
+	else
+		fuse_reply_write(req, (size_t)res);
+	op_log(&o, FSP_OP_WRITE, (uint64_t)off, size,
+	       err ? 0 : (uint64_t)res, err);
+}
+
+/* Close the descriptor holding this lock owner's POSIX locks on n, if any. */
+static void drop_lock_owner(struct op *o, struct fsp_inode *n, uint64_t owner)
+{
+	pthread_mutex_lock(&n->lock);
+	for (struct fsp_lockfd **pp = &n->lockfds; *pp; pp = &(*pp)->next) {
+		if ((*pp)->owner == owner) {
+			struct fsp_lockfd *l = *pp;
+			*pp = l->next;
+			BACKING(o, close(l->fd));
+			free(l);
+			break;
+		}
+	}
+	pthread_mutex_unlock(&n->lock);
+}
+
+static void fs_flush(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
+{
+	struct op o;
+	op_begin(&o, req);
+	struct fsp_inode *n = op_node(&o, ino);
+	/* POSIX: any close by the owner releases its locks on the file. */
+	if (n->lockfds)
+		drop_lock_owner(&o, n, fi->lock_owner);
+	/* close() of a duplicate, so backing file systems that act on close
+	 * (NFS: write back, report errors) do so now, as on the backing dir. */
+	int dupfd = BACKING(&o, dup(fh_fd(fi)));
+	int res = dupfd < 0 ? -1 : BACKING(&o, close(dupfd));
+	finish_err(&o, req, FSP_OP_FLUSH, res < 0 ? errno : 0);
+}
+
+static void fs_release(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
+{
+	struct op o;
+	op_begin(&o, req);
+	struct fsp_inode *n = op_node(&o, ino);
+	if (fh_emu(fi))
+		sync_mtime(&o, n, fh_fd(fi));
+	BACKING(&o, close(fh_fd(fi)));
+	if (fh_emu(fi))
+		emu_handle_close(&o, n);
+	finish_err(&o, req, FSP_OP_RELEASE, 0);
+}
+
+/*
+ * fsync of an emulated file commits the store (emu_store_fsync) and does not
+ * fsync the backing file: the namespace file holds no data, and its own
+ * flushes would reach the same device and blur the emulation's flush counts.
+ * (docs/fuse.md, "Emulation": what a machine crash can lose.)
+ */
+static void fs_fsync(fuse_req_t req, fuse_ino_t ino, int datasync,
+		     struct fuse_file_info *fi)
+{
+	struct op o;
+	op_begin(&o, req);
+	struct fsp_inode *n = op_node(&o, ino);
+	int fd = fh_fd(fi);
+	int err = 0;
+	if (fh_emu(fi)) {
+		sync_mtime(&o, n, fd);
+		struct emu_cx cx;
+		op_cx(&o, &cx);
+		int r = EMU_CALL(&o, &cx, emu_store_fsync(o.fs->emu, &cx, o.node));
+		err = r < 0 ? -r : 0;
+	} else if (BACKING(&o, datasync ? fdatasync(fd) : fsync(fd)) < 0) {
+		err = errno;
+	}
+	finish_err(&o, req, FSP_OP_FSYNC, err);
+}
+
+static void fs_fallocate(fuse_req_t req, fuse_ino_t ino, int mode, off_t offset,
+			 off_t length, struct fuse_file_info *fi)
+{
+	struct op o;
+	op_begin(&o, req);
+	struct fsp_inode *n = op_node(&o, ino);
+	int err;
+	if (fh_emu(fi)) {
+		struct emu_cx cx;
+		op_cx(&o, &cx);
+		int r = EMU_CALL(&o, &cx, emu_store_fallocate(o.fs->emu, &cx, o.node, mode,
+							      (uint64_t)offset, (uint64_t)length));
+		err = r < 0 ? -r : 0;
+		if (!err && (!(mode & FALLOC_FL_KEEP_SIZE) ||
+			     (mode & (FALLOC_FL_PUNCH_HOLE | FALLOC_FL_ZERO_RANGE))))
+			mark_changed(n);
+	} else {
+		int res = BACKING(&o, fallocate(fh_fd(fi), mode, offset, length));
+		err = res < 0 ? errno : 0;
+	}
+	op_end(&o);
+	fuse_reply_err(req, err);
+	op_log(&o, FSP_OP_FALLOCATE, (uint64_t)offset, (uint64_t)length, 0, err);
+}
+
+static void fs_copy_file_range(fuse_req_t req, fuse_ino_t ino_in, off_t off_in,
+			       struct fuse_file_info *fi_in, fuse_ino_t ino_out,
+			       off_t off_out, struct fuse_file_info *fi_out,
+			       size_t len, int flags)
+{
+	struct op o;
+	op_begin(&o, req);
+	struct fsp_inode *nout = op_node(&o, ino_out);
+	ssize_t res;
+	int err = 0;
+	if (fh_emu(fi_in) && fh_emu(fi_out)) {
+		/* whole blocks are shared by reference (a clone) */
+		uint64_t src = node_of(&o, ino_in)->ino;
+		struct emu_cx cx;
+		op_cx(&o, &cx);
+		if (flags) {
+			res = -EINVAL;
+		} else {
+			res = EMU_CALL(&o, &cx, emu_store_clone(o.fs->emu, &cx, src,
+								(uint64_t)off_in, o.node,
+								(uint64_t)off_out, len));
+		}
+		if (res < 0)
+			err = (int)-res;
+		else if (res > 0)
+			mark_changed(nout);
+	} else if (fh_emu(fi_in) || fh_emu(fi_out)) {
+		/* one side in the store, one not: let the caller copy */
+		res = -1;
+		err = EXDEV;
+	} else {
+		loff_t in = off_in, out = off_out;
+		res = BACKING(&o, copy_file_range(fh_fd(fi_in), &in, fh_fd(fi_out),
+						  &out, len, (unsigned)flags));
+		err = res < 0 ? errno : 0;
+	}
+	op_end(&o);
+	if (err)
+		fuse_reply_err(req, err);
+	else
+		fuse_reply_write(req, (size_t)res);
+	op_log(&o, FSP_OP_COPY_FILE_RANGE, (uint64_t)off_out, len,
+	       err ? 0 : (uint64_t)res, err);
+}
+
+static void fs_lseek(fuse_req_t req, fuse_ino_t ino, off_t off, int whence,
+		     struct fuse_file_info *fi)
+{
+	struct op o;
+	op_begin(&o, req);
+	op_node(&o, ino);
+	off_t res;
+	int err = 0;
+	if (fh_emu(fi)) {
+		/* the kernel sends only SEEK_DATA and SEEK_HOLE */
+		if (whence != SEEK_DATA && whence != SEEK_HOLE) {
+			res = -1;
+			err = EINVAL;
+		} else if (off < 0) {
+			res = -1;
+			err = ENXIO;
+		} else {
+			int64_t r = EMU_TIME(&o, emu_store_seek(o.fs->emu, o.node,
+								(uint64_t)off, whence));
+			res = (off_t)r;
+			if (r < 0)
+				err = (int)-r;
+		}
+	} else {
+		res = BACKING(&o, lseek(fh_fd(fi), off, whence));
+		err = res < 0 ? errno : 0;
+	}
+	op_end(&o);
+	if (err)
+		fuse_reply_err(req, err);
+	else
+		fuse_reply_lseek(req, res);
+	op_log(&o, FSP_OP_LSEEK, (uint64_t)off, 0, 0, err);
+}
+
+/* ---- locks ---- */
+
+/*
+ * POSIX (fcntl) locks belong to a lock owner (a process), not to an open
+ * file. Each owner gets its own backing descriptor per inode and the locks
+ * are taken there as OFD locks: owners conflict with each other, an owner
+ * never conflicts with itself, and closing the descriptor (on the owner's
+ * flush) releases all its locks, as POSIX close() does.
+ */
+static int lock_fd(struct op *o, struct fsp_inode *n, uint64_t owner, int create)
+{
+	int fd = -1;
+	pthread_mutex_lock(&n->lock);
+	for (struct fsp_lockfd *l = n->lockfds; l; l = l->next) {
+		if (l->owner == owner) {
+			fd = l->fd;
+			goto out;
+		}
+	}
+	if (!create) {
+		errno = 0;
+		goto out;
+	}
+	char path[64];
+	proc_path(path, sizeof(path), n->fd);
+	fd = BACKING(o, open(path, O_RDWR | O_CLOEXEC | O_NOCTTY));
+	if (fd < 0)
+		fd = BACKING(o, open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY));
+	if (fd < 0)
+		goto out;
+	struct fsp_lockfd *l = malloc(sizeof(*l));
+	if (!l) {
+		close(fd);
+		fd = -1;
+		errno = ENOMEM;
+		goto out;
+	}
+	l->owner = owner;
+	l->fd = fd;
+	l->next = n->lockfds;
+	n->lockfds = l;
+out:
+	pthread_mutex_unlock(&n->lock);
+	return fd;
+}
+
+static void fs_getlk(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi,
+		     struct flock *lock)
+{
+	struct op o;
+	op_begin(&o, req);
+	struct fsp_inode *n = op_node(&o, ino);
+	int err = 0;
+	int fd = lock_fd(&o, n, fi->lock_owner, 1);
+	if (fd < 0) {
+		err = errno;
+	} else {
+		lock->l_pid = 0;
+		if (BACKING(&o, fcntl(fd, F_OFD_GETLK, lock)) < 0)
+			err = errno;
+		else if (lock->l_pid < 0)
+			lock->l_pid = 0; /* held through another owner's OFD */
+	}
+	op_end(&o);
+	if (err)
+		fuse_reply_err(req, err);
+	else
+		fuse_reply_lock(req, lock);
+	op_log(&o, FSP_OP_GETLK, (uint64_t)lock->l_start, (uint64_t)lock->l_len, 0, err);
+}
+
+/*
+ * A lock request that has to wait (F_SETLKW, flock without LOCK_NB, and the
+ * lock is taken) waits in a thread of its own: the worker threads are few,
+ * and lockers waiting in them could leave none for the request that
+ * releases the lock. The thread replies and logs when the lock comes, unless
+ * the mount is ending by then (fsp_fs_stop).
+ */
+struct lock_wait {
+	struct op o;
+	fuse_req_t req;
+	int fd;
+	int flock_op;       /* flock(2) operation, or -1: the POSIX lock below */
+	struct flock lock;
+};
+
+static void *lock_wait_main(void *arg)
+{
+	struct lock_wait *w = arg;
+	struct fsp_fs *fs = w->o.fs;
+	int res = w->flock_op >= 0 ? BACKING(&w->o, flock(w->fd, w->flock_op))
+				   : BACKING(&w->o, fcntl(w->fd, F_OFD_SETLKW, &w->lock));
+	int err = res < 0 ? errno : 0;
+	pthread_mutex_lock(&fs->waiters_lock);
+	if (!fs->stopping)
+		finish_err(&w->o, w->req, w->flock_op >= 0 ? FSP_OP_FLOCK : FSP_OP_SETLK, err);
+	fs->waiters--;
+	pthread_mutex_unlock(&fs->waiters_lock);
+	free(w);
+	return NULL;
+}
+
+/* 0: a thread now waits for the lock and will reply; -1: wait here. */
+static int lock_wait_start(struct op *o, fuse_req_t req, int fd, int flock_op,
+			   const struct flock *lock)
+{
+	struct fsp_fs *fs = o->fs;
+	struct lock_wait *w = malloc(sizeof(*w));
+	if (!w)
+		return -1;
+	w->o = *o;
+	w->req = req;
+	w->fd = fd;
+	w->flock_op = flock_op;
+	if (lock)
+		w->lock = *lock;
+	pthread_attr_t at;
+	pthread_attr_init(&at);
+	pthread_attr_setdetachstate(&at, PTHREAD_CREATE_DETACHED);
+	pthread_attr_setstacksize(&at, 256 * 1024);
+	pthread_mutex_lock(&fs->waiters_lock);
+	fs->waiters++;
+	pthread_mutex_unlock(&fs->waiters_lock);
+	pthread_t t;
+	int rc = pthread_create(&t, &at, lock_wait_main, w);
+	pthread_attr_destroy(&at);
+	if (rc == 0)
+		return 0;
+	pthread_mutex_lock(&fs->waiters_lock);
+	fs->waiters--;
+	pthread_mutex_unlock(&fs->waiters_lock);
+	free(w);
+	return -1;
+}
+
+static void fs_setlk(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi,
+		     struct flock *lock, int sleep)
+{
+	struct op o;
+	op_begin(&o, req);
+	struct fsp_inode *n = op_node(&o, ino);
+	int err = 0;
+	int fd = lock_fd(&o, n, fi->lock_owner, lock->l_type != F_UNLCK);
+	if (fd < 0) {
+		err = errno; /* 0: unlocking an owner with no locks */
+	} else {
+		lock->l_pid = 0;
+		/* try first: only a lock that is taken needs a waiting thread */
+		if (BACKING(&o, fcntl(fd, F_OFD_SETLK, lock)) < 0) {
+			err = errno;
+			if (sleep && (err == EAGAIN || err == EACCES)) {
+				if (lock_wait_start(&o, req, fd, -1, lock) == 0)
+					return;
+				/* no thread to be had: wait here */
+				err = BACKING(&o, fcntl(fd, F_OFD_SETLKW, lock)) < 0 ? errno : 0;
+			}
+		}
+	}
+	finish_err(&o, req, FSP_OP_SETLK, err);
+}
+
+static void fs_flock(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi,
+		     int op)
+{
+	struct op o;
+	op_begin(&o, req);
+	op_node(&o, ino);
+	int res = BACKING(&o, flock(fh_fd(fi), op | LOCK_NB));
+	if (res < 0 && errno == EWOULDBLOCK && !(op & LOCK_NB)) {
+		if (lock_wait_start(&o, req, fh_fd(fi), op, NULL) == 0)
+			return;
+		res = BACKING(&o, flock(fh_fd(fi), op));
+	}
+	finish_err(&o, req, FSP_OP_FLOCK, res < 0 ? errno : 0);
+}
+
+/* ---- extended attributes ---- */
+
+static void fs_setxattr(fuse_req_t req, fuse_ino_t ino, const char *name,
+			const char *value, size_t size, int flags)
+{
+	struct op o;
+	op_begin(&o, req);
+	struct fsp_inode *n = op_node(&o, ino);
+	char path[64];
+	proc_path(path, sizeof(path), n->fd);
+	int res = BACKING(&o, setxattr(path, name, value, size, flags));
+	int err = res < 0 ? errno : 0;
+	op_end(&o);
+	fuse_reply_err(req, err);
+	op_log(&o, FSP_OP_SETXATTR, 0, size, err ? 0 : size, err);
+}
+
+static void xattr_reply(struct op *o, fuse_req_t req, int opcode,
+			struct fsp_inode *n, const char *name, size_t size)
+{
+	char path[64];
+	proc_path(path, sizeof(path), n->fd);
+	char *buf = NULL;
+	int err = 0;
+	if (size) {
+		buf = malloc(size);
+		if (!buf) {
+			finish_err(o, req, opcode, ENOMEM);
+			return;
+		}
+	}
+	ssize_t res = name ? BACKING(o, getxattr(path, name, buf, size))
+			   : BACKING(o, listxattr(path, buf, size));
+	if (res < 0)
+		err = errno;
+	op_end(o);
+	if (err)
+		fuse_reply_err(req, err);
+	else if (size)
+		fuse_reply_buf(req, buf, (size_t)res);
+	else
+		fuse_reply_xattr(req, (size_t)res);
+	op_log(o, opcode, 0, size, err ? 0 : (uint64_t)res, err);
+	free(buf);
+}
+
+static void fs_getxattr(fuse_req_t req, fuse_ino_t ino, const char *name,
+			size_t size)
+{
+	struct op o;
+	op_begin(&o, req);
+	xattr_reply(&o, req, FSP_OP_GETXATTR, op_node(&o, ino), name, size);
+}
+
+static void fs_listxattr(fuse_req_t req, fuse_ino_t ino, size_t size)
+{
+	struct op o;
+	op_begin(&o, req);
+	xattr_reply(&o, req, FSP_OP_LISTXATTR, op_node(&o, ino), NULL, size);
+}
+
+static void fs_removexattr(fuse_req_t req, fuse_ino_t ino, const char *name)
+{
+	struct op o;
+	op_begin(&o, req);
+	struct fsp_inode *n = op_node(&o, ino);
+	char path[64];
+	proc_path(path, sizeof(path), n->fd);
+	int res = BACKING(&o, removexattr(path, name));
+	finish_err(&o, req, FSP_OP_REMOVEXATTR, res < 0 ? errno : 0);
+}
+
+const struct fuse_lowlevel_ops fsp_fs_ops = {
+	.init = fs_init,
+	.lookup = fs_lookup,
+	.forget = fs_forget,
+	.forget_multi = fs_forget_multi,
+	.getattr = fs_getattr,
+	.setattr = fs_setattr,
+	.readlink = fs_readlink,
+	.mknod = fs_mknod,
+	.mkdir = fs_mkdir,
+	.unlink = fs_unlink,
+	.rmdir = fs_rmdir,
+	.symlink = fs_symlink,
+	.rename = fs_rename,
+	.link = fs_link,
+	.open = fs_open,
+	.read = fs_read,
+	.write_buf = fs_write_buf,
+	.flush = fs_flush,
+	.release = fs_release,
+	.fsync = fs_fsync,
+	.opendir = fs_opendir,
+	.readdir = fs_readdir,
+	.readdirplus = fs_readdirplus,
+	.releasedir = fs_releasedir,
+	.fsyncdir = fs_fsyncdir,
+	.statfs = fs_statfs,
+	.setxattr = fs_setxattr,
+	.getxattr = fs_getxattr,
+	.listxattr = fs_listxattr,
+	.removexattr = fs_removexattr,
+	.access = fs_access,
+	.create = fs_create,
+	.getlk = fs_getlk,
+	.setlk = fs_setlk,
+	.flock = fs_flock,
+	.fallocate = fs_fallocate,
+	.copy_file_range = fs_copy_file_range,
+	.lseek = fs_lseek,
+};
+
+struct fsp_fs *fsp_fs_new(const char *backing, const struct fsp_fs_opts *opts,
+			  char *err, size_t errlen)
+{
+	pthread_once(&tbuf_once, tbuf_key_init);
+	struct fsp_fs *fs = calloc(1, sizeof(*fs));
+	if (!fs) {
+		snprintf(err, errlen, "out of memory");
+		return NULL;
+	}
+	int fd = open(backing, O_PATH | O_DIRECTORY | O_CLOEXEC);
+	struct stat st;
+	if (fd < 0 || fstat(fd, &st) < 0) {
+		snprintf(err, errlen, "cannot open backing directory %s: %s",
+			 backing, strerror(errno));
+		if (fd >= 0)
+			close(fd);
+		free(fs);
+		return NULL;
+	}
+	fs->itable = fsp_itable_new(fd, &st);
+	if (!fs->itable) {
+		close(fd);
+		free(fs);
+		snprintf(err, errlen, "out of memory");
+		return NULL;
+	}
+	fs->log = opts->log;
+	fs->timing = opts->timing;
+	fs->track_inflight = opts->track_inflight;
+	fs->attr_timeout = opts->attr_timeout;
+	fs->entry_timeout = opts->entry_timeout;
+	fs->writeback_cache = opts->writeback_cache;
+	fs->splice = opts->splice;
+	fs->max_write = opts->max_write ? opts->max_write : FSP_DEF_MAX_WRITE;
+	fs->max_background = opts->max_background ? opts->max_background : 64;
+	/* Reads may be as large as max_pages (1 MiB); writes max_write. */
+	fs->bufsize = fs->max_write > FSP_DEF_MAX_WRITE ? fs->max_write : FSP_DEF_MAX_WRITE;
+	fs->is_root = geteuid() == 0;
+	pthread_mutex_init(&fs->pending_lock, NULL);
+	pthread_mutex_init(&fs->waiters_lock, NULL);
+	fs->use_aio = opts->backing_aio;
+	if (fs->is_root) {
+		struct __user_cap_header_struct hdr = { _LINUX_CAPABILITY_VERSION_3, 0 };
+		if (syscall(SYS_capget, &hdr, fs->caps) < 0)
+			fs->is_root = 0;
+	}
+	return fs;
+}
+
+void fsp_fs_set_log(struct fsp_fs *fs, struct fsp_oplog *log)
+{
+	pthread_mutex_lock(&fs->pending_lock);
+	__atomic_store_n(&fs->log, log, __ATOMIC_RELEASE);
+	for (size_t i = 0; log && i < fs->npending; i++)
+		fsp_oplog_add(log, &fs->pending[i]);
+	free(fs->pending);
+	fs->pending = NULL;
+	fs->npending = fs->pending_cap = 0;
+	pthread_mutex_unlock(&fs->pending_lock);
+}
+
+void fsp_fs_set_emu(struct fsp_fs *fs, struct emu_store *st, int hide_store_name)
+{
+	fs->emu = st;
+	fs->hide_store = st && hide_store_name;
+	fs->emu_dev = fsp_itable_root(fs->itable)->dev;
+	fs->emu_bsize = 4096;
+	if (st) {
+		uint64_t blocks, free_blocks;
+		uint32_t bsize;
+		emu_store_statfs(st, &blocks, &free_blocks, &bsize);
+		if (bsize)
+			fs->emu_bsize = bsize;
+	}
+}
+
+void fsp_fs_devio(void *arg, const struct emu_cx *cx, int fsp_op, uint64_t off,
+		  uint64_t len, uint64_t start_ns, uint64_t ns, int err)
+{
+	struct fsp_fs *fs = arg;
+	if (!fs->timing)
+		return;
+	if (err < 0)
+		err = -err;
+	struct fsp_rec r = {
+		.start_ns = start_ns,
+		.total_ns = ns,
+		.backing_ns = ns,
+		.node = cx ? cx->node : 0,
+		.offset = off,
+		.length = len > UINT32_MAX ? UINT32_MAX : (uint32_t)len,
+		.pid = cx ? cx->pid : 0,
+		.result = err,
+		.op = (uint16_t)fsp_op,
+		.step = 0,
+		.bytes = err ? 0 : len,
+		.emu_ns = 0,
+		.cause_ns = cx ? cx->cause_ns : 0,
+	};
+	struct fsp_oplog *log = __atomic_load_n(&fs->log, __ATOMIC_ACQUIRE);
+	if (__builtin_expect(log != NULL, 1)) {
+		fsp_oplog_add(log, &r);
+		return;
+	}
+	/* The store's IO while it is opened (format, replay) comes before the
+	 * oplog exists: keep it for fsp_fs_set_log. */
+	pthread_mutex_lock(&fs->pending_lock);
+	if (fs->log) {
+		fsp_oplog_add(fs->log, &r);
+	} else {
+		if (fs->npending == fs->pending_cap) {
+			size_t cap = fs->pending_cap ? fs->pending_cap * 2 : 256;
+			struct fsp_rec *p = realloc(fs->pending, cap * sizeof(*p));
+			if (p) {
+				fs->pending = p;
+				fs->pending_cap = cap;
+			}
+		}
+		if (fs->npending < fs->pending_cap)
+			fs->pending[fs->npending++] = r;
+	}
+	pthread_mutex_unlock(&fs->pending_lock);
+}
+
+int fsp_fs_start(struct fsp_fs *fs)
+{
+	if (!fs->use_aio)
+		return 0;
+	/* room for every async request the kernel may send, and the workers';
+	 * capped, because the system-wide limit (fs.aio-max-nr, 65536 by
+	 * default) is shared: an IO beyond the depth is done synchronously */
+	unsigned depth = 4 * fs->max_background;
+	if (depth > 1024)
+		depth = 1024;
+	fs->aio = fsp_aio_start(depth, sizeof(struct aio_req), fs->timing);
+	return fs->aio ? 0 : -errno;
+}
+
+void fsp_fs_stop(struct fsp_fs *fs)
+{
+	if (fs->aio)
+		fsp_aio_usage(fs->aio, &fs->buffer_bytes, &fs->huge_buffer_bytes);
+	fsp_aio_stop(fs->aio);
+	fs->aio = NULL;
+	pthread_mutex_lock(&fs->waiters_lock);
+	fs->stopping = 1;
+	pthread_mutex_unlock(&fs->waiters_lock);
+}
+
+void fsp_fs_free(struct fsp_fs *fs)
+{
+	if (!fs)
+		return;
+	fsp_fs_stop(fs);
+	pthread_mutex_lock(&fs->waiters_lock);
+	unsigned waiting = fs->waiters;
+	pthread_mutex_unlock(&fs->waiters_lock);
+	if (waiting)
+		return; /* threads still wait for locks and use fs; the process
+			   ends next and takes them with it */
+	fsp_itable_free(fs->itable);
+	pthread_mutex_destroy(&fs->pending_lock);
+	free(fs->pending);
+	free(fs);
+}

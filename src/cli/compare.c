@@ -1,0 +1,1723 @@
+/*
+ * compare.c - `fsprism compare`: one profile, in one invocation, on
+ *   raw      the block device itself,
+ *   fs       a file on a native file system made on that device,
+ *   fsprism  a file on an fsprism passthrough mount of that file system,
+ *   emu      a file on an fsprism mount that emulates a copy-on-write /
+ *            journaling file system with the device itself as its store
+ *            (--cow, --journal; after the native file system is unmounted),
+ * then a side-by-side table (per step, per target: MB/s, p50/p99 latency,
+ * ratio to raw) and, for the fsprism and emu targets, the per-layer split
+ * that the FUSE layer logged during the same run; for emu also the
+ * device-level accounting of its mount (write amplification, flushes,
+ * sequentiality), as `fsprism stats` computes it.
+ *
+ * Without --device it builds its own device (the "embedded default"): a
+ * sparse image file attached with losetup --direct-io=on. Everything it sets
+ * up is recorded in struct setup and undone in reverse order on every exit
+ * path: success, error, SIGINT/SIGTERM/SIGHUP.
+ *
+ * Each target is measured by a child `fsprism run` (the same binary via
+ * /proc/self/exe), so compare measures exactly what `run` measures. Children
+ * run in their own process group: a Ctrl-C reaches only compare, which
+ * forwards it to the running benchmark and lets setup commands (mkfs,
+ * losetup, mount) finish so that it knows what to undo.
+ *
+ * The database is shared by compare, the child run and the mount daemon
+ * (which stores its rows when it is unmounted) at the same time (WAL + busy
+ * timeout); compare only writes a few single-statement transactions.
+ */
+#include "config.h"
+#include <errno.h>
+#include <fcntl.h>
+#include <ftw.h>
+#include <inttypes.h>
+#include <limits.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <sys/mount.h>
+#include <sys/stat.h>
+#include <sys/statvfs.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+#include <linux/loop.h>
+#include <sqlite3.h>
+#include "src/sys/mountinfo.h"
+#include "src/cli/cli.h"
+#include "src/base/clock.h"
+#include "fs/emu/store.h"
+#include "src/base/hist.h"
+#include "bench/engine/jobfile.h"
+#include "src/base/ops.h"
+#include "bench/engine/profile.h"
+#include "src/cli/stats.h"
+#include "src/db/store.h"
+#include "src/sys/target.h"
+
+#define DEFAULT_PROFILE "mixed-seq"
+#define DEFAULT_FS "ext4"
+#define DEFAULT_DB "fsprism.db"
+#define DEFAULT_IMAGE_SIZE (2ull << 30)
+#define MAX_PASS 64
+
+enum { T_RAW, T_FS, T_FSPRISM, T_EMU, T__COUNT };
+static const char *const target_label[T__COUNT] = { "raw", "fs", "fsprism", "emu" };
+#define TARGET_NAMES "raw, fs, fsprism, emu"
+
+struct opts {
+	const char *profile, *device, *fs, *db, *scale;
+	const char *cow, *journal, *alloc; /* the emu mount's modes; NULL: mount's default */
+	int want[T__COUNT];
+	int destroy_data;
+	int quiet;
+	uint64_t image_size;
+	char *pass[MAX_PASS]; /* --PARAM=VALUE overrides for run */
+	int npass;
+	char joined[MAX_PASS][256]; /* "--key value" joined into "--key=value" */
+	char span_arg[64];    /* the common --span=, or "" */
+};
+
+/* An fsprism mount that compare makes: the fsprism or the emu target's. */
+struct fuse_mnt {
+	const char *name;         /* "fsprism" (mounted on WORKDIR/fuse), "emu" */
+	char dir[1100];           /* mount point */
+	char backing[1200];       /* backing directory */
+	int dir_made, mounted;
+	int backing_made;         /* compare's own dir: removed with its content */
+};
+
+/* What has been set up, so that cleanup undoes exactly that. */
+struct setup {
+	char workdir[1024];       /* mkdtemp; holds image, mount points */
+	char image[1100];
+	char loopdev[64];
+	char fsdir[1100];         /* native file system mount point */
+	const char *device;       /* user's device or loopdev */
+	int workdir_made, image_made, loop_attached, fsdir_made, fs_mounted;
+	struct fuse_mnt fuse;     /* fsprism target: backing fsdir/fsprism */
+	struct fuse_mnt emu;      /* emu target: backing workdir/emu-backing,
+				     store = the device */
+};
+
+static volatile sig_atomic_t stop_sig;   /* first signal received, 0 if none */
+static volatile pid_t forward_to;        /* running benchmark child */
+
+static void on_signal(int sig)
+{
+	if (!stop_sig)
+		stop_sig = sig;
+	pid_t child = forward_to;
+	if (child > 0)
+		kill(child, sig);
+}
+
+static void fail(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static void fail(const char *fmt, ...)
+{
+	va_list ap;
+	fputs("fsprism compare: ", stderr);
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+	fputc('\n', stderr);
+}
+
+static void usage(FILE *f)
+{
+	fprintf(f,
+"usage: fsprism compare [--profile P] [--device DEV] [--fs ext4|xfs|btrfs]\n"
+"                       [--targets raw,fs,fsprism,emu] [--db FILE] [--scale S]\n"
+"                       [--cow=off|shared|always]\n"
+"                       [--journal=off|writeback|ordered|data]\n"
+"                       [--alloc=next-fit|first-fit]\n"
+"                       [--size SIZE] [--destroy-data] [--quiet]\n"
+"                       [--PARAM=VALUE ...]\n"
+"\n"
+"Run one profile (default " DEFAULT_PROFILE ") on a raw block device, on a file of a\n"
+"native file system made on it, and on a file of an fsprism mount of that\n"
+"file system; print a side-by-side table and the FUSE per-layer split.\n"
+"Target emu (added to the default targets by --cow, --journal or --alloc): a\n"
+"file on an fsprism mount that emulates a copy-on-write / journaling file\n"
+"system with those modes, using the whole device as its store (formatted\n"
+"after the native file system is unmounted); it also prints the device-level\n"
+"accounting of that mount.\n"
+"\n"
+"Without --device, a temporary sparse image of --size (default 2G) in $TMPDIR\n"
+"(default /var/tmp) is attached with losetup --direct-io=on and removed again.\n"
+"With --device, the device is refused if it or a partition of it is mounted\n"
+"or in use, and, unless --destroy-data, if it carries any signature.\n"
+"Other --PARAM=VALUE options are passed to 'fsprism run' unchanged.\n"
+"On a terminal, progress is shown unless --quiet. See docs/compare.md.\n");
+}
+
+/* ---- small helpers ------------------------------------------------------ */
+
+static void fmt_size(uint64_t b, char *buf, size_t len)
+{
+	if (b >= (1ull << 30))
+		snprintf(buf, len, "%.1f GiB", (double)b / (1ull << 30));
+	else
+		snprintf(buf, len, "%.0f MiB", (double)b / (1ull << 20));
+}
+
+/* Is an executable named `name` on $PATH (or in the sbin dirs)? */
+static int have_program(const char *name)
+{
+	const char *path = getenv("PATH");
+	char dirs[4096];
+	snprintf(dirs, sizeof dirs, "%s:/usr/sbin:/sbin", path ? path : "/usr/bin:/bin");
+	char *save = NULL;
+	for (char *d = strtok_r(dirs, ":", &save); d; d = strtok_r(NULL, ":", &save)) {
+		char p[PATH_MAX];
+		snprintf(p, sizeof p, "%s/%s", d, name);
+		if (!access(p, X_OK))
+			return 1;
+	}
+	return 0;
+}
+
+static void sleep_ms(unsigned ms)
+{
+	struct timespec ts = { ms / 1000, (long)(ms % 1000) * 1000000L };
+	nanosleep(&ts, NULL);
+}
+
+/* ---- child processes ---------------------------------------------------- */
+
+/*
+ * Run argv in its own process group with stdin from /dev/null. If out is
+ * given, stdout and stderr are captured into it (for short commands only);
+ * if quiet_stdout, stdout goes to /dev/null. With forward, signals that
+ * compare receives are passed on. Returns the exit status, 128+N if killed
+ * by signal N, -1 if it could not be started.
+ */
+static int spawn(char *const argv[], int forward, int quiet_stdout,
+		 char *out, size_t outlen)
+{
+	int pfd[2] = { -1, -1 };
+	if (out && pipe2(pfd, O_CLOEXEC))
+		return -1;
+	/*
+	 * Signals stay blocked until the child's pid is known to the handler
+	 * (parent) or the handlers are back to default (child), so that a
+	 * forwarded Ctrl-C can neither be lost nor be swallowed by compare's
+	 * handler in the child before exec.
+	 */
+	sigset_t block, old;
+	sigemptyset(&block);
+	sigaddset(&block, SIGINT);
+	sigaddset(&block, SIGTERM);
+	sigaddset(&block, SIGHUP);
+	sigprocmask(SIG_BLOCK, &block, &old);
+	fflush(NULL);
+	pid_t pid = fork();
+	if (pid < 0) {
+		sigprocmask(SIG_SETMASK, &old, NULL);
+		if (out) {
+			close(pfd[0]);
+			close(pfd[1]);
+		}
+		return -1;
+	}
+	if (pid == 0) {
+		setpgid(0, 0);
+		signal(SIGINT, SIG_DFL);
+		signal(SIGTERM, SIG_DFL);
+		signal(SIGHUP, SIG_DFL);
+		signal(SIGPIPE, SIG_DFL);
+		sigprocmask(SIG_SETMASK, &old, NULL);
+		int nul = open("/dev/null", O_RDWR);
+		if (nul >= 0)
+			dup2(nul, 0);
+		if (out) {
+			dup2(pfd[1], 1);
+			dup2(pfd[1], 2);
+		} else if (quiet_stdout && nul >= 0) {
+			dup2(nul, 1);
+		}
+		if (argv[0][0] == '/')
+			execv(argv[0], argv);
+		else
+			execvp(argv[0], argv);
+		_exit(127);
+	}
+	if (forward) {
+		forward_to = pid;
+		if (stop_sig) /* arrived before the fork */
+			kill(pid, stop_sig);
+	}
+	sigprocmask(SIG_SETMASK, &old, NULL);
+	if (out) {
+		size_t n = 0;
+		close(pfd[1]);
+		for (;;) {
+			size_t room = n + 1 < outlen ? outlen - n - 1 : 0;
+			char sink[256];
+			ssize_t r = room ? read(pfd[0], out + n, room)
+					 : read(pfd[0], sink, sizeof sink); /* drain */
+			if (r > 0) {
+				if (room)
+					n += (size_t)r;
+				continue;
+			}
+			if (r < 0 && errno == EINTR)
+				continue;
+			break;
+		}
+		close(pfd[0]);
+		if (outlen)
+			out[n] = 0;
+	}
+	int status = 0;
+	for (;;) {
+		pid_t r = waitpid(pid, &status, 0);
+		if (r == pid)
+			break;
+		if (r < 0 && errno != EINTR) {
+			status = 0x7f00; /* unknown: treat as failure */
+			break;
+		}
+	}
+	forward_to = 0;
+	if (WIFEXITED(status))
+		return WEXITSTATUS(status);
+	if (WIFSIGNALED(status))
+		return 128 + WTERMSIG(status);
+	return 1;
+}
+
+/* First line of a command's captured output, for a one-line message. */
+static const char *first_line(char *out)
+{
+	char *nl = strchr(out, '\n');
+	while (nl && nl == out) { /* skip empty lines */
+		out++;
+		nl = strchr(out, '\n');
+	}
+	if (nl)
+		*nl = 0;
+	return *out ? out : "no message";
+}
+
+/* ---- setup and teardown ------------------------------------------------- */
+
+/* The directory for the image and the mount points, in $TMPDIR. */
+static int make_workdir(struct setup *su)
+{
+	const char *tmp = getenv("TMPDIR");
+	if (!tmp || !*tmp)
+		tmp = "/var/tmp";
+	char tmpl[PATH_MAX], real[PATH_MAX];
+	if (strlen(tmp) > 900) {
+		fail("TMPDIR %s is too long", tmp);
+		return -1;
+	}
+	snprintf(tmpl, sizeof tmpl, "%s/fsprism-compare.XXXXXX", tmp);
+	if (!mkdtemp(tmpl)) {
+		fail("cannot create a temporary directory in %s: %s (set TMPDIR)",
+		     tmp, strerror(errno));
+		return -1;
+	}
+	/* canonical, so the mount's backing_path matches what we look for */
+	const char *dir = realpath(tmpl, real) && strlen(real) < 1000 ? real : tmpl;
+	snprintf(su->workdir, sizeof su->workdir, "%.1000s", dir);
+	su->workdir_made = 1;
+	return 0;
+}
+
+static int make_image(struct setup *su, const struct opts *o)
+{
+	const char *tmp = getenv("TMPDIR");
+	if (!tmp || !*tmp)
+		tmp = "/var/tmp";
+
+	struct statvfs vfs;
+	if (!statvfs(su->workdir, &vfs) &&
+	    (uint64_t)vfs.f_bavail * vfs.f_frsize < o->image_size) {
+		char need[32], have[32];
+		fmt_size(o->image_size, need, sizeof need);
+		fmt_size((uint64_t)vfs.f_bavail * vfs.f_frsize, have, sizeof have);
+		fail("not enough space in %s for a %s image (%s free; use --size "
+		     "or TMPDIR)", tmp, need, have);
+		return -1;
+	}
+	snprintf(su->image, sizeof su->image, "%s/image", su->workdir);
+	int fd = open(su->image, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+	if (fd < 0) {
+		fail("cannot create %s: %s", su->image, strerror(errno));
+		return -1;
+	}
+	su->image_made = 1;
+	if (ftruncate(fd, (off_t)o->image_size)) {
+		fail("cannot size %s: %s", su->image, strerror(errno));
+		close(fd);
+		return -1;
+	}
+	close(fd);
+
+	char out[1024];
+	char *argv[] = { "losetup", "--find", "--show", "--direct-io=on",
+			 su->image, NULL };
+	int rc = spawn(argv, 0, 0, out, sizeof out);
+	if (rc != 0) {
+		fail("losetup %s failed: %s", su->image,
+		     rc == 127 ? "losetup not found" : first_line(out));
+		return -1;
+	}
+	/* the device line; a warning (no direct IO on tmpfs) may come first */
+	char *dev = strstr(out, "/dev/");
+	if (dev)
+		dev[strcspn(dev, "\n")] = 0;
+	if (!dev || strlen(dev) >= sizeof su->loopdev) {
+		fail("losetup printed '%s', not a device", first_line(out));
+		return -1;
+	}
+	snprintf(su->loopdev, sizeof su->loopdev, "%s", dev);
+	su->loop_attached = 1;
+	su->device = su->loopdev;
+	return 0;
+}
+
+static int make_fs(struct setup *su, const struct opts *o)
+{
+	char prog[64], out[2048];
+	snprintf(prog, sizeof prog, "mkfs.%s", o->fs);
+	char *dev = (char *)su->device;
+	/* ext4: initialise inode tables and journal now, not in the
+	 * background during the measurement */
+	char *ext4[] = { prog, "-q", "-F", "-E",
+			 "lazy_itable_init=0,lazy_journal_init=0", dev, NULL };
+	char *xfs[] = { prog, "-q", "-f", dev, NULL };
+	char *btrfs[] = { prog, "-q", "-f", dev, NULL };
+	char **argv = !strcmp(o->fs, "ext4") ? ext4 : !strcmp(o->fs, "xfs") ? xfs : btrfs;
+	int rc = spawn(argv, 0, 0, out, sizeof out);
+	if (rc) {
+		fail("%s %s failed: %s", prog, dev, first_line(out));
+		return -1;
+	}
+	snprintf(su->fsdir, sizeof su->fsdir, "%s/fs", su->workdir);
+	if (mkdir(su->fsdir, 0700)) {
+		fail("cannot create %s: %s", su->fsdir, strerror(errno));
+		return -1;
+	}
+	su->fsdir_made = 1;
+	if (mount(dev, su->fsdir, o->fs, 0, NULL)) {
+		fail("cannot mount %s (%s) on %s: %s", dev, o->fs, su->fsdir,
+		     strerror(errno));
+		return -1;
+	}
+	su->fs_mounted = 1;
+	return 0;
+}
+
+/* Is dir a mount point of a FUSE file system right now? */
+static int is_fuse_mounted(const char *dir)
+{
+	struct fsp_mountinfo mi;
+	struct fsp_mount m;
+	int found = 0;
+	if (fsp_mountinfo_open(&mi) < 0)
+		return 0;
+	while (!found && fsp_mountinfo_next(&mi, &m))
+		found = !strcmp(m.mount_point, dir) && !strncmp(m.fstype, "fuse", 4);
+	fsp_mountinfo_close(&mi);
+	return found;
+}
+
+/*
+ * fsprism mount --log DB [extra options] m->backing m->dir. The mount
+ * point is made in the work dir; whatever the mount says, if it is
+ * mounted afterwards it is unmounted at teardown.
+ */
+static int mount_fsprism(struct fuse_mnt *m, const char *workdir, const char *db,
+			 char *const extra[])
+{
+	snprintf(m->dir, sizeof m->dir, "%s/%s", workdir,
+		 !strcmp(m->name, "fsprism") ? "fuse" : m->name);
+	if (mkdir(m->dir, 0700)) {
+		fail("cannot create %s: %s", m->dir, strerror(errno));
+		return -1;
+	}
+	m->dir_made = 1;
+	char *argv[24] = { "/proc/self/exe", "mount", "--log", (char *)db };
+	int n = 4;
+	for (int i = 0; extra && extra[i] && n < 21; i++)
+		argv[n++] = extra[i];
+	argv[n++] = m->backing;
+	argv[n++] = m->dir;
+	argv[n] = NULL;
+	int rc = spawn(argv, 0, 1, NULL, 0);
+	m->mounted = is_fuse_mounted(m->dir);
+	if (rc || !m->mounted) {
+		if (rc != 1) /* 1: fsprism mount printed its own reason */
+			fail("fsprism mount %s %s failed (status %d)", m->backing,
+			     m->dir, rc);
+		return -1;
+	}
+	return 0;
+}
+
+static int umount_fsprism(struct fuse_mnt *m)
+{
+	char *argv[] = { "/proc/self/exe", "umount", m->dir, NULL };
+	int rc = spawn(argv, 0, 1, NULL, 0);
+	if (is_fuse_mounted(m->dir)) {
+		/* the daemon is gone or stuck: do not leave the mount behind */
+		umount2(m->dir, MNT_DETACH);
+		rc = rc ? rc : 1;
+	}
+	m->mounted = 0;
+	return rc ? -1 : 0;
+}
+
+/* nftw callback: remove one entry of compare's own directory tree. */
+static int remove_entry(const char *path, const struct stat *sb, int flag,
+			struct FTW *ftw)
+{
+	(void)sb;
+	(void)ftw;
+	if (flag == FTW_DP ? rmdir(path) : unlink(path))
+		fail("cannot remove %s: %s", path, strerror(errno));
+	return 0; /* go on: remove as much as possible */
+}
+
+/* Unmount (if mounted) and remove a mount point and compare's backing dir. */
+static int teardown_fuse(struct fuse_mnt *m)
+{
+	int rc = 0;
+	if (m->mounted && umount_fsprism(m)) {
+		fail("fsprism umount %s failed; detached it lazily", m->dir);
+		rc = -1;
+	}
+	if (m->dir_made) {
+		rmdir(m->dir);
+		m->dir_made = 0;
+	}
+	/* FTW_MOUNT: never descend into anything mounted below it */
+	if (m->backing_made) {
+		nftw(m->backing, remove_entry, 16, FTW_DEPTH | FTW_PHYS | FTW_MOUNT);
+		m->backing_made = 0;
+	}
+	return rc;
+}
+
+/* Unmount the native file system; waits while it is busy (a daemon that is
+ * still closing its backing files), else detaches it lazily. */
+static int umount_fs(struct setup *su)
+{
+	int ok = 0;
+	for (int i = 0; i < 50 && !ok; i++) {
+		ok = !umount2(su->fsdir, 0);
+		if (!ok && errno != EBUSY)
+			break;
+		if (!ok)
+			sleep_ms(100);
+	}
+	su->fs_mounted = 0;
+	if (!ok) {
+		fail("cannot unmount %s: %s; detached it lazily", su->fsdir,
+		     strerror(errno));
+		umount2(su->fsdir, MNT_DETACH);
+		return -1;
+	}
+	return 0;
+}
+
+/* LOOP_CLR_FD; on a still-busy device the kernel detaches on last close. */
+static void detach_loop(const char *dev)
+{
+	int fd = open(dev, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return;
+	for (int i = 0; i < 50; i++) {
+		if (!ioctl(fd, LOOP_CLR_FD, 0) || errno != EBUSY)
+			break;
+		sleep_ms(100);
+	}
+	close(fd);
+}
+
+/* Undo everything in reverse order; never stops halfway. */
+static int teardown(struct setup *su)
+{
+	int rc = 0;
+	if (teardown_fuse(&su->emu))
+		rc = -1;
+	if (teardown_fuse(&su->fuse))
+		rc = -1;
+	if (su->fs_mounted && umount_fs(su))
+		rc = -1;
+	if (su->fsdir_made) {
+		rmdir(su->fsdir);
+		su->fsdir_made = 0;
+	}
+	if (su->loop_attached) {
+		detach_loop(su->loopdev);
+		su->loop_attached = 0;
+	}
+	if (su->image_made) {
+		unlink(su->image);
+		su->image_made = 0;
+	}
+	if (su->workdir_made) {
+		if (rmdir(su->workdir)) {
+			fail("cannot remove %s: %s", su->workdir, strerror(errno));
+			rc = -1;
+		}
+		su->workdir_made = 0;
+	}
+	return rc;
+}
+
+/* ---- the benchmark children --------------------------------------------- */
+
+/*
+ * Write the raw target's span before a job that reads it. run does this
+ * for files (a read of an unwritten extent never reaches the device); on a
+ * raw device the same holds for a hole in the temporary image or a
+ * trimmed SSD block, so without it raw reads would be measured against
+ * nothing. Incompressible data, 1 MiB O_DIRECT writes.
+ */
+static int prefill_raw(const char *dev, const struct fsp_params *p,
+		       const char *span_arg, uint64_t dev_size, int show)
+{
+	uint64_t span = p->span;
+	if (span_arg[0])
+		span = strtoull(span_arg + strlen("--span="), NULL, 10);
+	if (p->offset >= dev_size || p->offset % 4096)
+		return 0; /* run reports what is wrong with it */
+	if (!span || span > dev_size - p->offset)
+		span = dev_size - p->offset;
+	span &= ~4095ull; /* whole O_DIRECT blocks */
+	const size_t chunk = 1u << 20;
+	uint64_t *buf;
+	if (posix_memalign((void **)&buf, 4096, chunk))
+		return -1;
+	uint64_t x = 0x9e3779b97f4a7c15ull;
+	for (size_t i = 0; i < chunk / 8; i++) { /* xorshift64 */
+		x ^= x << 13;
+		x ^= x >> 7;
+		x ^= x << 17;
+		buf[i] = x;
+	}
+	int fd = open(dev, O_WRONLY | O_DIRECT | O_CLOEXEC);
+	if (fd < 0) {
+		fail("cannot open %s for writing: %s", dev, strerror(errno));
+		free(buf);
+		return -1;
+	}
+	if (show)
+		fprintf(stderr, "compare: raw target: writing %" PRIu64 " MiB so "
+			"that reads reach the device\n", span >> 20);
+	int rc = 0;
+	for (uint64_t off = p->offset, end = p->offset + span; off < end && !stop_sig;) {
+		size_t n = end - off < chunk ? (size_t)(end - off) : chunk;
+		/* a fresh word in every 4 KiB: nothing to deduplicate */
+		for (size_t i = 0; i < n / 8; i += 512)
+			buf[i] = off + i;
+		ssize_t w = pwrite(fd, buf, n, (off_t)off);
+		if (w < 0 && errno == EINTR)
+			continue;
+		if (w <= 0) {
+			fail("cannot write %s at %" PRIu64 ": %s", dev, off,
+			     w < 0 ? strerror(errno) : "short write");
+			rc = -1;
+			break;
+		}
+		off += (uint64_t)w;
+	}
+	if (!rc && fdatasync(fd)) {
+		fail("fdatasync %s: %s", dev, strerror(errno));
+		rc = -1;
+	}
+	close(fd);
+	free(buf);
+	return rc;
+}
+
+/*
+ * On a terminal the child shows its own progress line (step, QD or mix,
+ * elapsed, ETA); its summary goes to /dev/null either way, since compare
+ * prints the joint table.
+ */
+static int run_target(const struct opts *o, const char *db, int64_t parent,
+		      int t, const char *target, int show)
+{
+	char *argv[16 + MAX_PASS];
+	char parent_s[32];
+	int n = 0;
+	snprintf(parent_s, sizeof parent_s, "%" PRId64, parent);
+	argv[n++] = "/proc/self/exe";
+	argv[n++] = "run";
+	argv[n++] = (char *)o->profile;
+	argv[n++] = (char *)target;
+	argv[n++] = "--db";
+	argv[n++] = (char *)db;
+	argv[n++] = "--parent";
+	argv[n++] = parent_s;
+	argv[n++] = "--label";
+	argv[n++] = (char *)target_label[t];
+	if (t == T_RAW && o->destroy_data)
+		argv[n++] = "--destroy-data";
+	char scale[80];
+	if (o->scale) {
+		snprintf(scale, sizeof scale, "--scale=%s", o->scale);
+		argv[n++] = scale;
+	}
+	for (int i = 0; i < o->npass; i++)
+		argv[n++] = o->pass[i];
+	if (o->span_arg[0])
+		argv[n++] = (char *)o->span_arg;
+	if (!show)
+		argv[n++] = "--quiet";
+	argv[n] = NULL;
+	if (show)
+		fprintf(stderr, "compare: %s target: %s\n", target_label[t], target);
+	int rc = spawn(argv, 1, 1, NULL, 0);
+	if (show) /* the child's progress line may be left standing */
+		fprintf(stderr, "\r\033[K");
+	if (rc && !stop_sig)
+		fail("the %s run on %s failed (status %d; its reason is above)",
+		     target_label[t], target, rc);
+	return rc ? -1 : 0;
+}
+
+/* The mount's runs row: newest kind='mount' row for our backing dir. */
+static int64_t find_mount_run(sqlite3 *db, const char *backing, int64_t after)
+{
+	sqlite3_stmt *s;
+	int64_t id = 0;
+	if (sqlite3_prepare_v2(db, "SELECT id FROM runs WHERE kind='mount' AND "
+			       "backing_path=? AND id>? ORDER BY id DESC LIMIT 1",
+			       -1, &s, NULL) != SQLITE_OK)
+		return 0;
+	sqlite3_bind_text(s, 1, backing, -1, SQLITE_STATIC);
+	sqlite3_bind_int64(s, 2, after);
+	if (sqlite3_step(s) == SQLITE_ROW)
+		id = sqlite3_column_int64(s, 0);
+	sqlite3_finalize(s);
+	return id;
+}
+
+/* label: "fsprism-fuse" or "emu-fuse" */
+static int adopt_mount_run(sqlite3 *db, int64_t mount_run, int64_t parent,
+			   const char *label)
+{
+	sqlite3_stmt *s;
+	if (sqlite3_prepare_v2(db, "UPDATE runs SET parent=?, label=? WHERE id=?",
+			       -1, &s, NULL) != SQLITE_OK)
+		return -1;
+	sqlite3_bind_int64(s, 1, parent);
+	sqlite3_bind_text(s, 2, label, -1, SQLITE_STATIC);
+	sqlite3_bind_int64(s, 3, mount_run);
+	int rc = sqlite3_step(s) == SQLITE_DONE ? 0 : -1;
+	sqlite3_finalize(s);
+	return rc;
+}
+
+/* ---- the report --------------------------------------------------------- */
+
+struct step_row {
+	int step;
+	char label[64];
+	char access[16];
+	int64_t bs, qd, read_pct;
+	double mbps;
+	double p50r, p99r, p50w, p99w; /* µs; < 0: no such IOs */
+};
+
+struct target_result {
+	int64_t run;            /* 0: not run */
+	struct step_row *rows;
+	int nrows;
+};
+
+static int64_t child_run(sqlite3 *db, int64_t parent, const char *label)
+{
+	sqlite3_stmt *s;
+	int64_t id = 0;
+	if (sqlite3_prepare_v2(db, "SELECT id FROM runs WHERE parent=? AND label=? "
+			       "AND kind='run' ORDER BY id DESC LIMIT 1", -1, &s,
+			       NULL) != SQLITE_OK)
+		return 0;
+	sqlite3_bind_int64(s, 1, parent);
+	sqlite3_bind_text(s, 2, label, -1, SQLITE_STATIC);
+	if (sqlite3_step(s) == SQLITE_ROW)
+		id = sqlite3_column_int64(s, 0);
+	sqlite3_finalize(s);
+	return id;
+}
+
+/* Quantile in µs of one step's op (total layer), -1 if absent. */
+static double step_quantile(struct fsp_store *st, struct fsp_hist *h,
+			    int64_t run, int step, int op, double q)
+{
+	uint64_t bytes, errors;
+	if (fsp_store_load_hist(st, run, step, op, FSP_LAYER_TOTAL, h, &bytes,
+				&errors) != 1 || !h->count)
+		return -1;
+	return (double)fsp_hist_quantile(h, q) / 1000.0;
+}
+
+static void load_target(struct fsp_store *st, struct fsp_hist *h,
+			struct target_result *tr)
+{
+	sqlite3 *db = fsp_store_db(st);
+	sqlite3_stmt *s;
+	if (sqlite3_prepare_v2(db, "SELECT step, label, access, block_size, qd, "
+			       "read_pct, busy_ns, read_bytes, write_bytes FROM "
+			       "steps WHERE run=? ORDER BY step", -1, &s,
+			       NULL) != SQLITE_OK)
+		return;
+	sqlite3_bind_int64(s, 1, tr->run);
+	while (sqlite3_step(s) == SQLITE_ROW) {
+		struct step_row *r = realloc(tr->rows, sizeof *r * (size_t)(tr->nrows + 1));
+		if (!r)
+			break;
+		tr->rows = r;
+		r = &tr->rows[tr->nrows++];
+		memset(r, 0, sizeof *r);
+		r->step = sqlite3_column_int(s, 0);
+		const unsigned char *lab = sqlite3_column_text(s, 1);
+		const unsigned char *acc = sqlite3_column_text(s, 2);
+		snprintf(r->label, sizeof r->label, "%s", lab ? (const char *)lab : "");
+		snprintf(r->access, sizeof r->access, "%s", acc ? (const char *)acc : "");
+		r->bs = sqlite3_column_int64(s, 3);
+		r->qd = sqlite3_column_int64(s, 4);
+		r->read_pct = sqlite3_column_int64(s, 5);
+		int64_t busy = sqlite3_column_int64(s, 6);
+		int64_t bytes = sqlite3_column_int64(s, 7) + sqlite3_column_int64(s, 8);
+		r->mbps = busy > 0 ? (double)bytes / 1e6 / ((double)busy / 1e9) : 0;
+		r->p50r = step_quantile(st, h, tr->run, r->step, FSP_OP_READ, 0.50);
+		r->p99r = step_quantile(st, h, tr->run, r->step, FSP_OP_READ, 0.99);
+		r->p50w = step_quantile(st, h, tr->run, r->step, FSP_OP_WRITE, 0.50);
+		r->p99w = step_quantile(st, h, tr->run, r->step, FSP_OP_WRITE, 0.99);
+	}
+	sqlite3_finalize(s);
+}
+
+static const struct step_row *find_step(const struct target_result *tr, int step)
+{
+	for (int i = 0; i < tr->nrows; i++)
+		if (tr->rows[i].step == step)
+			return &tr->rows[i];
+	return NULL;
+}
+
+static void print_us(FILE *out, double us)
+{
+	if (us < 0)
+		fprintf(out, " %9s", "-");
+	else if (us < 100)
+		fprintf(out, " %9.1f", us);
+	else
+		fprintf(out, " %9.0f", us);
+}
+
+static void print_steps(FILE *out, const struct opts *o,
+			const struct target_result tr[T__COUNT])
+{
+	/* the step list: of the first target that has one */
+	const struct target_result *ref = NULL;
+	for (int t = 0; t < T__COUNT && !ref; t++)
+		if (tr[t].nrows)
+			ref = &tr[t];
+	if (!ref) {
+		fprintf(out, "no steps were measured\n");
+		return;
+	}
+	double sum[T__COUNT] = { 0 };
+	int cnt[T__COUNT] = { 0 };
+	for (int i = 0; i < ref->nrows; i++) {
+		const struct step_row *r0 = &ref->rows[i];
+		fprintf(out, "\nstep %d  %s  (%s, %" PRId64 " KiB, QD%" PRId64
+			", %" PRId64 "%% reads)\n", r0->step, r0->label, r0->access,
+			r0->bs / 1024, r0->qd, r0->read_pct);
+		fprintf(out, "  %-8s %9s %7s %9s %9s %9s %9s   (latency in us)\n",
+			"target", "MB/s", "x raw", "read p50", "read p99",
+			"write p50", "write p99");
+		const struct step_row *raw = find_step(&tr[T_RAW], r0->step);
+		for (int t = 0; t < T__COUNT; t++) {
+			if (!tr[t].run)
+				continue;
+			const struct step_row *r = find_step(&tr[t], r0->step);
+			const char *name = t == T_FS ? o->fs : target_label[t];
+			if (!r) {
+				fprintf(out, "  %-8s %9s\n", name, "(not run)");
+				continue;
+			}
+			sum[t] += r->mbps;
+			cnt[t]++;
+			fprintf(out, "  %-8s %9.1f", name, r->mbps);
+			if (raw && raw->mbps > 0)
+				fprintf(out, " %7.2f", r->mbps / raw->mbps);
+			else
+				fprintf(out, " %7s", "-");
+			print_us(out, r->p50r);
+			print_us(out, r->p99r);
+			print_us(out, r->p50w);
+			print_us(out, r->p99w);
+			fputc('\n', out);
+		}
+	}
+	fprintf(out, "\nmean over steps (MB/s):");
+	for (int t = 0; t < T__COUNT; t++) {
+		if (!cnt[t])
+			continue;
+		double m = sum[t] / cnt[t];
+		fprintf(out, "  %s %.1f", t == T_FS ? o->fs : target_label[t], m);
+		if (t != T_RAW && cnt[T_RAW] && sum[T_RAW] > 0)
+			fprintf(out, " (x%.2f)", m / (sum[T_RAW] / cnt[T_RAW]));
+	}
+	fputc('\n', out);
+}
+
+/* Merge op's histograms of one layer over all steps of a run. */
+static int merged_hist(struct fsp_store *st, int64_t run, int op, int layer,
+		       struct fsp_hist *acc, struct fsp_hist *tmp)
+{
+	sqlite3 *db = fsp_store_db(st);
+	sqlite3_stmt *s;
+	fsp_hist_init(acc);
+	if (sqlite3_prepare_v2(db, "SELECT DISTINCT step FROM hist WHERE run=? "
+			       "AND op=? AND layer=?", -1, &s, NULL) != SQLITE_OK)
+		return -1;
+	sqlite3_bind_int64(s, 1, run);
+	sqlite3_bind_int(s, 2, op);
+	sqlite3_bind_int(s, 3, layer);
+	int steps[1024], n = 0;
+	while (n < 1024 && sqlite3_step(s) == SQLITE_ROW)
+		steps[n++] = sqlite3_column_int(s, 0);
+	sqlite3_finalize(s);
+	for (int i = 0; i < n; i++) {
+		uint64_t bytes, errors;
+		if (fsp_store_load_hist(st, run, steps[i], op, layer, tmp, &bytes,
+					&errors) == 1)
+			fsp_hist_merge(acc, tmp);
+	}
+	return 0;
+}
+
+/* The engine run's steps as [start, end] windows on CLOCK_MONOTONIC. */
+static int step_windows(sqlite3 *db, int64_t run, int64_t (*win)[2], int max)
+{
+	sqlite3_stmt *s;
+	int n = 0;
+	if (sqlite3_prepare_v2(db, "SELECT started_ns, ended_ns FROM steps WHERE "
+			       "run=? ORDER BY step", -1, &s, NULL) != SQLITE_OK)
+		return 0;
+	sqlite3_bind_int64(s, 1, run);
+	while (n < max && sqlite3_step(s) == SQLITE_ROW) {
+		win[n][0] = sqlite3_column_int64(s, 0);
+		win[n][1] = sqlite3_column_int64(s, 1);
+		n++;
+	}
+	sqlite3_finalize(s);
+	return n;
+}
+
+/*
+ * Per-layer histograms of op from the mount's op rows that started inside
+ * one of the windows: the FUSE requests of the measured steps only, not of
+ * the target file's preparation. Returns the number of rows used, -1 if
+ * the query failed.
+ */
+static int64_t windowed_layers(sqlite3 *db, int64_t mount_run, int op,
+			       int64_t (*win)[2], int nwin,
+			       struct fsp_hist h[FSP_LAYER__COUNT])
+{
+	sqlite3_stmt *s;
+	int64_t n = 0;
+	for (int l = 0; l < FSP_LAYER__COUNT; l++)
+		fsp_hist_init(&h[l]);
+	if (sqlite3_prepare_v2(db, "SELECT start_ns, total_ns, backing_ns, layer_ns, "
+			       "emu_ns FROM ops WHERE run=? AND op=?", -1, &s,
+			       NULL) != SQLITE_OK)
+		return -1;
+	sqlite3_bind_int64(s, 1, mount_run);
+	sqlite3_bind_int(s, 2, op);
+	while (sqlite3_step(s) == SQLITE_ROW) {
+		int64_t t = sqlite3_column_int64(s, 0);
+		int in = 0;
+		for (int i = 0; i < nwin && !in; i++)
+			in = t >= win[i][0] && t <= win[i][1];
+		if (!in)
+			continue;
+		fsp_hist_add(&h[FSP_LAYER_TOTAL], (uint64_t)sqlite3_column_int64(s, 1));
+		fsp_hist_add(&h[FSP_LAYER_BACKING], (uint64_t)sqlite3_column_int64(s, 2));
+		fsp_hist_add(&h[FSP_LAYER_LAYER], (uint64_t)sqlite3_column_int64(s, 3));
+		fsp_hist_add(&h[FSP_LAYER_EMU], (uint64_t)sqlite3_column_int64(s, 4));
+		n++;
+	}
+	sqlite3_finalize(s);
+	return n;
+}
+
+static void print_hist_row(FILE *out, int op, const char *name,
+			   const struct fsp_hist *h)
+{
+	fprintf(out, "  %-6s %-16s %10" PRIu64, fsp_op_name(op), name, h->count);
+	print_us(out, fsp_hist_mean(h) / 1000.0);
+	print_us(out, (double)fsp_hist_quantile(h, 0.50) / 1000.0);
+	print_us(out, (double)fsp_hist_quantile(h, 0.99) / 1000.0);
+	fputc('\n', out);
+}
+
+/*
+ * The split of the fsprism or emu target: what the engine saw per IO, what
+ * the FUSE handler measured (total), how much of that was the backing file
+ * system's system call (backing; for emu the store IO that moves the
+ * user's data), the copy-on-write / journaling emulation's extra work
+ * (emu; printed only when a mount emulated, i.e. when it is not all zero)
+ * and fsprism itself (layer). The engine's time minus the handler's total
+ * is the kernel's part: VFS, the FUSE request round trip, and the wake-ups
+ * on both sides.
+ *
+ * The FUSE side comes from the mount's op rows inside the engine's step
+ * windows when they were recorded (record=full, nothing dropped); else
+ * from its histograms, which also count preparing the target file.
+ */
+static void print_layers(FILE *out, struct fsp_store *st, int t,
+			 int64_t engine_run, int64_t mount_run)
+{
+	sqlite3 *db = fsp_store_db(st);
+	struct fsp_hist *h = malloc(sizeof *h * FSP_LAYER__COUNT);
+	struct fsp_hist *tmp = malloc(sizeof *tmp);
+	int64_t win[256][2];
+	int nwin = step_windows(db, engine_run, win, 256);
+	int64_t recorded = 0, dropped = 0;
+	sqlite3_stmt *s;
+	if (!h || !tmp)
+		goto done;
+	if (sqlite3_prepare_v2(db, "SELECT recorded, dropped FROM runs WHERE id=?",
+			       -1, &s, NULL) == SQLITE_OK) {
+		sqlite3_bind_int64(s, 1, mount_run);
+		if (sqlite3_step(s) == SQLITE_ROW) {
+			recorded = sqlite3_column_int64(s, 0);
+			dropped = sqlite3_column_int64(s, 1);
+		}
+		sqlite3_finalize(s);
+	}
+	int use_rows = recorded > 0 && nwin > 0;
+	fprintf(out, "\n%s target, per layer (engine run %" PRId64
+		", FUSE log of mount run %" PRId64 "; latency in us)\n",
+		target_label[t], engine_run, mount_run);
+	if (use_rows)
+		fprintf(out, "  FUSE requests that started during the %d measured "
+			"steps%s\n", nwin, dropped ? " (some op rows were dropped: "
+			"a sample)" : "");
+	else
+		fprintf(out, "  FUSE histograms of the whole mount (op rows not "
+			"recorded), including preparing the target file\n");
+	fprintf(out, "  %-6s %-16s %10s %9s %9s %9s\n", "op", "layer", "count",
+		"mean", "p50", "p99");
+	static const int ops[] = { FSP_OP_READ, FSP_OP_WRITE };
+	/* display order: the parts in the order total = backing + emu + layer */
+	const struct { int layer; const char *name; } rows[] = {
+		{ FSP_LAYER_TOTAL, "fuse total" },
+		/* with the emulation the backing layer is the store's device IO */
+		{ FSP_LAYER_BACKING, t == T_EMU ? "  store IO" : "  backing fs" },
+		{ FSP_LAYER_EMU, "  emulation" },
+		{ FSP_LAYER_LAYER, "  fsprism" },
+	};
+	_Static_assert(sizeof(rows) / sizeof(rows[0]) == FSP_LAYER__COUNT,
+		       "every layer has a row in the split");
+	for (size_t i = 0; i < 2; i++) {
+		int op = ops[i];
+		merged_hist(st, engine_run, op, FSP_LAYER_TOTAL, &h[0], tmp);
+		if (!h[0].count)
+			continue;
+		double engine_mean = fsp_hist_mean(&h[0]) / 1000.0;
+		print_hist_row(out, op, "engine (app)", &h[0]);
+		if (use_rows) {
+			windowed_layers(db, mount_run, op, win, nwin, h);
+		} else {
+			for (int l = 0; l < FSP_LAYER__COUNT; l++)
+				merged_hist(st, mount_run, op, l, &h[l], tmp);
+		}
+		if (!h[FSP_LAYER_TOTAL].count)
+			continue;
+		for (size_t r = 0; r < sizeof(rows) / sizeof(rows[0]); r++) {
+			const struct fsp_hist *lh = &h[rows[r].layer];
+			if (rows[r].layer == FSP_LAYER_EMU && lh->max == 0)
+				continue; /* no emulation in this mount */
+			print_hist_row(out, op, rows[r].name, lh);
+		}
+		fprintf(out, "  %-6s %-16s %10s", fsp_op_name(op), "kernel+FUSE", "");
+		print_us(out, engine_mean - fsp_hist_mean(&h[FSP_LAYER_TOTAL]) / 1000.0);
+		fprintf(out, "             (engine mean - fuse total mean)\n");
+	}
+done:
+	free(h);
+	free(tmp);
+}
+
+/* A run attribute into buf ("-" if absent). */
+static const char *run_attr(sqlite3 *db, int64_t run, const char *key,
+			    char *buf, size_t len)
+{
+	sqlite3_stmt *s;
+	snprintf(buf, len, "-");
+	if (sqlite3_prepare_v2(db, "SELECT value FROM run_attrs WHERE run=? AND key=?",
+			       -1, &s, NULL) != SQLITE_OK)
+		return buf;
+	sqlite3_bind_int64(s, 1, run);
+	sqlite3_bind_text(s, 2, key, -1, SQLITE_STATIC);
+	if (sqlite3_step(s) == SQLITE_ROW && sqlite3_column_text(s, 0))
+		snprintf(buf, len, "%s", (const char *)sqlite3_column_text(s, 0));
+	sqlite3_finalize(s);
+	return buf;
+}
+
+/* "x.xxx", or "-" without a denominator; the format `fsprism stats` uses. */
+static void print_ratio(FILE *out, uint64_t a, uint64_t b)
+{
+	if (b)
+		fprintf(out, "%.3f", (double)a / (double)b);
+	else
+		fputc('-', out);
+}
+
+/*
+ * The emu target's device-level accounting: the numbers of the Emulation
+ * section of `fsprism stats DB --run MOUNT_RUN` (src/cli/stats.c computes
+ * them), over the whole mount: preparing the target file, the measured
+ * steps and the commit at unmount.
+ */
+static void print_emu_device(FILE *out, sqlite3 *db, int64_t mount_run)
+{
+	struct fsp_emu_acct a;
+	char cow[32], journal[32], alloc[32], store[PATH_MAX];
+	if (fsp_stats_emu_acct(db, mount_run, &a)) {
+		fprintf(out, "\nemu target, device level: cannot read mount run %"
+			PRId64 " (%s)\n", mount_run, sqlite3_errmsg(db));
+		return;
+	}
+	fprintf(out, "\nemu target, device level (mount run %" PRId64 ", whole mount "
+		"including preparing the file; as in 'fsprism stats DB --run %" PRId64
+		"')\n", mount_run, mount_run);
+	fprintf(out, "  store %s  cow %s  journal %s  alloc %s\n",
+		run_attr(db, mount_run, "emu.store", store, sizeof store),
+		run_attr(db, mount_run, "emu.cow", cow, sizeof cow),
+		run_attr(db, mount_run, "emu.journal", journal, sizeof journal),
+		run_attr(db, mount_run, "emu.alloc", alloc, sizeof alloc));
+	char sz[32];
+	fmt_size(a.user_write_bytes, sz, sizeof sz);
+	fprintf(out, "  user bytes written %" PRIu64 " (%s), device bytes written %"
+		PRIu64 ", read %" PRIu64 "\n", a.user_write_bytes, sz, a.write_bytes,
+		a.read_bytes);
+	fprintf(out, "  write amplification:");
+	for (int k = 0; k < FSP_EMU_KINDS; k++) {
+		fprintf(out, " %s ", fsp_stats_emu_kind_name(k));
+		print_ratio(out, a.bytes[k], a.user_write_bytes);
+	}
+	fprintf(out, "  total ");
+	print_ratio(out, a.write_bytes, a.user_write_bytes);
+	fprintf(out, "\n  flushes %" PRIu64 ", user fsyncs %" PRIu64
+		", flushes per fsync ", a.flushes, a.fsyncs);
+	print_ratio(out, a.flushes, a.fsyncs);
+	fputc('\n', out);
+	fsp_stats_print_fua(out, &a);
+	if (a.have_ios && a.have_seq && a.have_streams) {
+		fprintf(out, "  device IOs %" PRIu64 ", sequential %" PRIu64, a.ios,
+			a.seq_ios);
+		if (a.ios)
+			fprintf(out, " (%.1f%%)", 100.0 * (double)a.seq_ios / (double)a.ios);
+		fprintf(out, ", streams %.3f (mean distinct streams per 16 IOs)\n",
+			(double)a.streams_x1000 / 1000.0);
+	} else {
+		fprintf(out, "  device IOs: not recorded (the mount did not end cleanly)\n");
+	}
+	/* the target file's fragmentation after the run */
+	fprintf(out, "  files %" PRIu64 ", extents %" PRIu64, a.files, a.extents);
+	if (a.files)
+		fprintf(out, " (%.2f per file)", (double)a.extents / (double)a.files);
+	fputc('\n', out);
+}
+
+static void report(FILE *out, struct fsp_store *st, const struct opts *o,
+		   const char *device, int64_t cmp_run,
+		   const int64_t mount_run[T__COUNT])
+{
+	sqlite3 *db = fsp_store_db(st);
+	struct target_result tr[T__COUNT];
+	struct fsp_hist *h = malloc(sizeof *h);
+	memset(tr, 0, sizeof tr);
+	if (!h)
+		return;
+	for (int t = 0; t < T__COUNT; t++) {
+		if (!o->want[t])
+			continue;
+		tr[t].run = child_run(db, cmp_run, target_label[t]);
+		if (tr[t].run)
+			load_target(st, h, &tr[t]);
+	}
+	int measured = 0;
+	for (int t = 0; t < T__COUNT; t++)
+		measured += tr[t].nrows;
+	if (!measured) { /* failed or interrupted before any step */
+		free(h);
+		return;
+	}
+	char sz[32];
+	fmt_size(o->image_size, sz, sizeof sz);
+	int native = o->want[T_FS] || o->want[T_FSPRISM];
+	fprintf(out, "\nfsprism compare: profile %s on %s (%s%s)%s%s; compare run %"
+		PRId64 " (runs:", o->profile, device,
+		o->device ? "block device" : sz,
+		o->device ? "" : " temporary image, loop direct IO",
+		native ? ", " : "", native ? o->fs : "", cmp_run);
+	for (int t = 0; t < T__COUNT; t++) {
+		if (tr[t].run)
+			fprintf(out, " %s=%" PRId64, target_label[t], tr[t].run);
+		if (mount_run[t])
+			fprintf(out, " %s-fuse=%" PRId64, target_label[t], mount_run[t]);
+	}
+	fprintf(out, ")\n");
+	if (tr[T_EMU].run && mount_run[T_EMU]) {
+		char cow[32], journal[32], alloc[32];
+		fprintf(out, "emu: fsprism mount --cow=%s --journal=%s --alloc=%s with "
+			"all of %s as its store\n",
+			run_attr(db, mount_run[T_EMU], "emu.cow", cow, sizeof cow),
+			run_attr(db, mount_run[T_EMU], "emu.journal", journal, sizeof journal),
+			run_attr(db, mount_run[T_EMU], "emu.alloc", alloc, sizeof alloc),
+			device);
+	}
+	print_steps(out, o, tr);
+	for (int t = T_FSPRISM; t <= T_EMU; t++)
+		if (tr[t].run && mount_run[t])
+			print_layers(out, st, t, tr[t].run, mount_run[t]);
+	if (tr[T_EMU].run && mount_run[T_EMU])
+		print_emu_device(out, db, mount_run[T_EMU]);
+	for (int t = 0; t < T__COUNT; t++)
+		free(tr[t].rows);
+	free(h);
+}
+
+/* ---- the command -------------------------------------------------------- */
+
+static int parse_targets(const char *list, int want[T__COUNT])
+{
+	char buf[256];
+	snprintf(buf, sizeof buf, "%s", list);
+	memset(want, 0, sizeof(int) * T__COUNT);
+	char *save = NULL;
+	int any = 0;
+	for (char *w = strtok_r(buf, ",", &save); w; w = strtok_r(NULL, ",", &save)) {
+		int t;
+		for (t = 0; t < T__COUNT; t++)
+			if (!strcmp(w, target_label[t]))
+				break;
+		if (t == T__COUNT) {
+			fail("unknown target '%s' in --targets (" TARGET_NAMES ")", w);
+			return -1;
+		}
+		want[t] = any = 1;
+	}
+	if (!any) {
+		fail("--targets is empty (" TARGET_NAMES ")");
+		return -1;
+	}
+	return 0;
+}
+
+/* --name VALUE or --name=VALUE; returns the value or NULL if not this option. */
+static const char *opt_value(int argc, char **argv, int *i, const char *name,
+			     int *missing)
+{
+	size_t n = strlen(name);
+	if (strncmp(argv[*i], name, n))
+		return NULL;
+	if (argv[*i][n] == '=')
+		return argv[*i] + n + 1;
+	if (argv[*i][n])
+		return NULL;
+	if (*i + 1 >= argc) {
+		*missing = 1;
+		return NULL;
+	}
+	return argv[++*i];
+}
+
+static int parse_args(int argc, char **argv, struct opts *o)
+{
+	memset(o, 0, sizeof *o);
+	o->profile = DEFAULT_PROFILE;
+	o->fs = DEFAULT_FS;
+	o->db = DEFAULT_DB;
+	o->image_size = DEFAULT_IMAGE_SIZE;
+	o->want[T_RAW] = o->want[T_FS] = o->want[T_FSPRISM] = 1;
+	const char *size = NULL, *targets = NULL;
+	for (int i = 1; i < argc; i++) {
+		const char *a = argv[i], *v;
+		int missing = 0;
+		if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
+			usage(stdout);
+			return 1;
+		}
+#define OPT(name, dst) \
+		if ((v = opt_value(argc, argv, &i, name, &missing)) || missing) { \
+			if (missing) { \
+				fail("option %s needs a value", name); \
+				return -1; \
+			} \
+			dst = v; \
+			continue; \
+		}
+		OPT("--profile", o->profile)
+		OPT("--device", o->device)
+		OPT("--fs", o->fs)
+		OPT("--targets", targets)
+		OPT("--db", o->db)
+		OPT("--scale", o->scale)
+		OPT("--size", size)
+		OPT("--cow", o->cow)
+		OPT("--journal", o->journal)
+		OPT("--alloc", o->alloc)
+#undef OPT
+		if (!strcmp(a, "--destroy-data")) {
+			o->destroy_data = 1;
+			continue;
+		}
+		if (!strcmp(a, "--quiet") || !strcmp(a, "-q")) {
+			o->quiet = 1;
+			continue;
+		}
+		if (!strncmp(a, "--", 2) && a[2]) {
+			if (o->npass == MAX_PASS) {
+				fail("too many parameter overrides");
+				return -1;
+			}
+			/* a run parameter; validate_params checks it */
+			if (!strchr(a, '=') && fsp_param_known(a + 2) &&
+			    !fsp_param_is_flag(a + 2) && i + 1 < argc) {
+				char *j = o->joined[o->npass];
+				snprintf(j, sizeof o->joined[0], "%s=%s", a, argv[++i]);
+				o->pass[o->npass++] = j;
+			} else {
+				o->pass[o->npass++] = argv[i];
+			}
+			continue;
+		}
+		fail("unexpected argument '%s' (see 'fsprism compare --help')", a);
+		return -1;
+	}
+	if (strcmp(o->fs, "ext4") && strcmp(o->fs, "xfs") && strcmp(o->fs, "btrfs")) {
+		fail("unsupported --fs '%s' (ext4, xfs or btrfs)", o->fs);
+		return -1;
+	}
+	if (targets && parse_targets(targets, o->want))
+		return -1;
+	if (o->cow && emu_cow_mode_parse(o->cow) < 0) {
+		fail("invalid --cow '%s' (off, shared or always)", o->cow);
+		return -1;
+	}
+	if (o->journal && emu_journal_mode_parse(o->journal) < 0) {
+		fail("invalid --journal '%s' (off, writeback, ordered or data)",
+		     o->journal);
+		return -1;
+	}
+	if (o->alloc && strcmp(o->alloc, "next-fit") && strcmp(o->alloc, "first-fit")) {
+		fail("invalid --alloc '%s' (next-fit or first-fit)", o->alloc);
+		return -1;
+	}
+	if (o->cow || o->journal || o->alloc) {
+		/* they configure the emu target: added to the default targets */
+		if (!targets) {
+			o->want[T_EMU] = 1;
+		} else if (!o->want[T_EMU]) {
+			fail("--cow, --journal and --alloc configure the emu target, "
+			     "which --targets leaves out (add emu)");
+			return -1;
+		}
+	}
+	if (size) {
+		if (o->device) {
+			fail("--size sets the size of the temporary image; it cannot "
+			     "be used with --device");
+			return -1;
+		}
+		if (fsp_parse_size(size, &o->image_size) ||
+		    (o->image_size &= ~((1ull << 20) - 1)) < (64ull << 20)) {
+			fail("bad --size '%s' (at least 64M, e.g. 512M or 2G)", size);
+			return -1;
+		}
+	}
+	if (!*o->profile) {
+		fail("--profile is empty");
+		return -1;
+	}
+	return 0;
+}
+
+/*
+ * Resolve profile (or job file), scale and overrides exactly as run will,
+ * before anything is set up, so that a typo costs no mkfs. Also normalises
+ * "--key value" into "--key=value" for the children. Returns 0 or -1.
+ */
+static int validate_params(struct opts *o, struct fsp_params *p)
+{
+	char err[512];
+	enum fsp_scale scale = FSP_SCALE_DEFAULT;
+	if (o->scale) {
+		if (!strcmp(o->scale, "full"))
+			scale = FSP_SCALE_FULL;
+		else if (strcmp(o->scale, "default")) {
+			fail("--scale '%s' is not default or full", o->scale);
+			return -1;
+		}
+	}
+	struct stat st;
+	if (!stat(o->profile, &st) && S_ISREG(st.st_mode)) {
+		if (fsp_jobfile_load(o->profile, scale, p, err, sizeof err)) {
+			fail("%s", err);
+			return -1;
+		}
+	} else if (fsp_profile_load(o->profile, scale, p)) {
+		fail("unknown profile '%s' (see fsprism profiles)", o->profile);
+		return -1;
+	}
+	for (int i = 0; i < o->npass; i++) {
+		const char *a = o->pass[i] + 2;
+		const char *eq = strchr(a, '=');
+		char key[64];
+		snprintf(key, sizeof key, "%.*s", eq ? (int)(eq - a) : (int)strlen(a), a);
+		if (!fsp_param_known(key)) {
+			fail("unknown option or parameter '--%s' (see fsprism compare "
+			     "--help and fsprism profiles)", key);
+			return -1;
+		}
+		const char *val = eq ? eq + 1 : "";
+		if (!eq && !fsp_param_is_flag(key)) {
+			fail("parameter --%s needs a value (--%s=VALUE)", key, key);
+			return -1;
+		}
+		if (fsp_param_set(p, key, val, err, sizeof err)) {
+			fail("%s: %s", key, err);
+			return -1;
+		}
+	}
+	if (fsp_params_check(p, err, sizeof err)) {
+		fail("%s", err);
+		return -1;
+	}
+	return 0;
+}
+
+/*
+ * All three targets get the same span. A profile default larger than the
+ * device would adapt to each target separately (the device, then the
+ * file system's smaller free space), so cap it to 70% of the device, which
+ * every supported file system leaves free on a fresh mkfs.
+ */
+static void choose_span(const struct fsp_params *p, uint64_t dev_size,
+			char *arg, size_t len)
+{
+	arg[0] = 0;
+	if (p->span_set)
+		return;
+	uint64_t cap = dev_size / 10 * 7;
+	uint64_t span = p->span;
+	if (p->offset >= cap)
+		return; /* run will say what is wrong */
+	if (span == 0 || p->offset + span > cap)
+		span = cap - p->offset;
+	span -= span % (1u << 20);
+	if (span != p->span)
+		snprintf(arg, len, "--span=%" PRIu64, span);
+}
+
+static void install_signals(void)
+{
+	struct sigaction sa;
+	memset(&sa, 0, sizeof sa);
+	sa.sa_handler = on_signal; /* no SA_RESTART: waits return EINTR */
+	sigemptyset(&sa.sa_mask);
+	sigaction(SIGINT, &sa, NULL);
+	sigaction(SIGTERM, &sa, NULL);
+	sigaction(SIGHUP, &sa, NULL);
+	signal(SIGPIPE, SIG_IGN); /* a closed stdout must not skip cleanup */
+}
+
+
+/* Everything one compare invocation works with. */
+struct compare {
+	struct opts o;
+	struct fsp_params params;
+	struct setup su;
+	struct fsp_store *st;
+	char db[2 * PATH_MAX + 2];
+	uint64_t dev_size;
+	int64_t run;
+	int64_t mount_run[T__COUNT]; /* mount runs of the fsprism and emu targets */
+	int show;                 /* progress on a terminal */
+};
+
+/* Checks that need no setup: root, tools, the device. Returns 0 or 1. */
+static int preflight(struct compare *c)
+{
+	const struct opts *o = &c->o;
+	if (geteuid() != 0) {
+		fail("must run as root (it attaches loop devices, makes and mounts "
+		     "file systems)");
+		return 1;
+	}
+	char mkfs[64];
+	snprintf(mkfs, sizeof mkfs, "mkfs.%s", o->fs);
+	if ((o->want[T_FS] || o->want[T_FSPRISM]) && !have_program(mkfs)) {
+		fail("%s not found (needed for --fs %s)", mkfs, o->fs);
+		return 1;
+	}
+	if (!o->device && !have_program("losetup")) {
+		fail("losetup not found (needed for the temporary image)");
+		return 1;
+	}
+	c->dev_size = o->image_size;
+	if (o->device) {
+		char err[1024];
+		unsigned lbs;
+		if (fsp_target_check_raw_write(o->device, o->destroy_data, err,
+					       sizeof err)) {
+			fail("%s", err);
+			return 1;
+		}
+		/* an fsprism store has no signature libblkid knows, but is data */
+		if (!o->destroy_data && emu_store_probe(o->device) == 1) {
+			fail("%s holds an fsprism store (use --destroy-data to "
+			     "overwrite it)", o->device);
+			return 1;
+		}
+		if (fsp_target_geometry(o->device, &c->dev_size, &lbs)) {
+			fail("cannot get the size of %s: %s", o->device, strerror(errno));
+			return 1;
+		}
+	}
+	/* absolute: the mount daemon does not run in our directory */
+	if (o->db[0] == '/') {
+		snprintf(c->db, sizeof c->db, "%s", o->db);
+	} else {
+		char cwd[PATH_MAX];
+		if (!getcwd(cwd, sizeof cwd)) {
+			fail("cannot get the current directory: %s", strerror(errno));
+			return 1;
+		}
+		snprintf(c->db, sizeof c->db, "%s/%s", cwd, o->db);
+	}
+	return 0;
+}
+
+/* The compare's own runs row and attributes. Returns 0 or -1. */
+static int record_compare(struct compare *c, int argc, char **argv)
+{
+	char *options = fsp_store_cmdline(argc, argv);
+	struct fsp_run_info info = {
+		.kind = "compare", .options = options,
+		.backing_path = c->su.device, .backing_device = c->su.device,
+		.backing_fstype = c->o.fs, .label = "compare",
+	};
+	c->run = fsp_store_begin_run(c->st, &info);
+	free(options);
+	if (c->run < 0) {
+		fail("cannot record the compare run in %s", c->db);
+		return -1;
+	}
+	fsp_store_set_attr(c->st, c->run, "profile", c->o.profile);
+	fsp_store_set_attr(c->st, c->run, "fs", c->o.fs);
+	fsp_store_set_attr(c->st, c->run, "device", c->su.device);
+	/* not emu.*: that prefix marks an emulated mount's run for stats */
+	if (c->o.cow)
+		fsp_store_set_attr(c->st, c->run, "emu_cow", c->o.cow);
+	if (c->o.journal)
+		fsp_store_set_attr(c->st, c->run, "emu_journal", c->o.journal);
+	if (c->o.alloc)
+		fsp_store_set_attr(c->st, c->run, "emu_alloc", c->o.alloc);
+	if (!c->o.device) {
+		char sz[32];
+		snprintf(sz, sizeof sz, "%" PRIu64, c->o.image_size);
+		fsp_store_set_attr(c->st, c->run, "image", c->su.image);
+		fsp_store_set_attr(c->st, c->run, "image_size", sz);
+	}
+	return 0;
+}
+
+/*
+ * The fsprism or emu target: mount, adopt the mount's run, make the job's
+ * file through the mount and measure it, unmount (which waits until the
+ * daemon has stored every record, the device accounting included).
+ *
+ * fsprism: a passthrough mount of a directory on the native file system.
+ * emu: the emulation with the device as its store, formatted: compare owns
+ * the device (the temporary image, or a --device that passed the raw-write
+ * checks), and the native file system on it is unmounted by now; the
+ * namespace lives in a small backing directory in the work dir.
+ */
+static int measure_mount(struct compare *c, int t)
+{
+	sqlite3 *db = fsp_store_db(c->st);
+	struct setup *su = &c->su;
+	struct fuse_mnt *m = t == T_EMU ? &su->emu : &su->fuse;
+	char *extra[12];
+	int n = 0;
+	char cow[64], journal[64], alloc[64];
+	if (t == T_EMU) {
+		snprintf(m->backing, sizeof m->backing, "%s/emu-backing", su->workdir);
+		if (mkdir(m->backing, 0700)) {
+			fail("cannot create %s: %s", m->backing, strerror(errno));
+			return -1;
+		}
+		m->backing_made = 1;
+		extra[n++] = "--store";
+		extra[n++] = (char *)su->device;
+		extra[n++] = "--format";
+		extra[n++] = "--destroy-data";
+		if (c->o.cow) {
+			snprintf(cow, sizeof cow, "--cow=%s", c->o.cow);
+			extra[n++] = cow;
+		}
+		if (c->o.journal) {
+			snprintf(journal, sizeof journal, "--journal=%s", c->o.journal);
+			extra[n++] = journal;
+		}
+		if (c->o.alloc) {
+			snprintf(alloc, sizeof alloc, "--alloc=%s", c->o.alloc);
+			extra[n++] = alloc;
+		}
+	} else {
+		snprintf(m->backing, sizeof m->backing, "%s/fsprism", su->fsdir);
+		if (mkdir(m->backing, 0700) && errno != EEXIST) {
+			fail("cannot create %s: %s", m->backing, strerror(errno));
+			return -1;
+		}
+	}
+	extra[n] = NULL;
+	if (c->show && t == T_EMU)
+		fprintf(stderr, "compare: emu target: formatting %s as the store of "
+			"an fsprism mount\n", su->device);
+	if (mount_fsprism(m, su->workdir, c->db, extra))
+		return -1;
+	char label[32];
+	snprintf(label, sizeof label, "%s-fuse", target_label[t]);
+	for (int i = 0; i < 30 && !c->mount_run[t]; i++) {
+		c->mount_run[t] = find_mount_run(db, m->backing, c->run);
+		if (!c->mount_run[t])
+			sleep_ms(100);
+	}
+	if (c->mount_run[t])
+		adopt_mount_run(db, c->mount_run[t], c->run, label);
+	char file[PATH_MAX + 16];
+	snprintf(file, sizeof file, "%s/target.dat", m->dir);
+	int r = run_target(&c->o, c->db, c->run, t, file, c->show);
+	/* the emu file stays until unmount, which records its extents; the
+	 * whole backing dir goes at teardown and the store with the device */
+	if (t != T_EMU)
+		unlink(file);
+	if (umount_fsprism(m)) {
+		fail("fsprism umount %s failed; the FUSE log may be incomplete",
+		     m->dir);
+		return -1;
+	}
+	if (!c->mount_run[t]) {
+		c->mount_run[t] = find_mount_run(db, m->backing, c->run);
+		if (c->mount_run[t])
+			adopt_mount_run(db, c->mount_run[t], c->run, label);
+	}
+	return r;
+}
+
+/* raw, then mkfs, fs, fsprism, umount, emu; stops at the first failure or
+ * signal. */
+static int measure(struct compare *c)
+{
+	const struct opts *o = &c->o;
+	struct setup *su = &c->su;
+	if (o->want[T_RAW] && !stop_sig) {
+		if (fsp_params_reads(&c->params) &&
+		    prefill_raw(su->device, &c->params, o->span_arg, c->dev_size,
+				c->show))
+			return -1;
+		if (!stop_sig &&
+		    run_target(o, c->db, c->run, T_RAW, su->device, c->show))
+			return -1;
+	}
+	if ((o->want[T_FS] || o->want[T_FSPRISM]) && !stop_sig && make_fs(su, o))
+		return -1;
+	if (o->want[T_FS] && !stop_sig) {
+		char file[PATH_MAX + 16];
+		snprintf(file, sizeof file, "%s/target.dat", su->fsdir);
+		int r = run_target(o, c->db, c->run, T_FS, file, c->show);
+		unlink(file); /* room for the fsprism target's file */
+		if (r)
+			return -1;
+	}
+	if (o->want[T_FSPRISM] && !stop_sig && measure_mount(c, T_FSPRISM))
+		return -1;
+	if (o->want[T_EMU] && !stop_sig) {
+		/* the emulation takes over the whole device */
+		if (su->fs_mounted && umount_fs(su))
+			return -1;
+		if (!stop_sig && measure_mount(c, T_EMU))
+			return -1;
+	}
+	return stop_sig ? -1 : 0;
+}
+
+int cmd_compare(int argc, char **argv)
+{
+	static struct compare c; /* large; one per process */
+	memset(&c, 0, sizeof c);
+	int prc = parse_args(argc, argv, &c.o);
+	if (prc)
+		return prc > 0 ? 0 : 2;
+	if (validate_params(&c.o, &c.params))
+		return 2;
+	if (preflight(&c))
+		return 1;
+	choose_span(&c.params, c.dev_size, c.o.span_arg, sizeof c.o.span_arg);
+
+	char err[1024];
+	c.st = fsp_store_open(c.db, err, sizeof err);
+	if (!c.st) {
+		fail("%s", err);
+		return 1;
+	}
+	install_signals();
+	c.su.device = c.o.device;
+	c.su.fuse.name = target_label[T_FSPRISM];
+	c.su.emu.name = target_label[T_EMU];
+	c.show = !c.o.quiet && isatty(2);
+	int rc = 1;
+	if (make_workdir(&c.su) || (!c.o.device && make_image(&c.su, &c.o)) ||
+	    record_compare(&c, argc, argv))
+		goto out;
+	if (c.show)
+		fprintf(stderr, "fsprism compare: profile %s on %s, %s, db %s\n",
+			c.o.profile, c.su.device, c.o.fs, c.db);
+	if (!measure(&c))
+		rc = 0;
+out:;
+	int torn = teardown(&c.su);
+	if (torn)
+		rc = 1;
+	if (c.run > 0) {
+		if (stop_sig)
+			fsp_store_set_attr(c.st, c.run, "interrupted", "1");
+		else if (rc)
+			fsp_store_set_attr(c.st, c.run, "failed", "1");
+		fsp_store_end_run(c.st, c.run, 0, 0);
+		/* also after Ctrl-C or a failure: what was measured is shown */
+		report(stdout, c.st, &c.o, c.su.device, c.run, c.mount_run);
+	}
+	if (stop_sig) {
+		fail("interrupted by signal %d; %s", (int)stop_sig, torn ?
+		     "see above for what could not be removed" :
+		     "everything it set up was removed");
+		rc = 1;
+	}
+	fsp_store_close(c.st);
+	return rc;
+}

@@ -1,0 +1,1096 @@
+/*
+ * run.c - `fsprism run PROFILE|JOBFILE TARGET` and `fsprism profiles`.
+ *
+ * run resolves the parameters (profile or job file, scale, overrides),
+ * checks them against the target (block size vs logical block size, span
+ * vs size, raw-write safety), prepares a file target, runs the steps with
+ * the engine while the oplog stores per-IO latency, then stores the steps,
+ * timeline and segments and prints a summary with the profile's score.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/statvfs.h>
+#include <unistd.h>
+#include "src/cli/cli.h"
+#include "src/base/clock.h"
+#include "bench/engine/engine.h"
+#include "bench/engine/jobfile.h"
+#include "src/db/oplog.h"
+#include "bench/engine/profile.h"
+#include "src/db/store.h"
+#include "src/sys/target.h"
+
+#define ERRLEN 512
+#define MAX_OVERRIDES 64
+
+static volatile sig_atomic_t run_stop;
+
+static void on_signal(int sig)
+{
+	run_stop = sig; /* exit status 128 + sig, as a shell reports it */
+}
+
+/* ---- command line ----------------------------------------------------------- */
+
+struct run_opts {
+	const char *profile;
+	const char *target;
+	const char *db;
+	enum fsp_scale scale;
+	int destroy_data;
+	int64_t parent;
+	const char *label;
+	int quiet;
+	enum fsp_record_mode record;
+	unsigned sample_n;
+	const char *record_text;
+	char *override_key[MAX_OVERRIDES];
+	const char *override_val[MAX_OVERRIDES];
+	int noverrides;
+};
+
+static void run_usage(FILE *f)
+{
+	fprintf(f,
+"usage: fsprism run PROFILE|JOBFILE TARGET [options] [--PARAM=VALUE ...]\n"
+"\n"
+"Run a benchmark profile (see 'fsprism profiles') or a job file on a block\n"
+"device or a regular file, store the results in the database, print a summary.\n"
+"\n"
+"options:\n"
+"  --db FILE              results database (default ./fsprism.db)\n"
+"  --scale=default|full   default: small and quick; full: the reviewers' sizes\n"
+"  --destroy-data         allow writing a block device that carries a signature\n"
+"  --parent RUNID         store as part of run RUNID (used by compare)\n"
+"  --label NAME           a name for this run (used by compare)\n"
+"  --record=MODE          full | sample:N | hist (default) | off\n"
+"  --quiet                no summary table, only the run number line\n"
+"parameters (override the profile): --bs= --qd= --mix= --access= --offsets=\n"
+"  --interleave= --norepeat --span= --offset= --time= --bytes= --ramp= --burst=\n"
+"  --duty= --idle= --pattern= --seed= --segment= --tail= --timeline=\n");
+}
+
+/* Value of "--name=value" or "--name value"; advances *i for the latter. */
+static const char *opt_value(int argc, char **argv, int *i, const char *name)
+{
+	size_t n = strlen(name);
+	const char *a = argv[*i];
+	if (strncmp(a, name, n))
+		return NULL;
+	if (a[n] == '=')
+		return a + n + 1;
+	if (a[n] == 0 && *i + 1 < argc)
+		return argv[++*i];
+	return NULL;
+}
+
+static int parse_args(int argc, char **argv, struct run_opts *o)
+{
+	int npos = 0;
+	memset(o, 0, sizeof(*o));
+	o->db = "fsprism.db";
+	o->record = FSP_RECORD_HIST;
+	o->record_text = "hist";
+	for (int i = 1; i < argc; i++) {
+		const char *a = argv[i], *v;
+		if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
+			run_usage(stdout);
+			return 1;
+		} else if (!strcmp(a, "--destroy-data")) {
+			o->destroy_data = 1;
+		} else if (!strcmp(a, "--quiet") || !strcmp(a, "-q")) {
+			o->quiet = 1;
+		} else if ((v = opt_value(argc, argv, &i, "--db"))) {
+			o->db = v;
+		} else if ((v = opt_value(argc, argv, &i, "--scale"))) {
+			if (!strcmp(v, "default"))
+				o->scale = FSP_SCALE_DEFAULT;
+			else if (!strcmp(v, "full"))
+				o->scale = FSP_SCALE_FULL;
+			else {
+				fprintf(stderr, "fsprism run: scale: '%s' is not default or full\n", v);
+				return 2;
+			}
+		} else if ((v = opt_value(argc, argv, &i, "--parent"))) {
+			char *end;
+			long long p = strtoll(v, &end, 10);
+			if (*end || p <= 0) {
+				fprintf(stderr, "fsprism run: parent: '%s' is not a run id\n", v);
+				return 2;
+			}
+			o->parent = p;
+		} else if ((v = opt_value(argc, argv, &i, "--label"))) {
+			o->label = v;
+		} else if ((v = opt_value(argc, argv, &i, "--record"))) {
+			if (fsp_record_mode_parse(v, &o->record, &o->sample_n) != 0) {
+				fprintf(stderr, "fsprism run: record: '%s' is not full, sample:N, hist or off\n", v);
+				return 2;
+			}
+			o->record_text = v;
+		} else if (a[0] == '-' && a[1] == '-' && a[2]) {
+			/* --PARAM=VALUE or --PARAM (flags) */
+			if (o->noverrides == MAX_OVERRIDES) {
+				fprintf(stderr, "fsprism run: too many parameters\n");
+				return 2;
+			}
+			const char *eq = strchr(a + 2, '=');
+			size_t klen = eq ? (size_t)(eq - (a + 2)) : strlen(a + 2);
+			char *key = strndup(a + 2, klen);
+			if (!key)
+				return 2;
+			if (!fsp_param_known(key)) {
+				fprintf(stderr, "fsprism run: %s: unknown parameter (see fsprism profiles)\n", key);
+				free(key);
+				return 2;
+			}
+			if (!eq && !fsp_param_is_flag(key)) {
+				if (i + 1 >= argc) {
+					fprintf(stderr, "fsprism run: %s: missing value\n", key);
+					free(key);
+					return 2;
+				}
+				o->override_val[o->noverrides] = argv[++i];
+			} else {
+				o->override_val[o->noverrides] = eq ? eq + 1 : "";
+			}
+			o->override_key[o->noverrides++] = key;
+		} else if (a[0] == '-' && a[1]) {
+			fprintf(stderr, "fsprism run: unknown option '%s'\n", a);
+			return 2;
+		} else if (npos == 0) {
+			o->profile = a;
+			npos++;
+		} else if (npos == 1) {
+			o->target = a;
+			npos++;
+		} else {
+			fprintf(stderr, "fsprism run: unexpected argument '%s'\n", a);
+			return 2;
+		}
+	}
+	if (!o->profile) {
+		fprintf(stderr, "fsprism run: missing PROFILE (see fsprism profiles)\n");
+		return 2;
+	}
+	if (!o->target) {
+		fprintf(stderr, "fsprism run: missing TARGET (a block device or a file)\n");
+		return 2;
+	}
+	return 0;
+}
+
+static void free_opts(struct run_opts *o)
+{
+	for (int i = 0; i < o->noverrides; i++)
+		free(o->override_key[i]);
+}
+
+/* Profile or job file, then overrides. Returns 0 or an exit status. */
+static int resolve_params(const struct run_opts *o, struct fsp_params *p,
+			  int *is_jobfile)
+{
+	char err[ERRLEN];
+	struct stat st;
+	*is_jobfile = 0;
+	if (stat(o->profile, &st) == 0 && S_ISREG(st.st_mode)) {
+		*is_jobfile = 1;
+		if (fsp_jobfile_load(o->profile, o->scale, p, err, sizeof(err)) != 0) {
+			fprintf(stderr, "fsprism run: %s\n", err);
+			return 2;
+		}
+	} else if (fsp_profile_load(o->profile, o->scale, p) != 0) {
+		fprintf(stderr, "fsprism run: unknown profile '%s' (see fsprism profiles)\n",
+			o->profile);
+		return 2;
+	}
+	for (int i = 0; i < o->noverrides; i++) {
+		if (fsp_param_set(p, o->override_key[i], o->override_val[i], err,
+				  sizeof(err)) != 0) {
+			fprintf(stderr, "fsprism run: %s: %s\n", o->override_key[i], err);
+			return 2;
+		}
+	}
+	if (fsp_params_check(p, err, sizeof(err)) != 0) {
+		fprintf(stderr, "fsprism run: %s\n", err);
+		return 2;
+	}
+	return 0;
+}
+
+/* ---- the target ----------------------------------------------------------------- */
+
+struct target {
+	const char *path;
+	int raw;          /* block device */
+	int created;      /* we created the file (removed again on early failure) */
+	int fd;
+	uint64_t size;    /* device size, or what the file may grow to */
+	unsigned lbs;     /* logical block size */
+	uint64_t file_size;
+};
+
+static uint64_t free_bytes_at(const char *path)
+{
+	char dir[4096];
+	struct statvfs vfs;
+	snprintf(dir, sizeof(dir), "%s", path);
+	char *slash = strrchr(dir, '/');
+	if (!slash)
+		snprintf(dir, sizeof(dir), ".");
+	else if (slash == dir)
+		dir[1] = 0;
+	else
+		*slash = 0;
+	if (statvfs(dir, &vfs) != 0)
+		return 0;
+	return (uint64_t)vfs.f_bavail * vfs.f_frsize;
+}
+
+/* Look at the target without changing it. Returns 0 or an exit status. */
+static int target_inspect(struct target *t, const char *path)
+{
+	struct stat st;
+	memset(t, 0, sizeof(*t));
+	t->path = path;
+	t->fd = -1;
+	if (stat(path, &st) != 0) {
+		/* A missing /dev/sdz is a missing device, /dev/shm/x a new file. */
+		int under_dev = !strncmp(path, "/dev/", 5) && strncmp(path, "/dev/shm/", 9);
+		if (errno != ENOENT || under_dev) {
+			fprintf(stderr, "fsprism run: %s: %s\n", path,
+				errno == ENOENT ? "no such device" : strerror(errno));
+			return 1;
+		}
+		/* a new file: its directory must exist */
+		char dir[4096];
+		snprintf(dir, sizeof(dir), "%s", path);
+		char *slash = strrchr(dir, '/');
+		struct stat dst;
+		if (slash && slash != dir) {
+			*slash = 0;
+			if (stat(dir, &dst) != 0 || !S_ISDIR(dst.st_mode)) {
+				fprintf(stderr, "fsprism run: %s: directory %s does not exist\n",
+					path, dir);
+				return 1;
+			}
+		}
+		t->size = free_bytes_at(path);
+		t->lbs = 512;
+		return 0;
+	}
+	if (S_ISBLK(st.st_mode)) {
+		t->raw = 1;
+		if (fsp_target_geometry(path, &t->size, &t->lbs) != 0) {
+			fprintf(stderr, "fsprism run: %s: cannot read its size: %s\n", path,
+				strerror(errno));
+			return 1;
+		}
+		return 0;
+	}
+	if (!S_ISREG(st.st_mode)) {
+		fprintf(stderr, "fsprism run: %s: not a block device or a regular file\n", path);
+		return 1;
+	}
+	if (fsp_target_geometry(path, &t->file_size, &t->lbs) != 0) {
+		fprintf(stderr, "fsprism run: %s: %s\n", path, strerror(errno));
+		return 1;
+	}
+	/* a file can grow into the free space of its file system */
+	t->size = t->file_size + free_bytes_at(path);
+	return 0;
+}
+
+/* "1G" when exact, else "78.1G": sizes in messages. */
+static void human_size(uint64_t v, char *buf, size_t len)
+{
+	static const char sfx[] = "kMGT";
+	double d = (double)v;
+	int i = -1;
+	if (v < 1024 || (v % (1ull << 20) == 0 && v < (1ull << 30)) ||
+	    v % (1ull << 30) == 0) {
+		fsp_format_size(v, buf, len);
+		return;
+	}
+	while (d >= 1024 && i < 3) {
+		d /= 1024;
+		i++;
+	}
+	snprintf(buf, len, "%.1f%c", d, sfx[i]);
+}
+
+/* Span and block size against the target. Returns 0 or 2 (usage error). */
+static int check_against_target(struct fsp_params *p, const struct target *t)
+{
+	char a[32], b[32];
+	if (p->bs % t->lbs) {
+		fprintf(stderr, "fsprism run: bs: %u is not a multiple of the logical block size (%u) of %s\n",
+			p->bs, t->lbs, t->path);
+		return 2;
+	}
+	if (p->offset % t->lbs) {
+		fprintf(stderr, "fsprism run: offset: %llu is not a multiple of the logical block size (%u) of %s\n",
+			(unsigned long long)p->offset, t->lbs, t->path);
+		return 2;
+	}
+	if (p->offset >= t->size) {
+		human_size(p->offset, a, sizeof(a));
+		human_size(t->size, b, sizeof(b));
+		fprintf(stderr, "fsprism run: offset: %s is beyond the end of %s (%s)\n",
+			a, t->path, b);
+		return 2;
+	}
+	uint64_t room = t->size - p->offset;
+	if (p->span == 0 && !t->raw) {
+		/* never fill a whole file system by accident */
+		if (t->file_size <= p->offset) {
+			fprintf(stderr, "fsprism run: span: %s is empty or new, so a whole-target run needs --span\n",
+				t->path);
+			return 2;
+		}
+		p->span = t->file_size - p->offset;
+	} else if (p->span == 0) {
+		p->span = room;
+	} else if (p->span > room) {
+		if (p->span_set) {
+			human_size(p->span, a, sizeof(a));
+			human_size(room, b, sizeof(b));
+			fprintf(stderr, "fsprism run: span: %s at offset %llu is beyond the end of %s (%s %s)\n",
+				a, (unsigned long long)p->offset, t->path, b,
+				t->raw ? "available" : "free on its file system");
+			return 2;
+		}
+		p->span = room; /* a profile default adapts to a small target */
+	}
+	/* an existing file keeps its size unless a span was asked for */
+	if (!t->raw && !p->span_set && t->file_size > p->offset &&
+	    p->span > t->file_size - p->offset)
+		p->span = t->file_size - p->offset;
+	p->span -= p->span % p->bs;
+	if (p->span < p->bs) {
+		fprintf(stderr, "fsprism run: span: %s is smaller than one block\n", t->path);
+		return 2;
+	}
+	return 0;
+}
+
+/*
+ * Write the pattern over [from, to) with O_DIRECT so reads hit real blocks,
+ * every sector unique even for a ",fixed" pattern (a deduplicating drive
+ * must not turn the prefill into a few shared blocks).
+ */
+static int prefill(int fd, uint64_t from, uint64_t to, const struct fsp_pattern *job_pat)
+{
+	const size_t chunk = 1u << 20;
+	struct fsp_pattern stamped = *job_pat;
+	stamped.fixed = 0;
+	const struct fsp_pattern *pat = &stamped;
+	void *buf;
+	uint64_t rng = fsp_rand_seed(7), stamp = 0;
+	if (posix_memalign(&buf, 4096, chunk) != 0)
+		return -1;
+	fsp_pattern_fill(pat, buf, chunk, &rng);
+	for (uint64_t off = from; off < to && !run_stop;) {
+		size_t n = to - off < chunk ? (size_t)(to - off) : chunk;
+		fsp_pattern_refresh(pat, buf, n, &rng, &stamp);
+		ssize_t w = pwrite(fd, buf, n, (off_t)off);
+		if (w < 0 && errno == EINTR)
+			continue;
+		if (w <= 0) {
+			free(buf);
+			return -1;
+		}
+		off += (uint64_t)w;
+	}
+	free(buf);
+	return run_stop ? -1 : 0;
+}
+
+/*
+ * Open the target for the job and, for a file, make sure the span is
+ * allocated (and written, if the job reads it: a read of an unwritten
+ * extent never reaches the device). Returns 0 or an exit status.
+ */
+static int target_open(struct target *t, const struct fsp_params *p, int quiet)
+{
+	int writes = fsp_params_writes(p), reads = fsp_params_reads(p);
+	int flags = O_DIRECT | O_CLOEXEC | (writes || !t->raw ? O_RDWR : O_RDONLY);
+	/* a block device opened O_EXCL cannot be mounted or claimed meanwhile */
+	if (t->raw && writes)
+		flags |= O_EXCL;
+	if (!t->raw) {
+		struct stat st;
+		if (stat(t->path, &st) != 0)
+			t->created = 1;
+		flags |= O_CREAT;
+	}
+	t->fd = open(t->path, flags, 0644);
+	if (t->fd < 0) {
+		int e = errno;
+		if (e == EBUSY && t->raw)
+			fprintf(stderr, "fsprism run: %s: device is busy (mounted or in use)\n",
+				t->path);
+		else if (e == EINVAL)
+			fprintf(stderr, "fsprism run: %s: its file system does not support O_DIRECT\n",
+				t->path);
+		else
+			fprintf(stderr, "fsprism run: %s: %s\n", t->path, strerror(e));
+		return 1;
+	}
+	if (t->raw)
+		return 0;
+	struct stat st;
+	uint64_t end = p->offset + p->span;
+	if (fstat(t->fd, &st) != 0)
+		return 1;
+	/*
+	 * Existing data is never overwritten here: only the part of the span
+	 * beyond the file's end is allocated and, for a job that reads, written.
+	 * A file with no block allocated at all (new, or made by truncate) holds
+	 * no data, so all of it is prepared.
+	 */
+	uint64_t old = (uint64_t)st.st_size;
+	int empty = st.st_blocks == 0;
+	if (old >= end && !(empty && reads))
+		return 0;
+	uint64_t from = empty ? 0 : (old + 4095) & ~4095ull;
+	if (from >= end) /* only a partial block to add: extending is enough */
+		return ftruncate(t->fd, (off_t)end) == 0 ? 0 : 1;
+	if (!quiet && isatty(2))
+		fprintf(stderr, "preparing %s: allocating %llu MiB%s\n", t->path,
+			(unsigned long long)((end - from) >> 20), reads ? " and writing it" : "");
+	int rc = fallocate(t->fd, 0, (off_t)from, (off_t)(end - from));
+	if (rc != 0 && errno != EOPNOTSUPP && errno != ENOSYS) {
+		fprintf(stderr, "fsprism run: %s: cannot allocate %llu bytes: %s\n",
+			t->path, (unsigned long long)end, strerror(errno));
+		return 1;
+	}
+	/* no fallocate (e.g. some FUSE file systems): writing allocates */
+	if (rc != 0 || reads) {
+		if (prefill(t->fd, from, end, &p->pattern) != 0) {
+			fprintf(stderr, "fsprism run: %s: cannot write %llu bytes: %s\n",
+				t->path, (unsigned long long)end,
+				run_stop ? "interrupted" : strerror(errno));
+			return run_stop ? 128 + run_stop : 1;
+		}
+		if (fdatasync(t->fd) != 0) {
+			fprintf(stderr, "fsprism run: %s: fdatasync: %s\n", t->path, strerror(errno));
+			return 1;
+		}
+	}
+	return 0;
+}
+
+static void target_close(struct target *t, int failed_early)
+{
+	if (t->fd >= 0)
+		close(t->fd);
+	t->fd = -1;
+	if (failed_early && t->created)
+		unlink(t->path);
+}
+
+/* ---- steps ---------------------------------------------------------------------- */
+
+struct step {
+	char label[48];
+	unsigned qd, read_pct;
+	struct fsp_step_result res;
+	int ran;
+};
+
+static double mbps(uint64_t bytes, uint64_t ns)
+{
+	return ns ? (double)bytes * 1e3 / (double)ns : 0.0;
+}
+
+/* Progress on a terminal: profile, step, elapsed, ETA. */
+struct progress {
+	const char *profile;
+	const struct fsp_params *p;
+	unsigned step, nsteps;
+	const char *label;
+	uint64_t run_start_ns;
+	uint64_t done_steps_ns; /* busy+idle of finished steps */
+	int shown;
+};
+
+static uint64_t step_estimate_ns(const struct fsp_params *p, uint64_t busy_ns,
+				 uint64_t bytes)
+{
+	uint64_t est = p->time_ns;
+	uint64_t limit = p->fill ? p->span : p->bytes;
+	if (limit && bytes && busy_ns) {
+		uint64_t by_bytes = (uint64_t)((double)busy_ns * (double)limit / (double)bytes);
+		if (!est || by_bytes < est)
+			est = by_bytes;
+	}
+	if (p->burst && p->duty < 100)
+		est = est * 100 / p->duty;
+	return est;
+}
+
+static void show_progress(void *arg, uint64_t busy_ns, uint64_t bytes)
+{
+	struct progress *pr = arg;
+	uint64_t now = fsp_now_ns();
+	uint64_t elapsed = now - pr->run_start_ns;
+	uint64_t this_est = step_estimate_ns(pr->p, busy_ns, bytes);
+	uint64_t this_left = this_est > busy_ns ? this_est - busy_ns : 0;
+	uint64_t per_step = this_est + pr->p->idle_ns;
+	if (pr->p->duty < 100 && !pr->p->burst)
+		per_step += fsp_duty_idle_ns(this_est, pr->p->duty);
+	uint64_t eta = this_left + (uint64_t)(pr->nsteps - 1 - pr->step) * per_step;
+	fprintf(stderr, "\r%s: step %u/%u %s  %.1f MB/s  elapsed %.1fs  ETA %.0fs   ",
+		pr->profile, pr->step + 1, pr->nsteps, pr->label,
+		mbps(bytes, busy_ns), (double)elapsed / 1e9, (double)eta / 1e9);
+	pr->shown = 1;
+}
+
+/* ---- storing ---------------------------------------------------------------------- */
+
+static int exec_stmt(sqlite3 *db, sqlite3_stmt *s)
+{
+	int rc = sqlite3_step(s);
+	sqlite3_reset(s);
+	sqlite3_clear_bindings(s);
+	if (rc != SQLITE_DONE) {
+		fprintf(stderr, "fsprism run: database: %s\n", sqlite3_errmsg(db));
+		return -1;
+	}
+	return 0;
+}
+
+static int store_steps(struct fsp_store *st, int64_t run, const struct fsp_params *p,
+		       const struct step *steps, unsigned nsteps)
+{
+	sqlite3 *db = fsp_store_db(st);
+	sqlite3_stmt *ss = NULL, *ts = NULL, *gs = NULL;
+	int rc = -1;
+	char pat[32];
+	fsp_pattern_format(&p->pattern, pat, sizeof(pat));
+	if (sqlite3_prepare_v2(db,
+		"INSERT INTO steps(run, step, label, access, block_size, qd, read_pct,"
+		" pattern, span_offset, span_size, started_ns, ended_ns, busy_ns,"
+		" read_ios, write_ios, read_bytes, write_bytes, cpu_user_ns, cpu_sys_ns)"
+		" VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)", -1, &ss, NULL) != SQLITE_OK ||
+	    sqlite3_prepare_v2(db,
+		"INSERT INTO timeline(run, step, t_ns, read_bytes, write_bytes, read_ios,"
+		" write_ios) VALUES(?,?,?,?,?,?,?)", -1, &ts, NULL) != SQLITE_OK ||
+	    sqlite3_prepare_v2(db,
+		"INSERT INTO segments(run, step, segment, offset, bytes, ns)"
+		" VALUES(?,?,?,?,?,?)", -1, &gs, NULL) != SQLITE_OK) {
+		fprintf(stderr, "fsprism run: database: %s\n", sqlite3_errmsg(db));
+		goto out;
+	}
+	if (fsp_store_tx_begin(st) != 0)
+		goto out;
+	for (unsigned i = 0; i < nsteps; i++) {
+		const struct step *s = &steps[i];
+		const struct fsp_step_result *r = &s->res;
+		if (!s->ran)
+			continue;
+		sqlite3_bind_int64(ss, 1, run);
+		sqlite3_bind_int(ss, 2, (int)i);
+		sqlite3_bind_text(ss, 3, s->label, -1, SQLITE_TRANSIENT);
+		sqlite3_bind_text(ss, 4, p->access == FSP_ACCESS_SEQ ? "seq" : "random", -1,
+				  SQLITE_STATIC);
+		sqlite3_bind_int64(ss, 5, p->bs);
+		sqlite3_bind_int64(ss, 6, s->qd);
+		sqlite3_bind_int64(ss, 7, s->read_pct);
+		sqlite3_bind_text(ss, 8, pat, -1, SQLITE_TRANSIENT);
+		sqlite3_bind_int64(ss, 9, (int64_t)p->offset);
+		sqlite3_bind_int64(ss, 10, (int64_t)p->span);
+		sqlite3_bind_int64(ss, 11, (int64_t)r->started_ns);
+		sqlite3_bind_int64(ss, 12, (int64_t)r->ended_ns);
+		sqlite3_bind_int64(ss, 13, (int64_t)r->busy_ns);
+		sqlite3_bind_int64(ss, 14, (int64_t)r->read_ios);
+		sqlite3_bind_int64(ss, 15, (int64_t)r->write_ios);
+		sqlite3_bind_int64(ss, 16, (int64_t)r->read_bytes);
+		sqlite3_bind_int64(ss, 17, (int64_t)r->write_bytes);
+		sqlite3_bind_int64(ss, 18, (int64_t)r->cpu_user_ns);
+		sqlite3_bind_int64(ss, 19, (int64_t)r->cpu_sys_ns);
+		if (exec_stmt(db, ss))
+			goto rollback;
+		for (size_t b = 0; b < r->ntimeline; b++) {
+			const struct fsp_timeline_bucket *tb = &r->timeline[b];
+			sqlite3_bind_int64(ts, 1, run);
+			sqlite3_bind_int(ts, 2, (int)i);
+			sqlite3_bind_int64(ts, 3, (int64_t)(r->started_ns + b * p->timeline_ns));
+			sqlite3_bind_int64(ts, 4, (int64_t)tb->read_bytes);
+			sqlite3_bind_int64(ts, 5, (int64_t)tb->write_bytes);
+			sqlite3_bind_int64(ts, 6, (int64_t)tb->read_ios);
+			sqlite3_bind_int64(ts, 7, (int64_t)tb->write_ios);
+			if (exec_stmt(db, ts))
+				goto rollback;
+		}
+		for (size_t g = 0; g < r->nsegments; g++) {
+			sqlite3_bind_int64(gs, 1, run);
+			sqlite3_bind_int(gs, 2, (int)i);
+			sqlite3_bind_int64(gs, 3, (int64_t)g);
+			sqlite3_bind_int64(gs, 4, (int64_t)r->segments[g].offset);
+			sqlite3_bind_int64(gs, 5, (int64_t)r->segments[g].bytes);
+			sqlite3_bind_int64(gs, 6, (int64_t)r->segments[g].ns);
+			if (exec_stmt(db, gs))
+				goto rollback;
+		}
+	}
+	rc = fsp_store_tx_commit(st);
+	goto out;
+rollback:
+	sqlite3_exec(db, "ROLLBACK", NULL, NULL, NULL);
+out:
+	sqlite3_finalize(ss);
+	sqlite3_finalize(ts);
+	sqlite3_finalize(gs);
+	return rc;
+}
+
+static void set_attr_u64(struct fsp_store *st, int64_t run, const char *key, uint64_t v)
+{
+	char buf[32];
+	snprintf(buf, sizeof(buf), "%llu", (unsigned long long)v);
+	fsp_store_set_attr(st, run, key, buf);
+}
+
+static void set_attr_double(struct fsp_store *st, int64_t run, const char *key, double v)
+{
+	char buf[48];
+	snprintf(buf, sizeof(buf), "%.3f", v);
+	fsp_store_set_attr(st, run, key, buf);
+}
+
+static void store_params(struct fsp_store *st, int64_t run, const struct run_opts *o,
+			 const struct fsp_params *p, const struct target *t, int is_jobfile)
+{
+	char buf[256];
+	fsp_store_set_attr(st, run, is_jobfile ? "jobfile" : "profile", o->profile);
+	fsp_store_set_attr(st, run, "scale", o->scale == FSP_SCALE_FULL ? "full" : "default");
+	fsp_store_set_attr(st, run, "target_kind", t->raw ? "raw" : "file");
+	set_attr_u64(st, run, "target_logical_bs", t->lbs);
+	for (int i = 0; fsp_param_names[i]; i++) {
+		char key[64];
+		fsp_param_format(p, fsp_param_names[i], buf, sizeof(buf));
+		snprintf(key, sizeof(key), "param.%s", fsp_param_names[i]);
+		fsp_store_set_attr(st, run, key, buf);
+	}
+	fsp_pattern_format(&p->pattern, buf, sizeof(buf));
+	fsp_store_set_attr(st, run, "pattern", buf);
+	set_attr_u64(st, run, "span_bytes", p->span);
+}
+
+/*
+ * The smallest share, over the steps, of the IO buffers that huge pages
+ * backed (engine.c): below 100 the engine spent more of its own time per
+ * IO pinning 4 KiB pages, which matters when comparing runs.
+ */
+static void store_huge_share(struct fsp_store *st, int64_t run,
+			     const struct step *steps, unsigned nsteps)
+{
+	double least = -1;
+	for (unsigned i = 0; i < nsteps; i++) {
+		const struct fsp_step_result *r = &steps[i].res;
+		if (!steps[i].ran || !r->buffer_bytes)
+			continue;
+		double pct = 100.0 * (double)r->huge_buffer_bytes / (double)r->buffer_bytes;
+		if (least < 0 || pct < least)
+			least = pct;
+	}
+	if (least >= 0)
+		set_attr_double(st, run, "engine.huge_buffer_pct", least);
+}
+
+/* ---- score and summary ------------------------------------------------------------ */
+
+struct score {
+	double value;      /* MB/s or IOPS */
+	const char *unit;
+	const char *how;
+	char how_buf[64];
+	double tail, overall; /* fill */
+	int have;
+};
+
+static double step_rate(const struct fsp_params *p, const struct step *s)
+{
+	const struct fsp_step_result *r = &s->res;
+	uint64_t bytes = r->read_bytes + r->write_bytes;
+	if (!r->busy_ns)
+		return 0;
+	if (p->iops_score)
+		return (double)(r->read_ios + r->write_ios) * 1e9 / (double)r->busy_ns;
+	return mbps(bytes, r->busy_ns);
+}
+
+static double seg_rate(const struct fsp_params *p, const struct fsp_segment *g)
+{
+	if (!g->ns)
+		return 0;
+	if (p->iops_score)
+		return (double)g->bytes / p->bs * 1e9 / (double)g->ns;
+	return mbps(g->bytes, g->ns);
+}
+
+static void compute_score(const struct fsp_params *p, const struct step *steps,
+			  unsigned nsteps, struct score *sc)
+{
+	memset(sc, 0, sizeof(*sc));
+	double sum = 0;
+	unsigned n = 0;
+	sc->unit = p->iops_score ? "IOPS" : "MB/s";
+	switch (p->score) {
+	case FSP_SCORE_QD124:
+		strcpy(sc->how_buf, "mean of");
+		for (unsigned i = 0; i < nsteps; i++)
+			if (steps[i].ran && (steps[i].qd == 1 || steps[i].qd == 2 || steps[i].qd == 4)) {
+				size_t len = strlen(sc->how_buf);
+				snprintf(sc->how_buf + len, sizeof(sc->how_buf) - len, "%s QD%u",
+					 n ? "," : "", steps[i].qd);
+				sum += step_rate(p, &steps[i]);
+				n++;
+			}
+		if (n) {
+			sc->how = sc->how_buf;
+			break;
+		}
+		sc->how = "mean over steps (no QD1/2/4 step)";
+		/* fall through */
+	case FSP_SCORE_STEPS:
+		if (p->score == FSP_SCORE_STEPS)
+			sc->how = nsteps > 1 ? "mean over steps" : "the step";
+		for (unsigned i = 0; i < nsteps; i++)
+			if (steps[i].ran) {
+				sum += step_rate(p, &steps[i]);
+				n++;
+			}
+		break;
+	case FSP_SCORE_BURSTS:
+		sc->how = "mean over bursts";
+		for (unsigned i = 0; i < nsteps; i++)
+			for (size_t g = 0; steps[i].ran && g < steps[i].res.nsegments; g++) {
+				sum += seg_rate(p, &steps[i].res.segments[g]);
+				n++;
+			}
+		break;
+	case FSP_SCORE_FILL: {
+		sc->how = "mean of the tail";
+		uint64_t tb = 0, tn = 0, all_b = 0, all_n = 0;
+		for (unsigned i = 0; i < nsteps; i++) {
+			const struct fsp_step_result *r = &steps[i].res;
+			if (!steps[i].ran)
+				continue;
+			all_b += r->write_bytes + r->read_bytes;
+			all_n += r->busy_ns;
+			for (size_t g = r->nsegments; g-- > 0 && tb < p->tail;) {
+				tb += r->segments[g].bytes;
+				tn += r->segments[g].ns;
+			}
+		}
+		sc->tail = mbps(tb, tn);
+		sc->overall = mbps(all_b, all_n);
+		sc->unit = "MB/s";
+		sc->value = sc->tail;
+		sc->have = all_n > 0;
+		return;
+	}
+	}
+	if (n) {
+		sc->value = sum / n;
+		sc->have = 1;
+	}
+}
+
+static double us(uint64_t ns)
+{
+	return (double)ns / 1e3;
+}
+
+static void print_summary(const struct run_opts *o, const struct fsp_params *p,
+			  const struct target *t, const struct step *steps,
+			  unsigned nsteps, const struct score *sc)
+{
+	char pat[32], span[32], bs[32];
+	fsp_pattern_format(&p->pattern, pat, sizeof(pat));
+	fsp_format_size(p->span, span, sizeof(span));
+	fsp_format_size(p->bs, bs, sizeof(bs));
+	printf("%s on %s (%s, %s %s, pattern %s, span %s)\n", o->profile, t->path,
+	       t->raw ? "raw device" : "file", bs,
+	       p->access == FSP_ACCESS_SEQ ? "sequential" : "random", pat, span);
+	printf("%-14s %10s %10s %11s %11s %11s %11s\n", "step", "MB/s", "IOPS",
+	       "rd avg us", "rd p99 us", "wr avg us", "wr p99 us");
+	for (unsigned i = 0; i < nsteps; i++) {
+		const struct step *s = &steps[i];
+		const struct fsp_step_result *r = &s->res;
+		if (!s->ran)
+			continue;
+		double sec = (double)r->busy_ns / 1e9;
+		double iops = sec > 0 ? (double)(r->read_ios + r->write_ios) / sec : 0;
+		printf("%-14s %10.1f %10.0f", s->label,
+		       mbps(r->read_bytes + r->write_bytes, r->busy_ns), iops);
+		if (r->read_hist && r->read_hist->count)
+			printf(" %11.1f %11.1f", fsp_hist_mean(r->read_hist) / 1e3,
+			       us(fsp_hist_quantile(r->read_hist, 0.99)));
+		else
+			printf(" %11s %11s", "-", "-");
+		if (r->write_hist && r->write_hist->count)
+			printf(" %11.1f %11.1f", fsp_hist_mean(r->write_hist) / 1e3,
+			       us(fsp_hist_quantile(r->write_hist, 0.99)));
+		else
+			printf(" %11s %11s", "-", "-");
+		printf("\n");
+	}
+	if (p->score == FSP_SCORE_BURSTS || p->score == FSP_SCORE_FILL) {
+		for (unsigned i = 0; i < nsteps; i++) {
+			const struct fsp_step_result *r = &steps[i].res;
+			if (!steps[i].ran || !r->nsegments)
+				continue;
+			printf("%s (%s):", p->score == FSP_SCORE_FILL ? "segments" : "bursts",
+			       p->iops_score ? "IOPS" : "MB/s");
+			for (size_t g = 0; g < r->nsegments; g++)
+				printf(" %.0f", seg_rate(p, &r->segments[g]));
+			printf("\n");
+		}
+	}
+	if (!sc->have)
+		printf("score: none (nothing measured)\n");
+	else if (p->score == FSP_SCORE_FILL) {
+		char tail[32];
+		fsp_format_size(p->tail, tail, sizeof(tail));
+		printf("score: %.1f MB/s mean of the last %s; overall mean %.1f MB/s\n",
+		       sc->tail, tail, sc->overall);
+	} else
+		printf("score: %.1f %s (%s)\n", sc->value, sc->unit, sc->how);
+}
+
+/* ---- the command --------------------------------------------------------------------- */
+
+static void step_label(struct step *s, const struct fsp_params *p)
+{
+	if (p->fill)
+		snprintf(s->label, sizeof(s->label), "fill");
+	else if ((p->nmix > 1 && p->nqd > 1) ||
+		 (p->nmix == 1 && s->read_pct % 100 != 0))
+		snprintf(s->label, sizeof(s->label), "qd=%u mix=%u/%u", s->qd,
+			 s->read_pct, 100 - s->read_pct);
+	else if (p->nmix > 1)
+		snprintf(s->label, sizeof(s->label), "mix=%u/%u", s->read_pct,
+			 100 - s->read_pct);
+	else
+		snprintf(s->label, sizeof(s->label), "qd=%u", s->qd);
+}
+
+/* Run every step; returns 0, 1 (IO error) or 128+signal (130 for Ctrl-C). */
+static int run_steps(const struct run_opts *o, const struct fsp_params *p,
+		     const struct target *t, struct fsp_oplog *log, struct step *steps,
+		     unsigned nsteps)
+{
+	struct progress pr = { .profile = o->profile, .p = p, .nsteps = nsteps,
+			       .run_start_ns = fsp_now_ns() };
+	int show = !o->quiet && isatty(2);
+	for (unsigned i = 0; i < nsteps && !run_stop; i++) {
+		struct step *s = &steps[i];
+		char err[ERRLEN];
+		struct fsp_step_spec spec = {
+			.fd = t->fd, .index = (uint16_t)i, .bs = p->bs, .qd = s->qd,
+			.read_pct = s->read_pct, .access = p->access,
+			.offsets = p->offsets, .interleave = p->interleave,
+			.norepeat = p->norepeat, .seed = p->seed + i,
+			.span_off = p->offset, .span_size = p->span,
+			.ramp_ns = p->ramp_ns, .time_ns = p->time_ns,
+			.bytes = p->fill ? p->span : p->bytes,
+			.burst = p->burst, .duty = p->duty,
+			.segment = p->fill ? p->segment : 0,
+			.timeline_ns = p->timeline_ns, .pattern = p->pattern,
+			.log = log, .stop = &run_stop,
+			.progress = show ? show_progress : NULL,
+			.progress_arg = &pr, .progress_ns = 500000000ull,
+		};
+		pr.step = i;
+		pr.label = s->label;
+		int rc = fsp_engine_step(&spec, &s->res, err, sizeof(err));
+		s->ran = s->res.started_ns != 0;
+		if (rc != 0) {
+			if (pr.shown)
+				fprintf(stderr, "\n");
+			fprintf(stderr, "fsprism run: %s: step %s: %s\n", t->path, s->label, err);
+			return 1;
+		}
+		if (i + 1 < nsteps && !run_stop) {
+			uint64_t idle = p->idle_ns;
+			if (!p->burst && p->duty < 100)
+				idle += fsp_duty_idle_ns(s->res.busy_ns, p->duty);
+			if (show && idle)
+				fprintf(stderr, "\r%s: step %u/%u %s done, idle %.1fs%30s",
+					o->profile, i + 1, nsteps, s->label, (double)idle / 1e9, "");
+			fsp_engine_idle(idle, &run_stop);
+		}
+	}
+	if (pr.shown)
+		fprintf(stderr, "\r%100s\r", "");
+	return run_stop ? 128 + run_stop : 0;
+}
+
+int cmd_run(int argc, char **argv)
+{
+	struct run_opts o;
+	struct fsp_params p;
+	struct target t = { .fd = -1 };
+	int is_jobfile, rc;
+	char err[ERRLEN];
+
+	rc = parse_args(argc, argv, &o);
+	if (rc) {
+		free_opts(&o);
+		return rc == 1 ? 0 : rc;
+	}
+	rc = resolve_params(&o, &p, &is_jobfile);
+	if (!rc)
+		rc = target_inspect(&t, o.target);
+	if (!rc)
+		rc = check_against_target(&p, &t);
+	if (!rc && t.raw && fsp_params_writes(&p) &&
+	    fsp_target_check_raw_write(t.path, o.destroy_data, err, sizeof(err)) != 0) {
+		fprintf(stderr, "fsprism run: %s\n", err);
+		rc = 1;
+	}
+	if (rc) {
+		free_opts(&o);
+		return rc;
+	}
+
+	struct sigaction sa;
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_handler = on_signal; /* no SA_RESTART: io_getevents returns EINTR */
+	sigemptyset(&sa.sa_mask);
+	sigaction(SIGINT, &sa, NULL);
+	sigaction(SIGTERM, &sa, NULL);
+
+	rc = target_open(&t, &p, o.quiet);
+	if (rc) {
+		target_close(&t, 1);
+		free_opts(&o);
+		return rc;
+	}
+	struct fsp_store *st = fsp_store_open(o.db, err, sizeof(err));
+	if (!st) {
+		fprintf(stderr, "fsprism run: %s\n", err);
+		target_close(&t, 1);
+		free_opts(&o);
+		return 1;
+	}
+	char *cmdline = fsp_store_cmdline(argc, argv);
+	struct fsp_run_info info = {
+		.kind = "run", .options = cmdline, .backing_path = t.path,
+		.record_mode = o.record_text, .parent = o.parent, .label = o.label,
+	};
+	int64_t run = fsp_store_begin_run(st, &info);
+	free(cmdline);
+	if (run < 0) {
+		fsp_store_close(st);
+		target_close(&t, 1);
+		free_opts(&o);
+		return 1;
+	}
+	store_params(st, run, &o, &p, &t, is_jobfile);
+
+	unsigned nsteps = p.fill ? 1 : p.nqd * p.nmix;
+	struct step *steps = calloc(nsteps, sizeof(*steps));
+	struct fsp_oplog *log = NULL;
+	if (!steps) {
+		fprintf(stderr, "fsprism run: out of memory\n");
+		rc = 1;
+	} else if (o.record != FSP_RECORD_OFF) {
+		log = fsp_oplog_open(st, run, o.record, o.sample_n, 0);
+		if (!log) {
+			fprintf(stderr, "fsprism run: cannot start the operation log: %s\n",
+				strerror(errno));
+			rc = 1;
+		} else
+			fsp_oplog_reserve(log, 1); /* the IO thread's ring, touched now */
+	}
+	if (!rc) {
+		for (unsigned q = 0, i = 0; q < (p.fill ? 1 : p.nqd); q++)
+			for (unsigned m = 0; m < (p.fill ? 1 : p.nmix); m++, i++) {
+				steps[i].qd = p.qds[q];
+				steps[i].read_pct = p.fill ? 0 : p.mixes[m];
+				step_label(&steps[i], &p);
+			}
+		rc = run_steps(&o, &p, &t, log, steps, nsteps);
+	}
+	/* store what was measured, also after an error or Ctrl-C */
+	if (log && fsp_oplog_close(log) != 0 && !rc)
+		rc = 1;
+	if (!log)
+		fsp_store_end_run(st, run, 0, 0);
+	if (steps && store_steps(st, run, &p, steps, nsteps) != 0 && !rc)
+		rc = 1;
+	struct score sc = { 0 };
+	if (steps) {
+		compute_score(&p, steps, nsteps, &sc);
+		if (sc.have) {
+			set_attr_double(st, run, "score", sc.value);
+			fsp_store_set_attr(st, run, "score_unit", sc.unit);
+			fsp_store_set_attr(st, run, "score_method", sc.how);
+			if (p.score == FSP_SCORE_FILL)
+				set_attr_double(st, run, "score_overall", sc.overall);
+		}
+	}
+	if (steps)
+		store_huge_share(st, run, steps, nsteps);
+	if (rc > 128)
+		fsp_store_set_attr(st, run, "interrupted", "1");
+	else if (rc)
+		fsp_store_set_attr(st, run, "failed", "1");
+	if (steps && !o.quiet)
+		print_summary(&o, &p, &t, steps, nsteps, &sc);
+	if (rc > 128)
+		printf("interrupted: ");
+	printf("run %lld stored in %s\n", (long long)run, o.db);
+	fflush(stdout);
+	for (unsigned i = 0; steps && i < nsteps; i++)
+		fsp_step_result_free(&steps[i].res);
+	free(steps);
+	fsp_store_close(st);
+	target_close(&t, 0);
+	free_opts(&o);
+	return rc;
+}
+
+int cmd_profiles(int argc, char **argv)
+{
+	if (argc > 1 && strcmp(argv[1], "--help") && strcmp(argv[1], "-h")) {
+		fprintf(stderr, "fsprism profiles: unexpected argument '%s'\n", argv[1]);
+		return 2;
+	}
+	printf("Profiles (fsprism run PROFILE TARGET [--scale=full] [--PARAM=VALUE]):\n");
+	for (size_t i = 0; i < fsp_nprofiles; i++) {
+		struct fsp_params d, f;
+		fsp_profile_load(fsp_profiles[i].name, FSP_SCALE_DEFAULT, &d);
+		fsp_profile_load(fsp_profiles[i].name, FSP_SCALE_FULL, &f);
+		printf("\n%s - %s\n", fsp_profiles[i].name, fsp_profiles[i].summary);
+		printf("  %-10s %-34s %s\n", "parameter", "default scale", "full scale");
+		for (int k = 0; fsp_param_names[k]; k++) {
+			char a[160], b[160];
+			const char *key = fsp_param_names[k];
+			fsp_param_format(&d, key, a, sizeof(a));
+			fsp_param_format(&f, key, b, sizeof(b));
+			if (!d.fill && (!strcmp(key, "segment") || !strcmp(key, "tail")))
+				continue;
+			printf("  %-10s %-34s %s\n", key, a, b);
+		}
+		const char *score = "";
+		switch (d.score) {
+		case FSP_SCORE_QD124: score = "mean of QD1, QD2, QD4"; break;
+		case FSP_SCORE_STEPS: score = "mean over mixes"; break;
+		case FSP_SCORE_BURSTS: score = "mean over bursts"; break;
+		case FSP_SCORE_FILL: score = "per-segment curve; mean of the tail; overall mean"; break;
+		}
+		printf("  score: %s (%s)\n", score, d.iops_score ? "IOPS" : "MB/s");
+	}
+	return 0;
+}

@@ -1,0 +1,1136 @@
+/*
+ * stats.c - `fsprism stats`: per-operation, per-layer latency statistics
+ * of one stored run, as a table, CSV or JSON, and for a mount with the
+ * copy-on-write / journaling emulation its device-level accounting (write
+ * amplification, flushes per fsync, sequentiality, extents per file).
+ *
+ * Latencies and byte counts come from the run's stored histograms (hist,
+ * hist_bins), not from op rows, so the numbers are exact whatever the
+ * record mode was and however many rows were dropped. The device counters
+ * that need the order of IOs (sequential share, streams) come from the
+ * dev.* run attributes the mount writes; files and extents from emu_files
+ * and emu_extents.
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "src/cli/cli.h"
+#include "src/base/hist.h"
+#include "src/base/ops.h"
+#include "src/cli/stats.h"
+#include "src/db/store.h"
+
+#define NQUANT 4
+static const double quants[NQUANT] = { 0.50, 0.90, 0.99, 0.999 };
+static const char *const quant_names[NQUANT] = { "p50", "p90", "p99", "p99.9" };
+static const char *const quant_keys[NQUANT] = { "p50", "p90", "p99", "p999" };
+
+struct run_hdr {
+	int64_t id;
+	char *kind, *backing_path, *device, *fstype, *record_mode, *label;
+	char *started_at, *options;
+	int64_t started_ns, ended_ns; /* ended_ns 0: run did not end cleanly */
+	int64_t recorded, dropped;
+};
+
+/* Layers in the order total = backing + emu + layer. */
+static const int layer_order[FSP_LAYER__COUNT] = {
+	FSP_LAYER_TOTAL, FSP_LAYER_BACKING, FSP_LAYER_EMU, FSP_LAYER_LAYER
+};
+
+/* What to print besides the per-op rows. */
+struct view {
+	int show_steps;
+	int show_emu;       /* the emu layer (an emulated mount) */
+	int emulation;      /* the Emulation section / "emulation" key */
+	unsigned flags;     /* FSP_STATS_* */
+	int op_width;       /* width of the op column in the table */
+};
+
+static int layer_shown(const struct view *v, int l)
+{
+	return l != FSP_LAYER_EMU || v->show_emu;
+}
+
+struct layer_stat {
+	int present;                 /* 0: no histogram stored for this layer */
+	uint64_t count;
+	double mean, q[NQUANT], max; /* microseconds */
+};
+
+struct op_row {
+	int step, op;
+	char *step_label;
+	uint64_t count, bytes, errors;
+	double secs;                 /* duration the throughput is over; 0 unknown */
+	struct layer_stat layer[FSP_LAYER__COUNT];
+};
+
+static char *col_text(sqlite3_stmt *s, int i)
+{
+	const unsigned char *t = sqlite3_column_text(s, i);
+	return t ? strdup((const char *)t) : NULL;
+}
+
+static void hdr_free(struct run_hdr *h)
+{
+	free(h->kind);
+	free(h->backing_path);
+	free(h->device);
+	free(h->fstype);
+	free(h->record_mode);
+	free(h->label);
+	free(h->started_at);
+	free(h->options);
+}
+
+static void db_error(sqlite3 *db)
+{
+	fprintf(stderr, "fsprism stats: database error: %s\n", sqlite3_errmsg(db));
+}
+
+/* 1 found, 0 no such run, -1 error. */
+static int load_hdr(sqlite3 *db, int64_t run, struct run_hdr *h)
+{
+	sqlite3_stmt *s;
+	memset(h, 0, sizeof(*h));
+	if (sqlite3_prepare_v2(db,
+		"SELECT id, kind, backing_path, backing_device, backing_fstype,"
+		" record_mode, label, started_at, options, started_ns, ended_ns,"
+		" recorded, dropped FROM runs WHERE id=?", -1, &s, NULL) != SQLITE_OK) {
+		db_error(db);
+		return -1;
+	}
+	sqlite3_bind_int64(s, 1, run);
+	int rc = sqlite3_step(s);
+	if (rc == SQLITE_ROW) {
+		h->id = sqlite3_column_int64(s, 0);
+		h->kind = col_text(s, 1);
+		h->backing_path = col_text(s, 2);
+		h->device = col_text(s, 3);
+		h->fstype = col_text(s, 4);
+		h->record_mode = col_text(s, 5);
+		h->label = col_text(s, 6);
+		h->started_at = col_text(s, 7);
+		h->options = col_text(s, 8);
+		h->started_ns = sqlite3_column_int64(s, 9);
+		h->ended_ns = sqlite3_column_int64(s, 10);
+		h->recorded = sqlite3_column_int64(s, 11);
+		h->dropped = sqlite3_column_int64(s, 12);
+	} else if (rc != SQLITE_DONE) {
+		db_error(db);
+	}
+	sqlite3_finalize(s);
+	return rc == SQLITE_ROW ? 1 : rc == SQLITE_DONE ? 0 : -1;
+}
+
+static double run_secs(const struct run_hdr *h)
+{
+	if (!h->ended_ns || h->ended_ns <= h->started_ns)
+		return 0;
+	return (double)(h->ended_ns - h->started_ns) / 1e9;
+}
+
+int64_t fsp_stats_latest_run(sqlite3 *db)
+{
+	sqlite3_stmt *s;
+	int64_t id = -1;
+	if (sqlite3_prepare_v2(db, "SELECT coalesce(max(id), 0) FROM runs", -1, &s,
+			       NULL) != SQLITE_OK)
+		return -1;
+	if (sqlite3_step(s) == SQLITE_ROW)
+		id = sqlite3_column_int64(s, 0);
+	sqlite3_finalize(s);
+	return id;
+}
+
+static void fill_layer(struct layer_stat *ls, const struct fsp_hist *h)
+{
+	ls->present = 1;
+	ls->count = h->count;
+	ls->mean = fsp_hist_mean(h) / 1e3;
+	for (int i = 0; i < NQUANT; i++)
+		ls->q[i] = (double)fsp_hist_quantile(h, quants[i]) / 1e3;
+	ls->max = h->count ? (double)h->max / 1e3 : 0;
+}
+
+int fsp_stats_quantile_us(sqlite3 *db, int64_t run, int step, int op,
+			  int layer, double q, double *us)
+{
+	struct fsp_hist *h = malloc(sizeof(*h));
+	if (!h)
+		return -1;
+	int rc = fsp_store_load_hist_db(db, run, step, op, layer, h, NULL, NULL);
+	if (rc == 1)
+		*us = (double)fsp_hist_quantile(h, q) / 1e3;
+	free(h);
+	return rc == 1 ? 0 : rc == 0 ? 1 : -1;
+}
+
+/* Step durations and labels from the steps table (absent for mounts). */
+static void step_info(sqlite3 *db, int64_t run, int step, double *secs, char **label)
+{
+	sqlite3_stmt *s;
+	*label = NULL;
+	if (sqlite3_prepare_v2(db,
+		"SELECT label, started_ns, ended_ns FROM steps WHERE run=? AND step=?",
+		-1, &s, NULL) != SQLITE_OK)
+		return;
+	sqlite3_bind_int64(s, 1, run);
+	sqlite3_bind_int(s, 2, step);
+	if (sqlite3_step(s) == SQLITE_ROW) {
+		*label = col_text(s, 0);
+		int64_t a = sqlite3_column_int64(s, 1), b = sqlite3_column_int64(s, 2);
+		if (b > a)
+			*secs = (double)(b - a) / 1e9;
+	}
+	sqlite3_finalize(s);
+}
+
+/* All (step, op) rows of a run, in step then op order. */
+static int load_rows(sqlite3 *db, const struct run_hdr *hdr, struct op_row **rowsp,
+		     size_t *np)
+{
+	sqlite3_stmt *s;
+	struct op_row *rows = NULL;
+	size_t n = 0, cap = 0;
+	struct fsp_hist *h = malloc(sizeof(*h));
+	int rc;
+
+	*rowsp = NULL;
+	*np = 0;
+	if (!h)
+		return -1;
+	if (sqlite3_prepare_v2(db,
+		"SELECT DISTINCT step, op FROM hist WHERE run=? ORDER BY step, op",
+		-1, &s, NULL) != SQLITE_OK) {
+		db_error(db);
+		free(h);
+		return -1;
+	}
+	sqlite3_bind_int64(s, 1, hdr->id);
+	while ((rc = sqlite3_step(s)) == SQLITE_ROW) {
+		if (n == cap) {
+			cap = cap ? 2 * cap : 16;
+			struct op_row *r = realloc(rows, cap * sizeof(*rows));
+			if (!r)
+				break;
+			rows = r;
+		}
+		struct op_row *r = &rows[n];
+		memset(r, 0, sizeof(*r));
+		r->step = sqlite3_column_int(s, 0);
+		r->op = sqlite3_column_int(s, 1);
+		r->secs = run_secs(hdr);
+		step_info(db, hdr->id, r->step, &r->secs, &r->step_label);
+		n++;
+		for (int l = 0; l < FSP_LAYER__COUNT; l++) {
+			uint64_t bytes, errors;
+			int found = fsp_store_load_hist_db(db, hdr->id, r->step, r->op, l,
+							   h, &bytes, &errors);
+			if (found < 0) {
+				rc = SQLITE_ERROR;
+				goto out;
+			}
+			if (found)
+				fill_layer(&r->layer[l], h);
+			if (l == FSP_LAYER_TOTAL) {
+				r->count = h->count;
+				r->bytes = bytes;
+				r->errors = errors;
+			}
+		}
+	}
+out:
+	sqlite3_finalize(s);
+	free(h);
+	*rowsp = rows;
+	*np = n;
+	if (rc != SQLITE_DONE) {
+		db_error(db);
+		return -1;
+	}
+	return 0;
+}
+
+static int64_t count_query(sqlite3 *db, const char *sql, int64_t run)
+{
+	sqlite3_stmt *s;
+	int64_t v = 0;
+	if (sqlite3_prepare_v2(db, sql, -1, &s, NULL) != SQLITE_OK)
+		return 0;
+	sqlite3_bind_int64(s, 1, run);
+	if (sqlite3_step(s) == SQLITE_ROW)
+		v = sqlite3_column_int64(s, 0);
+	sqlite3_finalize(s);
+	return v;
+}
+
+static double mb_per_s(const struct op_row *r)
+{
+	return r->secs > 0 ? (double)r->bytes / 1e6 / r->secs : NAN;
+}
+
+/* Microseconds with precision that fits 8 columns. */
+static void fmt_us(char *buf, size_t len, double us)
+{
+	if (us < 100)
+		snprintf(buf, len, "%.2f", us);
+	else if (us < 100000)
+		snprintf(buf, len, "%.1f", us);
+	else
+		snprintf(buf, len, "%.0f", us);
+}
+
+static void fmt_bytes(char *buf, size_t len, uint64_t b)
+{
+	static const char *const unit[] = { "B", "KiB", "MiB", "GiB", "TiB", "PiB" };
+	double v = (double)b;
+	int u = 0;
+	while (v >= 1024 && u < 5) {
+		v /= 1024;
+		u++;
+	}
+	if (u == 0)
+		snprintf(buf, len, "%" PRIu64 " B", b);
+	else
+		snprintf(buf, len, "%.1f %s", v, unit[u]);
+}
+
+static const char *or_dash(const char *s)
+{
+	return s && *s ? s : "-";
+}
+
+static void print_table(const struct run_hdr *h, const struct op_row *rows,
+			size_t n, const struct view *vw, FILE *out)
+{
+	double secs = run_secs(h);
+	int w = vw->op_width;
+	fprintf(out, "run %" PRId64 " (%s%s%s)  backing %s  device %s (%s)  record %s\n",
+		h->id, or_dash(h->kind), h->label ? " " : "", h->label ? h->label : "",
+		or_dash(h->backing_path), or_dash(h->device), or_dash(h->fstype),
+		or_dash(h->record_mode));
+	if (secs > 0)
+		fprintf(out, "started %s  duration %.3f s", or_dash(h->started_at), secs);
+	else
+		fprintf(out, "started %s  duration unknown (run did not end)",
+			or_dash(h->started_at));
+	fprintf(out, "  recorded %" PRId64 " rows  dropped %" PRId64 " records\n",
+		h->recorded, h->dropped);
+	if (n == 0) {
+		fprintf(out, "\nno operations in this run's histograms\n");
+		return;
+	}
+	if (vw->show_emu)
+		fprintf(out, "latencies in microseconds; total = backing + emu (the emulation's "
+			"extra work) + layer (fsprism's own work)\n");
+	else
+		fprintf(out, "latencies in microseconds; total = backing + layer (fsprism's own work)\n");
+	fprintf(out, "\n%-*s %9s %10s %8s %6s %-7s", w, "op", "count", "bytes", "MB/s",
+		"errors", "layer");
+	fprintf(out, " %8s", "mean");
+	for (int i = 0; i < NQUANT; i++)
+		fprintf(out, " %8s", quant_names[i]);
+	fprintf(out, " %8s\n", "max");
+
+	int cur_step = -1;
+	for (size_t i = 0; i < n; i++) {
+		const struct op_row *r = &rows[i];
+		if (vw->show_steps && r->step != cur_step) {
+			cur_step = r->step;
+			fprintf(out, "-- step %d%s%s", r->step, r->step_label ? ": " : "",
+				r->step_label ? r->step_label : "");
+			if (r->secs > 0)
+				fprintf(out, " (%.3f s)", r->secs);
+			fputc('\n', out);
+		}
+		for (int k = 0; k < FSP_LAYER__COUNT; k++) {
+			int l = layer_order[k];
+			if (!layer_shown(vw, l))
+				continue;
+			const struct layer_stat *ls = &r->layer[l];
+			char b[32], c[32], t[32], e[32], v[32];
+			if (k == 0) {
+				double mbs = mb_per_s(r);
+				snprintf(c, sizeof(c), "%" PRIu64, r->count);
+				fmt_bytes(b, sizeof(b), r->bytes);
+				if (isnan(mbs))
+					snprintf(t, sizeof(t), "-");
+				else
+					snprintf(t, sizeof(t), "%.2f", mbs);
+				snprintf(e, sizeof(e), "%" PRIu64, r->errors);
+				fprintf(out, "%-*s %9s %10s %8s %6s", w, fsp_op_name(r->op), c,
+					r->bytes ? b : "-", r->bytes ? t : "-", e);
+			} else {
+				fprintf(out, "%-*s %9s %10s %8s %6s", w, "", "", "", "", "");
+			}
+			fprintf(out, " %-7s", fsp_layer_name(l));
+			if (!ls->present) {
+				fprintf(out, "%s\n", "   (not stored)");
+				continue;
+			}
+			fmt_us(v, sizeof(v), ls->mean);
+			fprintf(out, " %8s", v);
+			for (int q = 0; q < NQUANT; q++) {
+				fmt_us(v, sizeof(v), ls->q[q]);
+				fprintf(out, " %8s", v);
+			}
+			fmt_us(v, sizeof(v), ls->max);
+			fprintf(out, " %8s\n", v);
+		}
+	}
+	fprintf(out, "(latencies in microseconds; MB/s = bytes / %s duration)\n",
+		vw->show_steps ? "step" : "run");
+}
+
+static void print_csv(const struct run_hdr *h, const struct op_row *rows, size_t n,
+		      const struct view *vw, FILE *out)
+{
+	fprintf(out, "run,step,op,layer,count,bytes,mb_per_s,errors,mean_us");
+	for (int q = 0; q < NQUANT; q++)
+		fprintf(out, ",%s_us", quant_keys[q]);
+	fprintf(out, ",max_us\n");
+	for (size_t i = 0; i < n; i++) {
+		const struct op_row *r = &rows[i];
+		double mbs = mb_per_s(r);
+		for (int k = 0; k < FSP_LAYER__COUNT; k++) {
+			int l = layer_order[k];
+			const struct layer_stat *ls = &r->layer[l];
+			if (!ls->present || !layer_shown(vw, l))
+				continue;
+			fprintf(out, "%" PRId64 ",%d,%s,%s,%" PRIu64 ",%" PRIu64 ",", h->id,
+				r->step, fsp_op_name(r->op), fsp_layer_name(l), ls->count,
+				r->bytes);
+			if (!isnan(mbs))
+				fprintf(out, "%.3f", mbs);
+			fprintf(out, ",%" PRIu64 ",%.3f", r->errors, ls->mean);
+			for (int q = 0; q < NQUANT; q++)
+				fprintf(out, ",%.3f", ls->q[q]);
+			fprintf(out, ",%.3f\n", ls->max);
+		}
+	}
+}
+
+static void json_str(FILE *out, const char *s)
+{
+	if (!s) {
+		fputs("null", out);
+		return;
+	}
+	fputc('"', out);
+	for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
+		if (*p == '"' || *p == '\\')
+			fprintf(out, "\\%c", *p);
+		else if (*p < 0x20)
+			fprintf(out, "\\u%04x", *p);
+		else
+			fputc(*p, out);
+	}
+	fputc('"', out);
+}
+
+static void json_num(FILE *out, double v)
+{
+	if (isnan(v) || isinf(v))
+		fputs("null", out);
+	else
+		fprintf(out, "%.3f", v);
+}
+
+static void print_json(const struct run_hdr *h, const struct op_row *rows, size_t n,
+		       const struct view *vw, FILE *out)
+{
+	fprintf(out, "{\n  \"run\": {\"id\": %" PRId64 ", \"kind\": ", h->id);
+	json_str(out, h->kind);
+	fputs(", \"label\": ", out);
+	json_str(out, h->label);
+	fputs(", \"backing_path\": ", out);
+	json_str(out, h->backing_path);
+	fputs(", \"backing_device\": ", out);
+	json_str(out, h->device);
+	fputs(", \"backing_fstype\": ", out);
+	json_str(out, h->fstype);
+	fputs(", \"record_mode\": ", out);
+	json_str(out, h->record_mode);
+	fputs(", \"options\": ", out);
+	json_str(out, h->options);
+	fputs(", \"started_at\": ", out);
+	json_str(out, h->started_at);
+	fputs(", \"duration_s\": ", out);
+	json_num(out, run_secs(h) > 0 ? run_secs(h) : NAN);
+	fprintf(out, ", \"recorded\": %" PRId64 ", \"dropped\": %" PRId64 "},\n",
+		h->recorded, h->dropped);
+	fputs("  \"ops\": [", out);
+	for (size_t i = 0; i < n; i++) {
+		const struct op_row *r = &rows[i];
+		fprintf(out, "%s\n    {\"step\": %d, \"step_label\": ", i ? "," : "", r->step);
+		json_str(out, r->step_label);
+		fputs(", \"op\": ", out);
+		json_str(out, fsp_op_name(r->op));
+		fprintf(out, ", \"count\": %" PRIu64 ", \"bytes\": %" PRIu64
+			", \"mb_per_s\": ", r->count, r->bytes);
+		json_num(out, mb_per_s(r));
+		fprintf(out, ", \"errors\": %" PRIu64 ", \"layers\": {", r->errors);
+		int first = 1;
+		for (int k = 0; k < FSP_LAYER__COUNT; k++) {
+			int l = layer_order[k];
+			const struct layer_stat *ls = &r->layer[l];
+			if (!ls->present || !layer_shown(vw, l))
+				continue;
+			fprintf(out, "%s\n      \"%s\": {\"mean_us\": ", first ? "" : ",",
+				fsp_layer_name(l));
+			first = 0;
+			json_num(out, ls->mean);
+			for (int q = 0; q < NQUANT; q++) {
+				fprintf(out, ", \"%s_us\": ", quant_keys[q]);
+				json_num(out, ls->q[q]);
+			}
+			fputs(", \"max_us\": ", out);
+			json_num(out, ls->max);
+			fputc('}', out);
+		}
+		fputs("}}", out);
+	}
+	fputs(n ? "\n  ]" : "]", out);
+	/* the caller adds ",\n  \"emulation\": {...}" and closes the object */
+}
+
+/* ---- the emulation's device-level accounting -------------------------- */
+
+/* Device write kinds, in the order they are printed. */
+#define NKINDS 4
+static const struct {
+	int op;
+	const char *name;
+} dev_kinds[NKINDS] = {
+	{ FSP_OP_DEV_WRITE_DATA, "data" },
+	{ FSP_OP_DEV_WRITE_JOURNAL, "journal" },
+	{ FSP_OP_DEV_WRITE_META, "metadata" },
+	{ FSP_OP_DEV_WRITE_CKPT, "checkpoint" },
+};
+
+_Static_assert(NKINDS == FSP_EMU_KINDS, "stats.h lists the same kinds");
+
+const char *fsp_stats_emu_kind_name(int k)
+{
+	return k >= 0 && k < NKINDS ? dev_kinds[k].name : "?";
+}
+
+/* count and bytes of op over all steps of a run (0, 0 if absent). */
+static int op_totals(sqlite3 *db, int64_t run, int op, uint64_t *count, uint64_t *bytes)
+{
+	sqlite3_stmt *s;
+	*count = *bytes = 0;
+	if (sqlite3_prepare_v2(db,
+		"SELECT coalesce(sum(count), 0), coalesce(sum(bytes), 0) FROM hist"
+		" WHERE run=? AND op=? AND layer=?", -1, &s, NULL) != SQLITE_OK)
+		return -1;
+	sqlite3_bind_int64(s, 1, run);
+	sqlite3_bind_int(s, 2, op);
+	sqlite3_bind_int(s, 3, FSP_LAYER_TOTAL);
+	int rc = sqlite3_step(s);
+	if (rc == SQLITE_ROW) {
+		*count = (uint64_t)sqlite3_column_int64(s, 0);
+		*bytes = (uint64_t)sqlite3_column_int64(s, 1);
+	}
+	sqlite3_finalize(s);
+	return rc == SQLITE_ROW ? 0 : -1;
+}
+
+/* A run attribute as text (malloc'd), NULL if absent. */
+static char *attr_text(sqlite3 *db, int64_t run, const char *key)
+{
+	sqlite3_stmt *s;
+	char *v = NULL;
+	if (sqlite3_prepare_v2(db, "SELECT value FROM run_attrs WHERE run=? AND key=?",
+			       -1, &s, NULL) != SQLITE_OK)
+		return NULL;
+	sqlite3_bind_int64(s, 1, run);
+	sqlite3_bind_text(s, 2, key, -1, SQLITE_STATIC);
+	if (sqlite3_step(s) == SQLITE_ROW)
+		v = col_text(s, 0);
+	sqlite3_finalize(s);
+	return v;
+}
+
+/* Is s a whole unsigned decimal number? */
+static int parse_u64(const char *s, uint64_t *v)
+{
+	char *end;
+	if (!s || *s < '0' || *s > '9')
+		return 0;
+	errno = 0;
+	unsigned long long x = strtoull(s, &end, 10);
+	if (errno || *end)
+		return 0;
+	*v = x;
+	return 1;
+}
+
+/* 1 and *v if the attribute is present and a number, else 0. */
+static int attr_u64(sqlite3 *db, int64_t run, const char *key, uint64_t *v)
+{
+	char *t = attr_text(db, run, key);
+	int ok = parse_u64(t, v);
+	free(t);
+	return ok;
+}
+
+/* Does the run come from a mount with the emulation on? */
+static int is_emulated(sqlite3 *db, int64_t run)
+{
+	char sql[320];
+	snprintf(sql, sizeof(sql),
+		 "SELECT (SELECT count(*) FROM hist WHERE run=?1 AND op>=%d AND op<=%d)"
+		 " + (SELECT count(*) FROM emu_files WHERE run=?1)"
+		 " + (SELECT count(*) FROM run_attrs WHERE run=?1 AND key LIKE 'emu.%%')",
+		 FSP_OP_DEV_READ, FSP_OP_DEV_FLUSH);
+	return count_query(db, sql, run) > 0;
+}
+
+int fsp_stats_emu_acct(sqlite3 *db, int64_t run, struct fsp_emu_acct *a)
+{
+	uint64_t c, b;
+	memset(a, 0, sizeof(*a));
+	if (op_totals(db, run, FSP_OP_WRITE, &c, &b) < 0)
+		return -1;
+	a->user_write_bytes = b;
+	if (op_totals(db, run, FSP_OP_COPY_FILE_RANGE, &c, &b) < 0)
+		return -1;
+	a->user_write_bytes += b;
+	for (int k = 0; k < NKINDS; k++) {
+		if (op_totals(db, run, dev_kinds[k].op, &a->writes[k], &a->bytes[k]) < 0)
+			return -1;
+		a->write_count += a->writes[k];
+		a->write_bytes += a->bytes[k];
+	}
+	if (op_totals(db, run, FSP_OP_DEV_READ, &a->reads, &a->read_bytes) < 0 ||
+	    op_totals(db, run, FSP_OP_DEV_FLUSH, &a->flushes, &b) < 0 ||
+	    op_totals(db, run, FSP_OP_FSYNC, &a->fsyncs, &b) < 0)
+		return -1;
+	a->have_ios = attr_u64(db, run, "dev.ios", &a->ios);
+	a->have_seq = attr_u64(db, run, "dev.seq_ios", &a->seq_ios);
+	a->have_streams = attr_u64(db, run, "dev.streams_x1000", &a->streams_x1000);
+	a->have_fua = attr_u64(db, run, "dev.fua_writes", &a->fua_writes);
+	a->files = (uint64_t)count_query(db, "SELECT count(*) FROM emu_files WHERE run=?", run);
+	a->extents = (uint64_t)count_query(db,
+		"SELECT coalesce(sum(extents), 0) FROM emu_files WHERE run=?", run);
+	return 0;
+}
+
+static double ratio(uint64_t a, uint64_t b)
+{
+	return b ? (double)a / (double)b : NAN;
+}
+
+static double seq_share(const struct fsp_emu_acct *a)
+{
+	return a->have_ios && a->have_seq ? ratio(a->seq_ios, a->ios) : NAN;
+}
+
+static double streams(const struct fsp_emu_acct *a)
+{
+	return a->have_streams ? (double)a->streams_x1000 / 1000.0 : NAN;
+}
+
+/* "x.xxx" or "-" */
+static void fmt_ratio(char *buf, size_t len, double v)
+{
+	if (isnan(v))
+		snprintf(buf, len, "-");
+	else
+		snprintf(buf, len, "%.3f", v);
+}
+
+/* The store's state at mount (emu.* attributes), as sentences. */
+static void print_store_attrs(sqlite3 *db, int64_t run, FILE *out)
+{
+	static const char *const known[] = {
+		"emu.store", "emu.cow", "emu.journal", "emu.alloc", "emu.formatted",
+		"emu.clean", "emu.replay.end", "emu.replay.txns", "emu.replay.blocks",
+		"emu.replay.discarded", "emu.damaged_objects", "emu.bitmap_mismatches",
+	};
+	enum { STORE, COW, JOURNAL, ALLOC, FORMATTED, CLEAN, R_END, R_TXNS, R_BLOCKS,
+	       R_DISC, DAMAGED, BITMAP, NKNOWN };
+	char *v[NKNOWN];
+	for (int i = 0; i < NKNOWN; i++)
+		v[i] = attr_text(db, run, known[i]);
+
+	if (v[STORE] || v[COW] || v[JOURNAL] || v[ALLOC])
+		fprintf(out, "  store %s  cow %s  journal %s  alloc %s\n", or_dash(v[STORE]),
+			or_dash(v[COW]), or_dash(v[JOURNAL]), or_dash(v[ALLOC]));
+	if (v[FORMATTED] || v[CLEAN]) {
+		int formatted = v[FORMATTED] && !strcmp(v[FORMATTED], "1");
+		fprintf(out, "  at mount: %s", formatted ? "formatted a new store" :
+			v[FORMATTED] ? "opened an existing store" : "store");
+		/* a new store has no previous close to speak of */
+		if (v[CLEAN] && !formatted)
+			fprintf(out, ", %s", !strcmp(v[CLEAN], "1") ? "closed cleanly before" :
+				"NOT closed cleanly before");
+		fputc('\n', out);
+	}
+	if (v[R_END] && strcmp(v[R_END], "none"))
+		fprintf(out, "  journal replay: ended at %s, %s transactions (%s blocks) replayed,"
+			" %s discarded\n", v[R_END], or_dash(v[R_TXNS]), or_dash(v[R_BLOCKS]),
+			or_dash(v[R_DISC]));
+	if (v[DAMAGED] || v[BITMAP])
+		fprintf(out, "  damaged objects %s, bitmap mismatches %s\n", or_dash(v[DAMAGED]),
+			or_dash(v[BITMAP]));
+	for (int i = 0; i < NKNOWN; i++)
+		free(v[i]);
+
+	/* any other emu.* attribute, so that nothing the mount said is hidden */
+	sqlite3_stmt *s;
+	if (sqlite3_prepare_v2(db, "SELECT key, value FROM run_attrs WHERE run=?"
+			       " AND key LIKE 'emu.%' ORDER BY key", -1, &s, NULL) != SQLITE_OK)
+		return;
+	sqlite3_bind_int64(s, 1, run);
+	int first = 1;
+	while (sqlite3_step(s) == SQLITE_ROW) {
+		const char *k = (const char *)sqlite3_column_text(s, 0);
+		int is_known = 0;
+		for (int i = 0; i < NKNOWN && !is_known; i++)
+			is_known = k && !strcmp(k, known[i]);
+		if (is_known || !k)
+			continue;
+		const char *val = (const char *)sqlite3_column_text(s, 1);
+		fprintf(out, "%s %s=%s", first ? "  also:" : "", k, val ? val : "");
+		first = 0;
+	}
+	if (!first)
+		fputc('\n', out);
+	sqlite3_finalize(s);
+}
+
+/* Files and their extents: one statement shared by table and JSON. */
+static sqlite3_stmt *files_query(sqlite3 *db, int64_t run)
+{
+	sqlite3_stmt *s;
+	if (sqlite3_prepare_v2(db,
+		"SELECT obj, path, size, allocated, extents FROM emu_files WHERE run=?"
+		" ORDER BY coalesce(path, '') = '', path, obj", -1, &s, NULL) != SQLITE_OK)
+		return NULL;
+	sqlite3_bind_int64(s, 1, run);
+	return s;
+}
+
+static sqlite3_stmt *extents_query(sqlite3 *db, int64_t run)
+{
+	sqlite3_stmt *s;
+	if (sqlite3_prepare_v2(db,
+		"SELECT e.obj, f.path, e.logical, e.physical, e.length, f.size, f.extents"
+		" FROM emu_extents e LEFT JOIN emu_files f ON f.run = e.run AND f.obj = e.obj"
+		" WHERE e.run=? ORDER BY coalesce(f.path, '') = '', f.path, e.obj, e.logical",
+		-1, &s, NULL) != SQLITE_OK)
+		return NULL;
+	sqlite3_bind_int64(s, 1, run);
+	return s;
+}
+
+#define U64(s, i) ((uint64_t)sqlite3_column_int64((s), (i)))
+
+/* A file's path for the table: NULL and "" (no path known) say so. */
+static const char *path_or_none(sqlite3_stmt *s, int i)
+{
+	const char *p = (const char *)sqlite3_column_text(s, i);
+	return p && *p ? p : "(no path)";
+}
+
+/* FIEMAP-style listing per file, in bytes, laid out like `filefrag -v`. */
+static int print_extents_table(sqlite3 *db, int64_t run, FILE *out)
+{
+	sqlite3_stmt *s = extents_query(db, run);
+	if (!s)
+		return -1;
+	fprintf(out, "\nExtents (FIEMAP style: byte offsets, physically contiguous runs joined;"
+		" physical = offset on the store)\n");
+	int rc, any = 0;
+	int64_t cur = -1;
+	unsigned ext = 0;
+	while ((rc = sqlite3_step(s)) == SQLITE_ROW) {
+		int64_t obj = sqlite3_column_int64(s, 0);
+		if (!any || obj != cur) {
+			fprintf(out, "%s%s (obj %" PRIu64 "): size %" PRIu64 ", %" PRIu64
+				" extents\n", any ? "\n" : "", path_or_none(s, 1), (uint64_t)obj,
+				U64(s, 5), U64(s, 6));
+			fprintf(out, " %4s: %25s: %25s: %12s:\n", "ext", "logical_offset",
+				"physical_offset", "length");
+			cur = obj;
+			ext = 0;
+			any = 1;
+		}
+		uint64_t lo = U64(s, 2), ph = U64(s, 3), len = U64(s, 4);
+		uint64_t last = len ? len - 1 : 0;
+		fprintf(out, " %4u: %12" PRIu64 "..%11" PRIu64 ": %12" PRIu64 "..%11" PRIu64
+			": %12" PRIu64 ":\n", ext++, lo, lo + last, ph, ph + last, len);
+	}
+	sqlite3_finalize(s);
+	if (!any && rc == SQLITE_DONE)
+		fprintf(out, "no extents recorded for this run\n");
+	return rc == SQLITE_DONE ? 0 : -1;
+}
+
+void fsp_stats_print_fua(FILE *out, const struct fsp_emu_acct *a)
+{
+	if (a->have_fua)
+		fprintf(out, "  FUA writes %" PRIu64 " (each sent as the write and a flush, "
+			"counted in the flushes above)\n", a->fua_writes);
+}
+
+static int print_emulation_table(sqlite3 *db, int64_t run, const struct fsp_emu_acct *a,
+				 unsigned flags, FILE *out)
+{
+	char b[32], r[32];
+	fprintf(out, "\nEmulation (device-level accounting of the copy-on-write / journaling store)\n");
+	print_store_attrs(db, run, out);
+	fmt_bytes(b, sizeof(b), a->user_write_bytes);
+	fprintf(out, "  user bytes written (write + copy_file_range): %" PRIu64 " (%s)\n",
+		a->user_write_bytes, b);
+	fprintf(out, "  %-16s %10s %16s %14s\n", "device writes", "count", "bytes",
+		"amplification");
+	for (int k = 0; k <= NKINDS; k++) {
+		uint64_t n = k < NKINDS ? a->writes[k] : a->write_count;
+		uint64_t by = k < NKINDS ? a->bytes[k] : a->write_bytes;
+		fmt_ratio(r, sizeof(r), ratio(by, a->user_write_bytes));
+		fprintf(out, "    %-14s %10" PRIu64 " %16" PRIu64 " %14s\n",
+			k < NKINDS ? dev_kinds[k].name : "total", n, by, r);
+	}
+	fprintf(out, "  device reads %" PRIu64 ", %" PRIu64 " bytes\n", a->reads, a->read_bytes);
+	fmt_ratio(r, sizeof(r), ratio(a->flushes, a->fsyncs));
+	fprintf(out, "  flushes %" PRIu64 ", user fsyncs %" PRIu64 ", flushes per fsync %s\n",
+		a->flushes, a->fsyncs, r);
+	fsp_stats_print_fua(out, a);
+	if (a->have_ios) {
+		fprintf(out, "  device IOs %" PRIu64, a->ios);
+		if (a->have_seq) {
+			double sh = seq_share(a);
+			fprintf(out, ", sequential %" PRIu64, a->seq_ios);
+			if (!isnan(sh))
+				fprintf(out, " (%.1f%%)", 100.0 * sh);
+		}
+		if (a->have_streams)
+			fprintf(out, ", streams %.3f (mean distinct streams per 16 IOs)",
+				streams(a));
+		fputc('\n', out);
+	} else {
+		fprintf(out, "  device IOs: not recorded (no dev.* attributes: the mount did not end cleanly?)\n");
+	}
+
+	sqlite3_stmt *s = files_query(db, run);
+	if (!s)
+		return -1;
+	fprintf(out, "  files %" PRIu64 ", extents %" PRIu64, a->files, a->extents);
+	if (a->files)
+		fprintf(out, " (%.2f per file)", (double)a->extents / (double)a->files);
+	fputc('\n', out);
+	int rc;
+	int any = 0;
+	while ((rc = sqlite3_step(s)) == SQLITE_ROW) {
+		if (!any)
+			fprintf(out, "  %12s %14s %14s %8s  %s\n", "obj", "size", "allocated",
+				"extents", "path");
+		any = 1;
+		fprintf(out, "  %12" PRIu64 " %14" PRIu64 " %14" PRIu64 " %8" PRIu64 "  %s\n",
+			U64(s, 0), U64(s, 2), U64(s, 3), U64(s, 4), path_or_none(s, 1));
+	}
+	sqlite3_finalize(s);
+	if (rc != SQLITE_DONE)
+		return -1;
+	if (flags & FSP_STATS_EXTENTS)
+		return print_extents_table(db, run, out);
+	return 0;
+}
+
+/* A run attribute's value in JSON: a number if it is one, else a string. */
+static void json_attr_value(FILE *out, const char *v)
+{
+	uint64_t x;
+	if (parse_u64(v, &x))
+		fprintf(out, "%" PRIu64, x);
+	else
+		json_str(out, v);
+}
+
+/* A JSON array of {"obj", "path", cols[0..2]} objects, one per row of s
+ * (columns obj, path, then three integers); finalizes s. */
+static int json_obj_rows(FILE *out, sqlite3_stmt *s, const char *const cols[3])
+{
+	int rc, first = 1;
+	if (!s)
+		return -1;
+	fputc('[', out);
+	while ((rc = sqlite3_step(s)) == SQLITE_ROW) {
+		fprintf(out, "%s\n      {\"obj\": %" PRIu64 ", \"path\": ", first ? "" : ",",
+			U64(s, 0));
+		first = 0;
+		json_str(out, (const char *)sqlite3_column_text(s, 1));
+		for (int c = 0; c < 3; c++)
+			fprintf(out, ", \"%s\": %" PRIu64, cols[c], U64(s, 2 + c));
+		fputc('}', out);
+	}
+	sqlite3_finalize(s);
+	fputs(first ? "]" : "\n    ]", out);
+	return rc == SQLITE_DONE ? 0 : -1;
+}
+
+static int print_emulation_json(sqlite3 *db, int64_t run, const struct fsp_emu_acct *a,
+				unsigned flags, FILE *out)
+{
+	fprintf(out, ",\n  \"emulation\": {\"user_write_bytes\": %" PRIu64 ",\n"
+		"    \"write_amplification\": {", a->user_write_bytes);
+	for (int k = 0; k < NKINDS; k++) {
+		fprintf(out, "\"%s\": ", dev_kinds[k].name);
+		json_num(out, ratio(a->bytes[k], a->user_write_bytes));
+		fputs(", ", out);
+	}
+	fputs("\"total\": ", out);
+	json_num(out, ratio(a->write_bytes, a->user_write_bytes));
+	fputs("},\n    \"device_bytes\": {", out);
+	for (int k = 0; k < NKINDS; k++)
+		fprintf(out, "\"%s\": %" PRIu64 ", ", dev_kinds[k].name, a->bytes[k]);
+	fprintf(out, "\"read\": %" PRIu64 "},\n", a->read_bytes);
+	fprintf(out, "    \"flushes\": %" PRIu64 ", \"fsyncs\": %" PRIu64
+		", \"flushes_per_fsync\": ", a->flushes, a->fsyncs);
+	json_num(out, ratio(a->flushes, a->fsyncs));
+	if (a->have_fua)
+		fprintf(out, ", \"fua_writes\": %" PRIu64, a->fua_writes);
+	fputs(",\n    \"device\": {\"ios\": ", out);
+	if (a->have_ios)
+		fprintf(out, "%" PRIu64, a->ios);
+	else
+		fputs("null", out);
+	fputs(", \"seq_ios\": ", out);
+	if (a->have_seq)
+		fprintf(out, "%" PRIu64, a->seq_ios);
+	else
+		fputs("null", out);
+	fputs(", \"seq_share\": ", out);
+	json_num(out, seq_share(a));
+	fputs(", \"streams\": ", out);
+	json_num(out, streams(a));
+	fputs("},\n    \"attributes\": {", out);
+
+	sqlite3_stmt *s;
+	int rc, first = 1;
+	if (sqlite3_prepare_v2(db, "SELECT key, value FROM run_attrs WHERE run=? AND"
+			       " (key LIKE 'emu.%' OR key LIKE 'dev.%') ORDER BY key",
+			       -1, &s, NULL) != SQLITE_OK)
+		return -1;
+	sqlite3_bind_int64(s, 1, run);
+	while ((rc = sqlite3_step(s)) == SQLITE_ROW) {
+		fputs(first ? "" : ", ", out);
+		first = 0;
+		json_str(out, (const char *)sqlite3_column_text(s, 0));
+		fputs(": ", out);
+		json_attr_value(out, (const char *)sqlite3_column_text(s, 1));
+	}
+	sqlite3_finalize(s);
+	if (rc != SQLITE_DONE)
+		return -1;
+
+	static const char *const file_cols[3] = { "size", "allocated", "extents" };
+	static const char *const extent_cols[3] = { "logical", "physical", "length" };
+	fputs("},\n    \"files\": ", out);
+	if (json_obj_rows(out, files_query(db, run), file_cols) < 0)
+		return -1;
+	if (flags & FSP_STATS_EXTENTS) {
+		fputs(",\n    \"extents\": ", out);
+		if (json_obj_rows(out, extents_query(db, run), extent_cols) < 0)
+			return -1;
+	}
+	fputs("}", out);
+	return 0;
+}
+
+static int valid_format(const char *f)
+{
+	return !strcmp(f, "table") || !strcmp(f, "csv") || !strcmp(f, "json");
+}
+
+int fsp_stats_print(sqlite3 *db, int64_t run, const char *format, unsigned flags,
+		    FILE *out)
+{
+	struct run_hdr hdr;
+	struct op_row *rows = NULL;
+	size_t n = 0;
+	int rc;
+
+	if (!format)
+		format = "table";
+	if (!valid_format(format)) {
+		fprintf(stderr, "fsprism stats: unknown format '%s' (table, csv or json)\n",
+			format);
+		return -1;
+	}
+	rc = load_hdr(db, run, &hdr);
+	if (rc == 0)
+		fprintf(stderr, "fsprism stats: no run %" PRId64 " in %s\n", run,
+			sqlite3_db_filename(db, "main"));
+	if (rc <= 0) {
+		hdr_free(&hdr);
+		return -1;
+	}
+	rc = -1;
+	if (load_rows(db, &hdr, &rows, &n) == 0) {
+		struct view vw = { .flags = flags, .op_width = 15 };
+		struct fsp_emu_acct acct;
+		char sql[160];
+		vw.show_steps =
+			count_query(db, "SELECT count(DISTINCT step) FROM hist WHERE run=?", run) > 1 ||
+			count_query(db, "SELECT count(*) FROM steps WHERE run=?", run) > 0;
+		vw.emulation = is_emulated(db, run);
+		/* runs without the emulation store all-zero emu histograms: not shown */
+		snprintf(sql, sizeof(sql), "SELECT count(*) FROM hist WHERE run=? AND layer=%d"
+			 " AND max_ns > 0", FSP_LAYER_EMU);
+		vw.show_emu = vw.emulation || count_query(db, sql, run) > 0;
+		for (size_t i = 0; i < n; i++) {
+			int len = (int)strlen(fsp_op_name(rows[i].op));
+			if (len > vw.op_width)
+				vw.op_width = len;
+		}
+		if (vw.emulation && fsp_stats_emu_acct(db, run, &acct) < 0) {
+			db_error(db);
+			goto out;
+		}
+		int erc = 0;
+		if (!strcmp(format, "csv")) {
+			print_csv(&hdr, rows, n, &vw, out);
+		} else if (!strcmp(format, "json")) {
+			print_json(&hdr, rows, n, &vw, out);
+			if (vw.emulation)
+				erc = print_emulation_json(db, run, &acct, flags, out);
+			fputs("\n}\n", out);
+		} else {
+			print_table(&hdr, rows, n, &vw, out);
+			if (vw.emulation)
+				erc = print_emulation_table(db, run, &acct, flags, out);
+			else if (flags & FSP_STATS_EXTENTS)
+				fprintf(out, "\nno emulated files in this run (mount without"
+					" --cow/--journal/--store)\n");
+		}
+		if (erc < 0)
+			db_error(db);
+		else
+			rc = 0;
+	}
+out:
+	for (size_t i = 0; i < n; i++)
+		free(rows[i].step_label);
+	free(rows);
+	hdr_free(&hdr);
+	return rc;
+}
+
+static void stats_usage(FILE *f)
+{
+	fprintf(f,
+"usage: fsprism stats DB [--run N] [--format table|csv|json] [--extents]\n"
+"\n"
+"Per operation: count, bytes, throughput, errors, and the mean, p50, p90,\n"
+"p99, p99.9 and max latency (microseconds) of each layer: total (whole\n"
+"handler), backing (inside backing-store system calls, or with the\n"
+"emulation the store IO that moves the user's data), emu (the emulation's\n"
+"extra work; shown for emulated mounts), layer (the rest: fsprism itself).\n"
+"Computed from the run's exact histograms. Default: the newest run.\n"
+"\n"
+"For a mount with --cow/--journal/--store, an Emulation section (JSON key\n"
+"\"emulation\"): write amplification by kind (device bytes written / user\n"
+"bytes written by write and copy_file_range), flushes per fsync, device\n"
+"IOs, sequential share and streams, and the files with their extent counts.\n"
+"--extents also lists every file's extents (bytes, like filefrag -v);\n"
+"table and json only.\n");
+}
+
+static int parse_run_id(const char *s, int64_t *id)
+{
+	char *end;
+	errno = 0;
+	long long v = strtoll(s, &end, 10);
+	if (errno || end == s || *end || v < 1)
+		return -1;
+	*id = v;
+	return 0;
+}
+
+int cmd_stats(int argc, char **argv)
+{
+	const char *path = NULL, *format = "table", *run_arg = NULL;
+	unsigned flags = 0;
+	int64_t run = 0;
+	char err[512];
+
+	for (int i = 1; i < argc; i++) {
+		const char *a = argv[i];
+		if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
+			stats_usage(stdout);
+			return 0;
+		} else if (!strcmp(a, "--run") || !strcmp(a, "--format")) {
+			if (i + 1 >= argc) {
+				fprintf(stderr, "fsprism stats: %s needs a value\n", a);
+				return 2;
+			}
+			if (a[2] == 'r')
+				run_arg = argv[++i];
+			else
+				format = argv[++i];
+		} else if (!strncmp(a, "--run=", 6)) {
+			run_arg = a + 6;
+		} else if (!strncmp(a, "--format=", 9)) {
+			format = a + 9;
+		} else if (!strcmp(a, "--extents")) {
+			flags |= FSP_STATS_EXTENTS;
+		} else if (a[0] == '-' && a[1]) {
+			fprintf(stderr, "fsprism stats: unknown option '%s'\n", a);
+			return 2;
+		} else if (!path) {
+			path = a;
+		} else {
+			fprintf(stderr, "fsprism stats: unexpected argument '%s' (one database only)\n", a);
+			return 2;
+		}
+	}
+	if (!path) {
+		fprintf(stderr, "fsprism stats: no database given (usage: fsprism stats DB [--run N] [--format F] [--extents])\n");
+		return 2;
+	}
+	if (!valid_format(format)) {
+		fprintf(stderr, "fsprism stats: unknown format '%s' (table, csv or json)\n", format);
+		return 2;
+	}
+	if ((flags & FSP_STATS_EXTENTS) && !strcmp(format, "csv")) {
+		fprintf(stderr, "fsprism stats: --extents needs --format table or json\n");
+		return 2;
+	}
+	if (run_arg && parse_run_id(run_arg, &run) < 0) {
+		fprintf(stderr, "fsprism stats: --run needs a positive run id, not '%s'\n", run_arg);
+		return 2;
+	}
+	sqlite3 *db = fsp_store_open_existing(path, err, sizeof(err));
+	if (!db) {
+		fprintf(stderr, "fsprism stats: %s\n", err);
+		return 1;
+	}
+	if (!run_arg) {
+		run = fsp_stats_latest_run(db);
+		if (run <= 0) {
+			if (run == 0)
+				fprintf(stderr, "fsprism stats: no runs in %s\n", path);
+			else
+				fprintf(stderr, "fsprism stats: database error: %s\n",
+					sqlite3_errmsg(db));
+			sqlite3_close(db);
+			return 1;
+		}
+	}
+	int rc = fsp_stats_print(db, run, format, flags, stdout);
+	sqlite3_close(db);
+	if (rc == 0 && fflush(stdout) != 0) {
+		fprintf(stderr, "fsprism stats: cannot write output: %s\n", strerror(errno));
+		return 1;
+	}
+	return rc == 0 ? 0 : 1;
+}

@@ -1,0 +1,64 @@
+/* mountinfo.c - reading /proc/self/mountinfo (see mountinfo.h). */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include "src/sys/mountinfo.h"
+
+void fsp_unescape_octal(char *s)
+{
+	char *out = s;
+	for (char *in = s; *in;) {
+		if (in[0] == '\\' && in[1] >= '0' && in[1] <= '3' && in[2] >= '0' &&
+		    in[2] <= '7' && in[3] >= '0' && in[3] <= '7') {
+			*out++ = (char)((in[1] - '0') * 64 + (in[2] - '0') * 8 + (in[3] - '0'));
+			in += 4;
+		} else {
+			*out++ = *in++;
+		}
+	}
+	*out = 0;
+}
+
+int fsp_mountinfo_open(struct fsp_mountinfo *mi)
+{
+	mi->line = NULL;
+	mi->cap = 0;
+	mi->f = fopen("/proc/self/mountinfo", "re");
+	return mi->f ? 0 : -1;
+}
+
+int fsp_mountinfo_next(struct fsp_mountinfo *mi, struct fsp_mount *m)
+{
+	while (getline(&mi->line, &mi->cap, mi->f) > 0) {
+		/* id parent maj:min root mountpoint opts [optional...] - fstype source superopts */
+		char *save = NULL, *field[6] = { 0 };
+		char *tok = strtok_r(mi->line, " \n", &save);
+		for (int i = 0; i < 6 && tok; i++, tok = strtok_r(NULL, " \n", &save))
+			field[i] = tok;
+		while (tok && strcmp(tok, "-") != 0)
+			tok = strtok_r(NULL, " \n", &save);
+		char *fstype = tok ? strtok_r(NULL, " \n", &save) : NULL;
+		char *source = fstype ? strtok_r(NULL, " \n", &save) : NULL;
+		if (!field[5] || !source ||
+		    sscanf(field[2], "%u:%u", &m->major, &m->minor) != 2)
+			continue;
+		fsp_unescape_octal(field[3]);
+		fsp_unescape_octal(field[4]);
+		fsp_unescape_octal(source);
+		m->root = field[3];
+		m->mount_point = field[4];
+		m->fstype = fstype;
+		m->source = source;
+		return 1;
+	}
+	return 0;
+}
+
+void fsp_mountinfo_close(struct fsp_mountinfo *mi)
+{
+	free(mi->line);
+	if (mi->f)
+		fclose(mi->f);
+	mi->f = NULL;
+	mi->line = NULL;
+}
