@@ -440,13 +440,11 @@ static int check_store(struct mount_opts *o)
 		}
 		return 0;
 	}
-	if (valid && o->ecfg.format && !o->destroy_data) {
-		fprintf(stderr, "fsprism mount: %s holds an fsprism store; formatting it "
-			"needs --destroy-data\n", o->store);
-		return 1;
-	}
-	/* our own store carries no foreign signature: only the busy checks */
-	if (fsp_target_check_raw_write(o->store, o->destroy_data || valid, err, sizeof(err))) {
+	/* re-mounting a valid store overwrites nothing: only the busy checks;
+	 * formatting (over a store or anything else) gets all of them */
+	int overwrites = o->ecfg.format || !valid;
+	if (fsp_target_check_raw_write(o->store, o->destroy_data || !overwrites, err,
+				       sizeof(err))) {
 		fprintf(stderr, "fsprism mount: %s\n", err);
 		return 1;
 	}

@@ -131,7 +131,7 @@ if fsp_mount "$B" "$M" --log "$DB" --cow=always --store "$sdev" --destroy-data -
 	echo data >"$M/kept"
 	fsp_umount "$M"
 	expect_fail "--format over an fsprism store without --destroy-data" 1 \
-		"holds an fsprism store; formatting it needs --destroy-data" \
+		"holds an fsprism store (use --destroy-data to overwrite it)" \
 		"$F" mount --cow=always --store "$sdev" --format "$B" "$M"
 	if fsp_mount "$B" "$M" --log "$DB" --cow=always --store "$sdev"; then
 		expect_eq "the store re-mounts without --destroy-data, data intact" data "$(cat "$M/kept")"
