@@ -1710,7 +1710,7 @@ out:;
 		fail("interrupted by signal %d; %s", (int)stop_sig, torn ?
 		     "see above for what could not be removed" :
 		     "everything it set up was removed");
-		rc = 1;
+		rc = 128 + stop_sig; /* 130, 143: what a shell reports for the signal */
 	}
 	fsp_store_close(c.st);
 	return rc;
