@@ -398,9 +398,9 @@ static int resolve_store(struct mount_opts *o, const char *arg)
 /*
  * Refuse to overwrite what is not ours. A block device gets the raw-write
  * checks of `fsprism run` (mounted, holders, swap, exclusive openers,
- * signatures unless --destroy-data); one that already holds a valid
- * fsprism store is re-mounted without --destroy-data, but formatting over
- * it needs it. A non-empty regular file that is not an fsprism store is
+ * signatures -- an fsprism store among them -- unless --destroy-data); one
+ * that already holds a valid fsprism store is re-mounted without
+ * --destroy-data, but formatting over it needs it. A non-empty regular file that is not an fsprism store is
  * refused without --destroy-data. Returns 0 or the exit status.
  */
 static int check_store(struct mount_opts *o)
