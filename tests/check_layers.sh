@@ -19,7 +19,7 @@ not_ok() { fail=$((fail + 1)); echo "not ok - $*"; }
 allowed() {
 	case $1 in
 	src/base) echo "" ;;
-	src/sys) echo "src/base" ;;
+	src/sys) echo "src/base fs/emu" ;;
 	src/db) echo "src/base src/sys" ;;
 	fs/emu) echo "src/base" ;;
 	fs/fuse) echo "src/base src/sys src/db fs/emu" ;;

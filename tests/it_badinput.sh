@@ -2,7 +2,8 @@
 # it_badinput.sh - every bad input to mount/umount gets a one-line message
 # naming the problem, a non-zero exit status, nothing left mounted, no stray
 # daemon and no half-written database; and an unmount right after a burst
-# of small-file work loses no records.
+# of small-file work loses no records. Also `fsprism run` with a parameter
+# out of its range: refused with the range in the message, nothing created.
 . "$TESTS_SRCDIR/lib.sh"
 
 fsp_capture_daemon_reports
@@ -131,7 +132,7 @@ if fsp_mount "$B" "$M" --log "$DB" --cow=always --store "$sdev" --destroy-data -
 	echo data >"$M/kept"
 	fsp_umount "$M"
 	expect_fail "--format over an fsprism store without --destroy-data" 1 \
-		"holds an fsprism store; formatting it needs --destroy-data" \
+		"holds an fsprism store (use --destroy-data to overwrite it)" \
 		"$F" mount --cow=always --store "$sdev" --format "$B" "$M"
 	if fsp_mount "$B" "$M" --log "$DB" --cow=always --store "$sdev"; then
 		expect_eq "the store re-mounts without --destroy-data, data intact" data "$(cat "$M/kept")"
@@ -176,5 +177,47 @@ PY
 else
 	not_ok "mount for the load test"
 fi
+# --- fsprism run: every parameter has a range, the message names it ---
+# (a typo such as timeline = 1ns once grew a run to 12 GB of RAM and 300
+# million timeline rows). Exit 2, nothing created, nothing stored.
+RT=$T/run-target
+RDB=$T/run.db
+run_refused() {
+	desc=$1 want=$2; shift 2
+	expect_fail "run: $desc" 2 "$want" "$F" run "$@" "$RT" --db "$RDB"
+	[ ! -e "$RT" ] || { not_ok "run: $desc: created $RT"; rm -f "$RT"; }
+	[ ! -e "$RDB" ] || { not_ok "run: $desc: created $RDB"; rm -f "$RDB"; }
+}
+printf 'profile = sustained-seqwrite\nspan = 8M\ntimeline = 1ns\n' >"$T/cwd/typo.ini"
+run_refused "job file timeline = 1ns" \
+	"typo.ini:3: timeline: '1ns' is out of range (10ms..60s, or 0 for none)" typo.ini
+run_refused "timeline 1ns" "fsprism run: timeline: '1ns' is out of range (10ms..60s, or 0 for none)" \
+	sustained-seqwrite --timeline=1ns
+run_refused "timeline 2m" "timeline: '2m' is out of range (10ms..60s" sustained-seqwrite --timeline=2m
+run_refused "time 1ms" "time: '1ms' is out of range (10ms..24h, or 0 for no limit)" \
+	sustained-seqwrite --time=1ms
+run_refused "time 2d" "time: '48h' is out of range (10ms..24h" sustained-seqwrite --time=48h
+run_refused "ramp 1h" "ramp: '1h' is out of range (1ms..10m, or 0 for none)" sustained-seqwrite --ramp=1h
+run_refused "idle 2h" "idle: '2h' is out of range (0..1h)" sustained-seqwrite --idle=2h
+run_refused "span 2P" "span: '2P' is out of range (512..1P, or 0 for the whole target)" \
+	sustained-seqwrite --span=2P
+run_refused "bytes 1" "bytes: '1' is out of range (512..1P, or 0 for no limit)" \
+	sustained-seqwrite --bytes=1
+run_refused "burst 1" "burst: '1' is out of range (512..64G, or 0 for no bursts)" \
+	burst-seqwrite --burst=1
+run_refused "segment 4k" "segment: '4k' is out of range (64k..1T)" fill --segment=4k
+run_refused "tail 2P" "tail: '2P' is out of range (0..1P)" fill --tail=2P
+run_refused "qd 257" "qd: '257' is not a queue depth (1..256)" sustained-seqwrite --qd=1,257
+run_refused "bs 32M" "bs: '32M' is not a block size (512 to 16M)" sustained-seqwrite --bs=32M
+run_refused "mix 101" "mix: '101' is not a read percentage (0..100)" mixed-seq --mix=101
+run_refused "duty 0" "duty: '0' is not a duty cycle (1..100 percent busy)" mixed-seq --duty=0
+# counts that each pass alone, together past what a run may hold in memory
+run_refused "qd x bs in flight" "qd: 256 x bs 16M is 4G in flight, more than 512M" \
+	sustained-seqwrite --qd=256 --bs=16M
+run_refused "timeline buckets of a run" "timeline: 10ms over 6 step(s) of 24h is" \
+	sustained-seqwrite --time=24h --timeline=10ms
+run_refused "bursts of a run" "more than 1048576 (use larger bursts)" \
+	burst-seqwrite --burst=4k --bs=4k --bytes=1T
+
 no_sanitizer_reports
 fsp_done

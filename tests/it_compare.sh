@@ -157,13 +157,19 @@ interrupt_after "SIGINT with the fsprism mount up" fuse --targets fsprism
 # the emu target: its mount holds the loop device as its store
 interrupt_after "SIGINT with the emu mount up" fuse --targets emu --cow=always
 # SIGTERM too (what a timeout or systemd sends)
-"$FSPRISM" compare --db "$T/i.db" --size=512M --time=2s --span=64M >/dev/null 2>"$T/ierr" &
+"$FSPRISM" compare --db "$T/t.db" --size=512M --time=2s --span=64M >/dev/null 2>"$T/ierr" &
 pid=$!
 sleep 3
+t0=$(date +%s%N)
 kill -TERM $pid
 wait $pid
 rc=$?
-if [ "$rc" -ne 0 ]; then ok "SIGTERM: exit status $rc"; else not_ok "SIGTERM: exit status 0"; fi
+ms=$((($(date +%s%N) - t0) / 1000000))
+expect_eq "SIGTERM: exit status 143 (128 + SIGTERM)" 143 "$rc"
+# the running benchmark stops within a second; then compare tears down what it set up
+check "SIGTERM: stopped, stored and torn down within 5 s (took $ms ms)" [ "$ms" -lt 5000 ]
+expect_eq "SIGTERM: the compare run is marked interrupted" 1 \
+	"$(sqlite3 "$T/t.db" "SELECT value FROM run_attrs a JOIN runs r ON r.id=a.run WHERE r.kind='compare' AND a.key='interrupted'")"
 nothing_left "SIGTERM"
 
 # ---- bad input: one line, non-zero, nothing set up ----

@@ -291,6 +291,34 @@ n=$(q "SELECT count(*) FROM steps WHERE run=$RUN AND read_ios+write_ios > 0")
 if [ "$n" -ge 1 ] && [ "$n" -lt 11 ]; then ok "interrupted run kept $n measured step(s)"
 else not_ok "interrupted run has $n steps"; fi
 
+# ---- SIGTERM: the loop stops within a second, what was measured is stored, exit 143 --
+# a long, byte-unlimited step with a fine timeline: nothing but the signal ends it
+"$FSPRISM" run sustained-seqwrite "$RAW" --destroy-data --qd=1 --span=32M --time=10m \
+	--bytes=0 --timeline=10ms --db "$DB" >"$T/out" 2>"$T/err" &
+pid=$!
+sleep 1
+t0=$(date +%s%N)
+kill -TERM $pid
+wait $pid
+rc=$?
+ms=$((($(date +%s%N) - t0) / 1000000))
+expect_eq "SIGTERM: exit 143 ($(cat "$T/err"))" 143 "$rc"
+check "SIGTERM: stopped and stored within 1.5 s (took $ms ms)" [ "$ms" -lt 1500 ]
+RUN=$(sed -n 's/^interrupted: run \([0-9]*\) stored in .*/\1/p' "$T/out")
+if [ -n "$RUN" ]; then
+	expect_eq "SIGTERM: run marked interrupted" 1 \
+		"$(q "SELECT value FROM run_attrs WHERE run=$RUN AND key='interrupted'")"
+	expect_eq "SIGTERM: the run has its end time" 1 \
+		"$(q "SELECT ended_at IS NOT NULL FROM runs WHERE id=$RUN")"
+	n=$(q "SELECT write_ios FROM steps WHERE run=$RUN")
+	check "SIGTERM: the measured step is stored ($n writes)" [ "${n:-0}" -gt 0 ]
+	tl=$(q "SELECT count(*) FROM timeline WHERE run=$RUN")
+	check "SIGTERM: its timeline is stored, about 1 s of 10 ms buckets ($tl)" \
+		[ "$tl" -ge 50 -a "$tl" -le 200 ]
+else
+	not_ok "SIGTERM: no 'interrupted: run N stored' line: $(cat "$T/out")"
+fi
+
 # ---- nothing left behind ---------------------------------------------------------
 losetup -d "$RAW" "$DATA" "$FSDEV"
 # (only ours: other tests may attach and detach their own meanwhile)

@@ -4,7 +4,9 @@
 #   a mounted partition (also with --destroy-data), an ext4 signature
 #   (accepted with --destroy-data), a mounted device, swap, a loop device
 #   stacked on it, an exclusive opener, a partition table, the second device
-#   of a mounted two-device btrfs; a blank device is accepted. A refusal must leave the device byte-for-byte unchanged.
+#   of a mounted two-device btrfs, an fsprism store (on the device or in a
+#   partition; compare and mount --store --format refuse it with the same
+#   message); a blank device is accepted. A refusal must leave the device byte-for-byte unchanged.
 . "$TESTS_SRCDIR/lib.sh"
 
 # partitions added by hand (partx) are removed before the loop devices go
@@ -189,6 +191,57 @@ if mkfs.btrfs -q -f --mixed -d single -m single "$H1" "$H2" >/dev/null 2>"$T/mkf
 else
 	not_ok "two-device btrfs: mkfs.btrfs failed: $(cat "$T/mkfs.err")"
 fi
+
+# mkstore DEV: a real fsprism store on DEV (a --format mount, unmounted again)
+mkstore() {
+	mkdir -p "$T/sb" "$T/sm"
+	fsp_track_mount "$T/sm"
+	"$FSPRISM" mount --cow=always --store "$1" --format --destroy-data \
+		--log "$T/store.db" "$T/sb" "$T/sm" >"$T/mkstore.err" 2>&1 &&
+		"$FSPRISM" umount "$T/sm" >>"$T/mkstore.err" 2>&1
+}
+
+# (i) an fsprism store on the device: data like any signature
+new_loop I
+if mkstore "$I"; then
+	refused "fsprism store" "$I" "$I holds an fsprism store (use --destroy-data to overwrite it)"
+	# compare and mount say the same, from the same check
+	"$FSPRISM" compare --device "$I" --targets raw --db "$T/c.db" >"$T/out" 2>"$T/err"
+	check "compare over the store: refused with run's message ($(head -n 1 "$T/err"))" \
+		grep -qF "$I holds an fsprism store (use --destroy-data to overwrite it)" "$T/err"
+	before=$(md5sum < "$I")
+	mkdir -p "$T/mb" "$T/mm"
+	fsp_track_mount "$T/mm"
+	"$FSPRISM" mount --cow=always --store "$I" --format "$T/mb" "$T/mm" >"$T/out" 2>"$T/err"
+	rc=$?
+	check "mount --store --format over the store: refused ($(head -n 1 "$T/err"))" \
+		sh -c "[ $rc -ne 0 ] && grep -qF '$I holds an fsprism store (use --destroy-data to overwrite it)' '$T/err' && ! mountpoint -q '$T/mm'"
+	expect_eq "mount --format over the store: device unchanged" "$before" "$(md5sum < "$I")"
+	accepted "fsprism store, --destroy-data" "$I" --destroy-data
+else
+	not_ok "fsprism store: could not make one: $(cat "$T/mkstore.err")"
+fi
+
+# (j) an fsprism store inside a partition: found through the whole device
+if [ -b "${A}p1" ] && mkstore "${A}p1"; then
+	refused "fsprism store in a partition" "$A" \
+		"$A has a partition ${A}p1 that holds an fsprism store"
+	refused "fsprism store, the partition itself" "${A}p1" "${A}p1 holds an fsprism store"
+else
+	not_ok "fsprism store in a partition: ${A}p1 missing or no store: $(cat "$T/mkstore.err" 2>/dev/null)"
+fi
+
+# (k) mount --store --format over an ext4 signature: refused like run
+new_loop K
+mkext4 "$K"
+before=$(md5sum < "$K")
+mkdir -p "$T/kb" "$T/km"
+fsp_track_mount "$T/km"
+"$FSPRISM" mount --cow=always --store "$K" --format "$T/kb" "$T/km" >"$T/out" 2>"$T/err"
+rc=$?
+check "mount --store --format over ext4: refused ($(head -n 1 "$T/err"))" \
+	sh -c "[ $rc -ne 0 ] && grep -qF '$K carries an ext4 file system signature' '$T/err' && ! mountpoint -q '$T/km'"
+expect_eq "mount --format over ext4: device unchanged" "$before" "$(md5sum < "$K")"
 
 # not a block device at all
 refused "not a block device" /dev/null "/dev/null" --destroy-data

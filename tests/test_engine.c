@@ -550,6 +550,44 @@ static void engine_ramp_not_measured(void **state)
 	assert_true(written > 8);
 }
 
+/*
+ * The tables are capped whatever the parameters: a 1 ns timeline over 64
+ * IOs keeps at most timeline_max buckets, 64 one-block bursts at most
+ * segments_max rows; what did not fit is counted, nothing is lost silently.
+ */
+static void engine_tables_capped(void **state)
+{
+	(void)state;
+	const uint32_t bs = 4096;
+	const unsigned nblocks = 64;
+	char path[] = "/var/tmp/fsp-test-cap.XXXXXX", err[256];
+	int fd = direct_temp_file(path, (uint64_t)nblocks * bs);
+	if (fd < 0)
+		skip();
+	volatile sig_atomic_t stop = 0;
+	struct fsp_step_spec spec = {
+		.fd = fd, .bs = bs, .qd = 1, .read_pct = 0, .access = FSP_ACCESS_SEQ,
+		.seed = 1, .span_size = (uint64_t)nblocks * bs, .bytes = (uint64_t)nblocks * bs,
+		.burst = bs, .duty = 100, .timeline_ns = 1, .timeline_max = 4,
+		.segments_max = 3, .pattern = { .kind = FSP_PATTERN_RANDOM }, .stop = &stop,
+	};
+	struct fsp_step_result res;
+	if (fsp_engine_step(&spec, &res, err, sizeof(err)) != 0)
+		fail_msg("step failed: %s", err);
+	close(fd);
+	unlink(path);
+	assert_int_equal(res.write_ios, nblocks);
+	assert_true(res.ntimeline <= 4);
+	uint64_t tl = 0;
+	for (size_t i = 0; i < res.ntimeline; i++)
+		tl += res.timeline[i].write_ios;
+	assert_true(res.timeline_dropped_ios > 0);
+	assert_int_equal(tl + res.timeline_dropped_ios, nblocks);
+	assert_int_equal(res.nsegments, 3);
+	assert_int_equal(res.segments_dropped, nblocks - 3);
+	fsp_step_result_free(&res);
+}
+
 /* ---- duty cycle -------------------------------------------------------------- */
 
 static void duty_cycle_arithmetic(void **state)
@@ -707,6 +745,35 @@ static void param_parsing(void **state)
 	expect_param_error("offsets", "fio", "not shared or per-direction");
 	expect_param_error("ramp", "soon", "not a duration");
 	expect_param_error("frobnicate", "1", "unknown parameter");
+	/* every size and duration has a range, named in the message */
+	expect_param_error("timeline", "1ns", "'1ns' is out of range (10ms..60s, or 0 for none)");
+	expect_param_error("timeline", "61s", "out of range (10ms..60s");
+	expect_param_error("time", "1ms", "'1ms' is out of range (10ms..24h, or 0 for no limit)");
+	expect_param_error("ramp", "1h", "out of range (1ms..10m");
+	expect_param_error("idle", "2h", "'2h' is out of range (0..1h)");
+	expect_param_error("span", "2P", "out of range (512..1P");
+	expect_param_error("bytes", "1", "'1' is out of range (512..1P, or 0 for no limit)");
+	expect_param_error("burst", "1", "out of range (512..64G");
+	expect_param_error("segment", "0", "'0' is out of range (64k..1T)");
+	expect_param_error("tail", "2P", "out of range (0..1P)");
+	expect_param_error("offset", "2P", "out of range (0..1P)");
+	/* and the methodology's values are inside them */
+	assert_int_equal(fsp_profile_load("mixed-seq", FSP_SCALE_DEFAULT, &p), 0);
+	assert_int_equal(fsp_param_set(&p, "span", "64G", err, sizeof(err)), 0);
+	assert_int_equal(fsp_param_set(&p, "time", "1m", err, sizeof(err)), 0);
+	assert_int_equal(fsp_param_set(&p, "bytes", "16G", err, sizeof(err)), 0);
+	assert_int_equal(fsp_param_set(&p, "qd", "1,32,256", err, sizeof(err)), 0);
+	assert_int_equal(fsp_param_set(&p, "idle", "60s", err, sizeof(err)), 0);
+	assert_int_equal(fsp_params_check(&p, err, sizeof(err)), 0);
+	/* bounds on what the run keeps in memory */
+	assert_int_equal(fsp_param_set(&p, "bs", "16M", err, sizeof(err)), 0);
+	assert_int_equal(fsp_params_check(&p, err, sizeof(err)), -1);
+	assert_non_null(strstr(err, "qd: 256 x bs 16M is 4G in flight, more than 512M"));
+	assert_int_equal(fsp_param_set(&p, "bs", "4k", err, sizeof(err)), 0);
+	assert_int_equal(fsp_param_set(&p, "time", "24h", err, sizeof(err)), 0);
+	assert_int_equal(fsp_param_set(&p, "timeline", "10ms", err, sizeof(err)), 0);
+	assert_int_equal(fsp_params_check(&p, err, sizeof(err)), -1);
+	assert_non_null(strstr(err, "timeline: 10ms over"));
 
 	assert_int_equal(fsp_profile_load("mixed-seq", FSP_SCALE_DEFAULT, &p), 0);
 	assert_int_equal(fsp_param_set(&p, "bs", "128KiB", err, sizeof(err)), 0);
@@ -862,7 +929,7 @@ static void jobfile_errors_and_values(void **state)
 	close(fd);
 	assert_int_equal(fsp_jobfile_load(path, FSP_SCALE_DEFAULT, &p, err, sizeof(err)), -1);
 	char want[128];
-	snprintf(want, sizeof(want), "%s:2: segment: must be more than 0", path);
+	snprintf(want, sizeof(want), "%s:2: segment: '0' is out of range (64k..1T)", path);
 	assert_string_equal(err, want);
 	unlink(path);
 	assert_int_equal(fsp_jobfile_load(path, FSP_SCALE_DEFAULT, &p, err, sizeof(err)), -1);
@@ -889,6 +956,7 @@ int main(void)
 		cmocka_unit_test(pattern_compressibility),
 		cmocka_unit_test(pattern_refresh_defeats_dedup),
 		cmocka_unit_test(param_parsing),
+		cmocka_unit_test(engine_tables_capped),
 		cmocka_unit_test(profiles_full_scale),
 		cmocka_unit_test(jobfile_errors_and_values),
 	};

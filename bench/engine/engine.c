@@ -221,6 +221,9 @@ struct loop {
 	uint64_t rng, stamp;
 	uint32_t tid;
 	size_t timeline_cap, segments_cap;
+	size_t timeline_max, segments_max; /* the spec's caps, defaults applied */
+	uint64_t segments_closed; /* fill segments ended, kept or not */
+	uint64_t last_burst_ns;   /* busy time of the latest burst (its idle follows) */
 	uint64_t issued_bytes;
 	uint64_t done_bytes;   /* completed, both directions */
 	uint64_t seg_start_ns; /* fill segments: when the current one began */
@@ -291,14 +294,20 @@ static int loop_setup(struct loop *L, char *err, size_t errlen)
 		L->free_slots[L->nfree++] = sl;
 	}
 	fsp_bufpool_usage(L->pool, &L->res->buffer_bytes, &L->res->huge_buffer_bytes);
-	/* size the tables for the expected run, so growth is rare */
-	size_t tl = 64, seg = 16;
+	/* size the tables for the expected run, so growth is rare; never past the caps */
+	L->timeline_max = s->timeline_max ? s->timeline_max : FSP_TIMELINE_MAX;
+	L->segments_max = s->segments_max ? s->segments_max : FSP_SEGMENTS_MAX;
+	uint64_t tl = 64, seg = 16;
 	if (s->timeline_ns && s->time_ns)
-		tl = (size_t)(s->time_ns / s->timeline_ns) + 16;
+		tl = s->time_ns / s->timeline_ns + 16;
 	if (s->burst && s->bytes)
-		seg = (size_t)(s->bytes / s->burst) + 2;
+		seg = s->bytes / s->burst + 2;
 	else if (s->segment)
-		seg = (size_t)(s->span_size / s->segment) + 2;
+		seg = s->span_size / s->segment + 2;
+	if (tl > L->timeline_max)
+		tl = L->timeline_max;
+	if (seg > L->segments_max)
+		seg = L->segments_max;
 	if ((s->timeline_ns &&
 	     grow((void **)&L->res->timeline, &L->timeline_cap, tl,
 		  sizeof(*L->res->timeline))) ||
@@ -339,9 +348,12 @@ static void add_segment(struct loop *L, uint64_t offset, uint64_t bytes,
 			uint64_t ns)
 {
 	struct fsp_step_result *r = L->res;
-	if (grow((void **)&r->segments, &L->segments_cap, r->nsegments + 1,
-		 sizeof(*r->segments)))
-		return; /* out of memory: lose the row, keep measuring */
+	if (r->nsegments >= L->segments_max ||
+	    grow((void **)&r->segments, &L->segments_cap, r->nsegments + 1,
+		 sizeof(*r->segments))) {
+		r->segments_dropped++; /* lose the row, keep measuring */
+		return;
+	}
 	r->segments[r->nsegments++] = (struct fsp_segment){ offset, bytes, ns };
 }
 
@@ -387,10 +399,13 @@ static void complete(struct loop *L, struct slot *sl, long result,
 	}
 	if (s->timeline_ns) {
 		size_t b = (size_t)((now - r->started_ns) / s->timeline_ns);
-		if (b >= r->ntimeline) {
-			if (grow((void **)&r->timeline, &L->timeline_cap, b + 1,
+		if (b >= r->ntimeline) { /* a new bucket: rare, not per IO */
+			if (b < L->timeline_max &&
+			    grow((void **)&r->timeline, &L->timeline_cap, b + 1,
 				 sizeof(*r->timeline)) == 0)
 				r->ntimeline = b + 1;
+			else
+				r->timeline_dropped_ios++;
 		}
 		if (b < r->ntimeline) {
 			struct fsp_timeline_bucket *t = &r->timeline[b];
@@ -404,13 +419,11 @@ static void complete(struct loop *L, struct slot *sl, long result,
 		}
 	}
 	if (s->segment && !s->burst) {
-		while (L->done_bytes >= (r->nsegments + 1) * s->segment) {
-			size_t before = r->nsegments;
-			add_segment(L, s->span_off + before * s->segment,
+		while (L->done_bytes >= (L->segments_closed + 1) * s->segment) {
+			add_segment(L, s->span_off + L->segments_closed * s->segment,
 				    s->segment, now - L->seg_start_ns);
+			L->segments_closed++;
 			L->seg_start_ns = now;
-			if (r->nsegments == before)
-				break;
 		}
 	}
 	L->free_slots[L->nfree++] = sl;
@@ -520,6 +533,7 @@ static int run_burst(struct loop *L, uint64_t *busy_ns, char *err,
 	}
 	uint64_t burst_ns = now - burst_start;
 	*busy_ns += burst_ns;
+	L->last_burst_ns = burst_ns;
 	if (s->burst)
 		add_segment(L, burst_issued_start, L->issued_bytes - burst_issued_start,
 			    burst_ns);
@@ -605,9 +619,7 @@ int fsp_engine_step(const struct fsp_step_spec *spec,
 		    (spec->bytes && L.issued_bytes >= spec->bytes) ||
 		    (spec->time_ns && busy_ns >= spec->time_ns))
 			break;
-		if (res->nsegments > 0)
-			fsp_engine_idle(fsp_duty_idle_ns(res->segments[res->nsegments - 1].ns,
-							 spec->duty), spec->stop);
+		fsp_engine_idle(fsp_duty_idle_ns(L.last_burst_ns, spec->duty), spec->stop);
 	}
 	res->ended_ns = fsp_now_ns();
 	res->busy_ns = busy_ns;
@@ -617,8 +629,8 @@ int fsp_engine_step(const struct fsp_step_spec *spec,
 	res->interrupted = spec->stop && *spec->stop;
 	/* a fill's last, partial segment */
 	if (spec->segment && !spec->burst &&
-	    L.done_bytes > res->nsegments * spec->segment) {
-		uint64_t off = res->nsegments * spec->segment;
+	    L.done_bytes > L.segments_closed * spec->segment) {
+		uint64_t off = L.segments_closed * spec->segment;
 		add_segment(&L, spec->span_off + off, L.done_bytes - off,
 			    res->ended_ns - L.seg_start_ns);
 	}

@@ -29,6 +29,15 @@ struct fsp_oplog;
 #define FSP_QD_MAX 256u
 #define FSP_BS_MIN 512u
 #define FSP_BS_MAX (16u << 20)
+/*
+ * What bounds the engine's memory whatever the parameters: bytes in flight
+ * (qd x bs; up to three buffers each), and the timeline buckets (32 bytes)
+ * and segment rows (24 bytes) of a whole run. Past a table's cap the IOs or
+ * segments are counted as dropped instead of kept.
+ */
+#define FSP_INFLIGHT_MAX (512ull << 20)
+#define FSP_TIMELINE_MAX (1u << 20)
+#define FSP_SEGMENTS_MAX (1u << 20)
 
 /* ---- offsets ---------------------------------------------------------- */
 
@@ -144,6 +153,8 @@ struct fsp_step_spec {
 	unsigned duty;          /* with bursts: busy % of total */
 	uint64_t segment;       /* record a segment row every this many bytes, 0 = no */
 	uint64_t timeline_ns;   /* throughput bucket width, 0 = no timeline */
+	size_t timeline_max;    /* buckets kept at most; 0 = FSP_TIMELINE_MAX */
+	size_t segments_max;    /* segment rows kept at most; 0 = FSP_SEGMENTS_MAX */
 	struct fsp_pattern pattern;
 	struct fsp_oplog *log;  /* NULL: no records */
 	volatile sig_atomic_t *stop; /* set by a signal handler: finish early */
@@ -177,6 +188,8 @@ struct fsp_step_result {
 	size_t ntimeline;
 	struct fsp_segment *segments;  /* fill segments, or bursts */
 	size_t nsegments;
+	uint64_t timeline_dropped_ios; /* completions past the timeline's last bucket */
+	uint64_t segments_dropped;     /* segments or bursts not kept (cap, no memory) */
 };
 
 /*

@@ -15,8 +15,12 @@
 #define KiB 1024ull
 #define MiB (1024ull * KiB)
 #define GiB (1024ull * MiB)
+#define TiB (1024ull * GiB)
+#define PiB (1024ull * TiB)
 #define MS 1000000ull
 #define SEC 1000000000ull
+#define MIN (60 * SEC)
+#define HOUR (60 * MIN)
 
 const struct fsp_profile fsp_profiles[] = {
 	{ "burst-randread", "4 KiB random read, QD1, in bursts at 20% duty" },
@@ -204,7 +208,8 @@ int fsp_parse_size(const char *s, uint64_t *out)
 	case 'k': mult = KiB; break;
 	case 'm': mult = MiB; break;
 	case 'g': mult = GiB; break;
-	case 't': mult = 1024 * GiB; break;
+	case 't': mult = TiB; break;
+	case 'p': mult = PiB; break;
 	default: return -1;
 	}
 	if (*end) {
@@ -255,9 +260,9 @@ int fsp_parse_duration(const char *s, uint64_t *ns)
 
 void fsp_format_size(uint64_t v, char *buf, size_t len)
 {
-	static const char sfx[] = "kMGT";
+	static const char sfx[] = "kMGTP";
 	int i = -1;
-	while (v && v % 1024 == 0 && i < 3) {
+	while (v && v % 1024 == 0 && i < 4) {
 		v /= 1024;
 		i++;
 	}
@@ -271,6 +276,8 @@ void fsp_format_duration(uint64_t ns, char *buf, size_t len)
 {
 	if (ns == 0)
 		snprintf(buf, len, "0");
+	else if (ns % HOUR == 0)
+		snprintf(buf, len, "%lluh", (unsigned long long)(ns / HOUR));
 	else if (ns % (60 * SEC) == 0)
 		snprintf(buf, len, "%llum", (unsigned long long)(ns / (60 * SEC)));
 	else if (ns % SEC == 0)
@@ -317,21 +324,85 @@ static int parse_list(const char *s, unsigned *out, unsigned *n, unsigned lo,
 	return 0;
 }
 
-static int set_size(uint64_t *dst, const char *v, char *err, size_t errlen)
+/*
+ * Every size and duration has a range (docs/profiles.md, "Parameter
+ * ranges"): wide enough for any methodology value, narrow enough that a
+ * typo (timeline = 1ns, burst = 1) cannot turn a run into millions of rows
+ * or gigabytes of tables. zero, if not NULL: 0 is accepted too, meaning that.
+ */
+struct range {
+	uint64_t lo, hi;
+	const char *zero;
+	int duration;
+};
+
+static const struct range R_SPAN = { 512, PiB, "the whole target", 0 };
+static const struct range R_OFFSET = { 0, PiB, NULL, 0 };
+static const struct range R_BYTES = { 512, PiB, "no limit", 0 };
+static const struct range R_BURST = { 512, 64 * GiB, "no bursts", 0 };
+static const struct range R_SEGMENT = { 64 * KiB, TiB, NULL, 0 };
+static const struct range R_TAIL = { 0, PiB, NULL, 0 };
+static const struct range R_TIME = { 10 * MS, 24 * HOUR, "no limit", 1 };
+static const struct range R_RAMP = { 1 * MS, 10 * MIN, "none", 1 };
+static const struct range R_IDLE = { 0, HOUR, NULL, 1 };
+static const struct range R_TIMELINE = { 10 * MS, 60 * SEC, "none", 1 };
+
+/* A range bound as a person writes it: 10ms, 60s, 10m, 24h. */
+static void bound_text(const struct range *r, uint64_t v, char *buf, size_t len)
 {
-	if (fsp_parse_size(v, dst) != 0) {
+	if (!r->duration)
+		fsp_format_size(v, buf, len);
+	else if (v && v % HOUR == 0)
+		snprintf(buf, len, "%lluh", (unsigned long long)(v / HOUR));
+	else if (v >= 10 * MIN && v % MIN == 0)
+		snprintf(buf, len, "%llum", (unsigned long long)(v / MIN));
+	else if (v && v % SEC == 0)
+		snprintf(buf, len, "%llus", (unsigned long long)(v / SEC));
+	else
+		fsp_format_duration(v, buf, len);
+}
+
+static int in_range(uint64_t v, const char *text, const struct range *r, char *err,
+		    size_t errlen)
+{
+	if ((v == 0 && r->zero) || (v >= r->lo && v <= r->hi))
+		return 0;
+	char lo[32], hi[32];
+	bound_text(r, r->lo, lo, sizeof(lo));
+	bound_text(r, r->hi, hi, sizeof(hi));
+	if (r->zero && r->lo)
+		snprintf(err, errlen, "'%s' is out of range (%s..%s, or 0 for %s)", text,
+			 lo, hi, r->zero);
+	else
+		snprintf(err, errlen, "'%s' is out of range (%s..%s)", text, lo, hi);
+	return -1;
+}
+
+static int set_size(uint64_t *dst, const char *v, const struct range *r, char *err,
+		    size_t errlen)
+{
+	uint64_t u;
+	if (fsp_parse_size(v, &u) != 0) {
 		snprintf(err, errlen, "'%s' is not a size (e.g. 4k, 128M, 1G)", v);
 		return -1;
 	}
+	if (in_range(u, v, r, err, errlen))
+		return -1;
+	*dst = u;
 	return 0;
 }
 
-static int set_duration(uint64_t *dst, const char *v, char *err, size_t errlen)
+static int set_duration(uint64_t *dst, const char *v, const struct range *r, char *err,
+			size_t errlen)
 {
-	if (fsp_parse_duration(v, dst) != 0) {
+	uint64_t u;
+	if (fsp_parse_duration(v, &u) != 0) {
 		snprintf(err, errlen, "'%s' is not a duration (e.g. 300ms, 2s, 1m)", v);
 		return -1;
 	}
+	if (in_range(u, v, r, err, errlen))
+		return -1;
+	*dst = u;
 	return 0;
 }
 
@@ -353,8 +424,10 @@ int fsp_param_set(struct fsp_params *p, const char *key, const char *v,
 {
 	uint64_t u;
 	if (!strcmp(key, "bs")) {
-		if (set_size(&u, v, err, errlen))
+		if (fsp_parse_size(v, &u) != 0) {
+			snprintf(err, errlen, "'%s' is not a size (e.g. 4k, 128M, 1G)", v);
 			return -1;
+		}
 		/* multiples of the target's logical block size are checked later */
 		if (u < FSP_BS_MIN || u > FSP_BS_MAX) {
 			snprintf(err, errlen, "'%s' is not a block size (512 to 16M)", v);
@@ -404,19 +477,19 @@ int fsp_param_set(struct fsp_params *p, const char *key, const char *v,
 			return -1;
 		}
 	} else if (!strcmp(key, "span")) {
-		if (set_size(&p->span, v, err, errlen))
+		if (set_size(&p->span, v, &R_SPAN, err, errlen))
 			return -1;
 		p->span_set = 1;
 	} else if (!strcmp(key, "offset")) {
-		return set_size(&p->offset, v, err, errlen);
+		return set_size(&p->offset, v, &R_OFFSET, err, errlen);
 	} else if (!strcmp(key, "time")) {
-		return set_duration(&p->time_ns, v, err, errlen);
+		return set_duration(&p->time_ns, v, &R_TIME, err, errlen);
 	} else if (!strcmp(key, "bytes")) {
-		return set_size(&p->bytes, v, err, errlen);
+		return set_size(&p->bytes, v, &R_BYTES, err, errlen);
 	} else if (!strcmp(key, "ramp")) {
-		return set_duration(&p->ramp_ns, v, err, errlen);
+		return set_duration(&p->ramp_ns, v, &R_RAMP, err, errlen);
 	} else if (!strcmp(key, "burst")) {
-		return set_size(&p->burst, v, err, errlen);
+		return set_size(&p->burst, v, &R_BURST, err, errlen);
 	} else if (!strcmp(key, "duty")) {
 		char *end;
 		unsigned long d = strtoul(v, &end, 10);
@@ -426,7 +499,7 @@ int fsp_param_set(struct fsp_params *p, const char *key, const char *v,
 		}
 		p->duty = (unsigned)d;
 	} else if (!strcmp(key, "idle")) {
-		return set_duration(&p->idle_ns, v, err, errlen);
+		return set_duration(&p->idle_ns, v, &R_IDLE, err, errlen);
 	} else if (!strcmp(key, "pattern")) {
 		return fsp_pattern_parse(v, &p->pattern, err, errlen);
 	} else if (!strcmp(key, "seed")) {
@@ -439,17 +512,11 @@ int fsp_param_set(struct fsp_params *p, const char *key, const char *v,
 		}
 		p->seed = s;
 	} else if (!strcmp(key, "segment")) {
-		if (set_size(&u, v, err, errlen))
-			return -1;
-		if (u == 0) {
-			snprintf(err, errlen, "must be more than 0");
-			return -1;
-		}
-		p->segment = u;
+		return set_size(&p->segment, v, &R_SEGMENT, err, errlen);
 	} else if (!strcmp(key, "tail")) {
-		return set_size(&p->tail, v, err, errlen);
+		return set_size(&p->tail, v, &R_TAIL, err, errlen);
 	} else if (!strcmp(key, "timeline")) {
-		return set_duration(&p->timeline_ns, v, err, errlen);
+		return set_duration(&p->timeline_ns, v, &R_TIMELINE, err, errlen);
 	} else {
 		snprintf(err, errlen, "unknown parameter");
 		return -1;
@@ -550,6 +617,54 @@ int fsp_params_check(const struct fsp_params *p, char *err, size_t errlen)
 	}
 	if (p->fill && p->segment < p->bs) {
 		snprintf(err, errlen, "segment: smaller than one block (bs %u)", p->bs);
+		return -1;
+	}
+	return fsp_params_check_memory(p, err, errlen);
+}
+
+int fsp_params_check_memory(const struct fsp_params *p, char *err, size_t errlen)
+{
+	char a[32], b[32], c[32];
+	unsigned maxqd = 0, nsteps = p->fill ? 1 : p->nqd * p->nmix;
+	for (unsigned i = 0; i < p->nqd; i++)
+		if (p->qds[i] > maxqd)
+			maxqd = p->qds[i];
+	if ((uint64_t)maxqd * p->bs > FSP_INFLIGHT_MAX) {
+		fsp_format_size((uint64_t)maxqd * p->bs, a, sizeof(a));
+		fsp_format_size(p->bs, b, sizeof(b));
+		fsp_format_size(FSP_INFLIGHT_MAX, c, sizeof(c));
+		snprintf(err, errlen, "qd: %u x bs %s is %s in flight, more than %s "
+			 "(lower qd or bs)", maxqd, b, a, c);
+		return -1;
+	}
+	if (p->timeline_ns && p->time_ns) {
+		uint64_t n = (uint64_t)nsteps * (p->time_ns / p->timeline_ns + 1);
+		if (n > FSP_TIMELINE_MAX) {
+			fsp_format_duration(p->timeline_ns, a, sizeof(a));
+			fsp_format_duration(p->time_ns, b, sizeof(b));
+			snprintf(err, errlen, "timeline: %s over %u step(s) of %s is %llu "
+				 "buckets, more than %u (make the timeline coarser)", a,
+				 nsteps, b, (unsigned long long)n, FSP_TIMELINE_MAX);
+			return -1;
+		}
+	}
+	if (p->burst && p->bytes) {
+		uint64_t n = (uint64_t)nsteps * (p->bytes / p->burst + 1);
+		if (n > FSP_SEGMENTS_MAX) {
+			fsp_format_size(p->burst, a, sizeof(a));
+			fsp_format_size(p->bytes, b, sizeof(b));
+			snprintf(err, errlen, "burst: %s bursts over %u step(s) of %s are %llu "
+				 "bursts, more than %u (use larger bursts)", a, nsteps, b,
+				 (unsigned long long)n, FSP_SEGMENTS_MAX);
+			return -1;
+		}
+	}
+	if (p->fill && p->span && p->span / p->segment + 1 > FSP_SEGMENTS_MAX) {
+		fsp_format_size(p->segment, a, sizeof(a));
+		fsp_format_size(p->span, b, sizeof(b));
+		snprintf(err, errlen, "segment: %s over a span of %s is %llu segments, "
+			 "more than %u (use a larger segment)", a, b,
+			 (unsigned long long)(p->span / p->segment + 1), FSP_SEGMENTS_MAX);
 		return -1;
 	}
 	return 0;

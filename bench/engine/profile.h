@@ -92,6 +92,12 @@ int fsp_params_writes(const struct fsp_params *p);
 
 /* Check the parameters hang together (before the target is known). */
 int fsp_params_check(const struct fsp_params *p, char *err, size_t errlen);
+/*
+ * The part of it that bounds memory (called again once the span is known):
+ * qd x bs in flight, timeline buckets and burst/segment rows of the whole
+ * run against FSP_INFLIGHT_MAX, FSP_TIMELINE_MAX, FSP_SEGMENTS_MAX.
+ */
+int fsp_params_check_memory(const struct fsp_params *p, char *err, size_t errlen);
 
 /* Parsers shared with the job file: sizes (4k, 1G, 512), durations (300ms, 2s, 1m). */
 int fsp_parse_size(const char *s, uint64_t *out);

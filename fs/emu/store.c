@@ -2854,3 +2854,9 @@ int emu_store_close(struct emu_store *st, struct emu_store_acct *final)
 	store_free(st);
 	return rc;
 }
+
+int emu_store_has_magic(const void *first_bytes, size_t len)
+{
+	/* the magic alone: a store with a damaged superblock is still data */
+	return len >= 8 && get64(first_bytes) == SB_MAGIC;
+}

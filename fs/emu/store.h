@@ -141,6 +141,11 @@ struct emu_store *emu_store_open(const char *path, uint64_t size_bytes,
  * formatting over anything else does.) */
 int emu_store_probe(const char *path);
 
+/* 1 if first_bytes (the start of a device, partition or file, at least 8
+ * bytes) carry the store's superblock magic, valid or not: the signature
+ * the raw-write checks (src/sys/target.h) recognise as an fsprism store. */
+int emu_store_has_magic(const void *first_bytes, size_t len);
+
 struct emu_store_acct;
 /* Commit, write everything home, mark clean, close. 0 or -errno. When
  * final is not NULL it receives the device counters including the close's

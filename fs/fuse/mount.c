@@ -398,9 +398,9 @@ static int resolve_store(struct mount_opts *o, const char *arg)
 /*
  * Refuse to overwrite what is not ours. A block device gets the raw-write
  * checks of `fsprism run` (mounted, holders, swap, exclusive openers,
- * signatures unless --destroy-data); one that already holds a valid
- * fsprism store is re-mounted without --destroy-data, but formatting over
- * it needs it. A non-empty regular file that is not an fsprism store is
+ * signatures -- an fsprism store among them -- unless --destroy-data); one
+ * that already holds a valid fsprism store is re-mounted without
+ * --destroy-data, but formatting over it needs it. A non-empty regular file that is not an fsprism store is
  * refused without --destroy-data. Returns 0 or the exit status.
  */
 static int check_store(struct mount_opts *o)
@@ -440,13 +440,11 @@ static int check_store(struct mount_opts *o)
 		}
 		return 0;
 	}
-	if (valid && o->ecfg.format && !o->destroy_data) {
-		fprintf(stderr, "fsprism mount: %s holds an fsprism store; formatting it "
-			"needs --destroy-data\n", o->store);
-		return 1;
-	}
-	/* our own store carries no foreign signature: only the busy checks */
-	if (fsp_target_check_raw_write(o->store, o->destroy_data || valid, err, sizeof(err))) {
+	/* re-mounting a valid store overwrites nothing: only the busy checks;
+	 * formatting (over a store or anything else) gets all of them */
+	int overwrites = o->ecfg.format || !valid;
+	if (fsp_target_check_raw_write(o->store, o->destroy_data || !overwrites, err,
+				       sizeof(err))) {
 		fprintf(stderr, "fsprism mount: %s\n", err);
 		return 1;
 	}

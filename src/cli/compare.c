@@ -1486,12 +1486,6 @@ static int preflight(struct compare *c)
 			fail("%s", err);
 			return 1;
 		}
-		/* an fsprism store has no signature libblkid knows, but is data */
-		if (!o->destroy_data && emu_store_probe(o->device) == 1) {
-			fail("%s holds an fsprism store (use --destroy-data to "
-			     "overwrite it)", o->device);
-			return 1;
-		}
 		if (fsp_target_geometry(o->device, &c->dev_size, &lbs)) {
 			fail("cannot get the size of %s: %s", o->device, strerror(errno));
 			return 1;
@@ -1716,7 +1710,7 @@ out:;
 		fail("interrupted by signal %d; %s", (int)stop_sig, torn ?
 		     "see above for what could not be removed" :
 		     "everything it set up was removed");
-		rc = 1;
+		rc = 128 + stop_sig; /* 130, 143: what a shell reports for the signal */
 	}
 	fsp_store_close(c.st);
 	return rc;

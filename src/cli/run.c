@@ -705,6 +705,26 @@ static void store_huge_share(struct fsp_store *st, int64_t run,
 		set_attr_double(st, run, "engine.huge_buffer_pct", least);
 }
 
+/* What the capped tables could not keep (engine.h, FSP_TIMELINE_MAX): stored only if any. */
+static void store_dropped(struct fsp_store *st, int64_t run, const struct step *steps,
+			  unsigned nsteps)
+{
+	uint64_t ios = 0, segs = 0;
+	char v[32];
+	for (unsigned i = 0; i < nsteps; i++) {
+		ios += steps[i].res.timeline_dropped_ios;
+		segs += steps[i].res.segments_dropped;
+	}
+	if (ios) {
+		snprintf(v, sizeof(v), "%llu", (unsigned long long)ios);
+		fsp_store_set_attr(st, run, "timeline_dropped_ios", v);
+	}
+	if (segs) {
+		snprintf(v, sizeof(v), "%llu", (unsigned long long)segs);
+		fsp_store_set_attr(st, run, "segments_dropped", v);
+	}
+}
+
 /* ---- score and summary ------------------------------------------------------------ */
 
 struct score {
@@ -906,6 +926,9 @@ static int run_steps(const struct run_opts *o, const struct fsp_params *p,
 			.burst = p->burst, .duty = p->duty,
 			.segment = p->fill ? p->segment : 0,
 			.timeline_ns = p->timeline_ns, .pattern = p->pattern,
+			/* the run's tables share the caps (fsp_params_check_memory) */
+			.timeline_max = FSP_TIMELINE_MAX / nsteps,
+			.segments_max = FSP_SEGMENTS_MAX / nsteps,
 			.log = log, .stop = &run_stop,
 			.progress = show ? show_progress : NULL,
 			.progress_arg = &pr, .progress_ns = 500000000ull,
@@ -953,6 +976,10 @@ int cmd_run(int argc, char **argv)
 		rc = target_inspect(&t, o.target);
 	if (!rc)
 		rc = check_against_target(&p, &t);
+	if (!rc && fsp_params_check_memory(&p, err, sizeof(err)) != 0) {
+		fprintf(stderr, "fsprism run: %s\n", err); /* a fill's span is known now */
+		rc = 2;
+	}
 	if (!rc && t.raw && fsp_params_writes(&p) &&
 	    fsp_target_check_raw_write(t.path, o.destroy_data, err, sizeof(err)) != 0) {
 		fprintf(stderr, "fsprism run: %s\n", err);
@@ -1040,8 +1067,10 @@ int cmd_run(int argc, char **argv)
 				set_attr_double(st, run, "score_overall", sc.overall);
 		}
 	}
-	if (steps)
+	if (steps) {
 		store_huge_share(st, run, steps, nsteps);
+		store_dropped(st, run, steps, nsteps);
+	}
 	if (rc > 128)
 		fsp_store_set_attr(st, run, "interrupted", "1");
 	else if (rc)

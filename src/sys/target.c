@@ -11,8 +11,9 @@
  * Being mounted (also as one device of a multi-device btrfs), held (dm,
  * md, bcache, a loop device on top), used as swap or opened exclusively by
  * someone else is always refused: writing under a live user corrupts it.
- * A signature (file system, RAID member, partition table) only says there
- * may be data, so --destroy-data overrides that one check.
+ * A signature (file system, RAID member, partition table, an fsprism
+ * store on the device or one of its partitions) only says there may be
+ * data, so --destroy-data overrides that one check.
  */
 #include "config.h"
 #include <dirent.h>
@@ -28,6 +29,7 @@
 #include <unistd.h>
 #include <linux/fs.h>
 #include <blkid.h>
+#include "fs/emu/store.h"
 #include "src/sys/mountinfo.h"
 #include "src/sys/target.h"
 
@@ -357,6 +359,53 @@ static int check_exclusive(const struct devset *ds, char *err, size_t errlen)
 	return 0;
 }
 
+/* Start of partition i of ds in bytes (sysfs counts 512-byte sectors). */
+static int part_start(const struct devset *ds, int i, uint64_t *bytes)
+{
+	char p[128], line[64];
+	snprintf(p, sizeof p, "/sys/dev/block/%u:%u/start", major(ds->dev[i]),
+		 minor(ds->dev[i]));
+	if (read_line(p, line, sizeof line))
+		return -1;
+	*bytes = strtoull(line, NULL, 10) * 512;
+	return 0;
+}
+
+/*
+ * An fsprism store (fs/emu/store.h) is data libblkid does not know: look
+ * for its magic at the start of the device and of each partition, read
+ * through the whole device so a partition needs no /dev node.
+ */
+static int check_fsprism_store(const struct devset *ds, char *err, size_t errlen)
+{
+	int fd = open(ds->name[0], O_RDONLY | O_CLOEXEC);
+	if (fd < 0) {
+		set_err(err, errlen, "cannot open %s: %s", ds->name[0], strerror(errno));
+		return -1;
+	}
+	int found = -1;
+	for (int i = 0; i < ds->n && found < 0; i++) {
+		unsigned char head[16];
+		uint64_t off = 0;
+		if (i > 0 && part_start(ds, i, &off))
+			continue;
+		if (pread(fd, head, sizeof head, (off_t)off) == (ssize_t)sizeof head &&
+		    emu_store_has_magic(head, sizeof head))
+			found = i;
+	}
+	close(fd);
+	if (found < 0)
+		return 0;
+	if (found == 0)
+		set_err(err, errlen, "%s holds an fsprism store (use --destroy-data "
+			"to overwrite it)", ds->name[0]);
+	else
+		set_err(err, errlen, "%s has a partition %s that holds an fsprism "
+			"store (use --destroy-data to overwrite it)", ds->name[0],
+			ds->name[found]);
+	return -1;
+}
+
 /* libblkid: file system, RAID member or partition table on the device? */
 static const char *article(const char *word)
 {
@@ -448,6 +497,8 @@ int fsp_target_check_raw_write(const char *dev, int destroy_data, char *err,
 		rc = check_loop_backing(ds, err, errlen);
 	if (!rc)
 		rc = check_exclusive(ds, err, errlen);
+	if (!rc && !destroy_data)
+		rc = check_fsprism_store(ds, err, errlen);
 	if (!rc && !destroy_data)
 		rc = check_signature(dev, err, errlen);
 	free(ds);

@@ -6,7 +6,9 @@
  * a block device, fsp_target_check_raw_write() refuses a device that is
  * mounted, has a mounted partition, has holders (dm, md, ...) or is open
  * exclusively, or carries a file-system, RAID or partition-table signature
- * (libblkid) -- unless destroy_data is set.
+ * (libblkid) or an fsprism store (on it or on a partition) -- unless
+ * destroy_data is set. Every command that writes a device (run, compare,
+ * mount --store) asks this one function.
  */
 #ifndef FSP_TARGET_H
 #define FSP_TARGET_H
@@ -18,7 +20,8 @@
  * Returns 0 if writing to block device `dev` is allowed, or -1 with a
  * one-line reason in err that names what was found, e.g.
  * "/dev/loop3 has a mounted partition /dev/loop3p1 (on /mnt/x)" or
- * "/dev/loop3 carries an ext4 file system signature (use --destroy-data to overwrite)".
+ * "/dev/loop3 carries an ext4 file system signature (use --destroy-data to overwrite it)",
+ * "/dev/loop3 holds an fsprism store (use --destroy-data to overwrite it)".
  */
 int fsp_target_check_raw_write(const char *dev, int destroy_data, char *err,
 			       size_t errlen);
