@@ -1487,7 +1487,7 @@ static int preflight(struct compare *c)
 			return 1;
 		}
 		/* an fsprism store has no signature libblkid knows, but is data */
-		if (!o->destroy_data && emu_store_probe(o->device) == 1) {
+		if (!o->destroy_data && emu_store_probe(o->device) >= 1) {
 			fail("%s holds an fsprism store (use --destroy-data to "
 			     "overwrite it)", o->device);
 			return 1;

@@ -3128,6 +3128,18 @@ struct emu_store *emu_store_open(const char *path, uint64_t size_bytes,
 		pthread_mutex_lock(&st->lock);
 		rc = mount_store(st, &cx, info, err, errlen);
 		pthread_mutex_unlock(&st->lock);
+		if (!rc && info->header_recovered && info->damaged_objects) {
+			/* more than the header was overwritten: its data (which has
+			 * no checksums) cannot be trusted either */
+			snprintf(err, errlen, "store %s: its header is damaged, and so is the "
+				 "metadata of %llu object%s that its backup header leads to: "
+				 "more of the store was overwritten (by another program?); "
+				 "refusing to serve it (--format starts a new store, "
+				 "destroying this one)", path,
+				 (unsigned long long)info->damaged_objects,
+				 info->damaged_objects == 1 ? "" : "s");
+			rc = -EUCLEAN;
+		}
 	}
 	if (rc)
 		goto fail;

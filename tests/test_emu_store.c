@@ -730,6 +730,12 @@ static void test_header_recovery(void **state)
 		emu_store_cfg_default(&cfg);
 		assert_null(emu_store_open(copy, STORE_BYTES, &cfg, &info, err, sizeof(err)));
 		assert_non_null(strstr(err, "did not end cleanly"));
+		/* more than the header overwritten (its data area too): the
+		 * backup leads to damaged metadata, so nothing is served */
+		fill_file("hdr", 0, 1u << 20, 0);
+		fill_file("hdr", 0x5a, STORE_BYTES - (1u << 20) - 8192, 1u << 20);
+		assert_null(emu_store_open(path, STORE_BYTES, &cfg, &info, err, sizeof(err)));
+		assert_non_null(strstr(err, "more of the store was overwritten"));
 		unlink(copy);
 		unlink(path);
 	}
