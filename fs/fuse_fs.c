@@ -1766,6 +1766,8 @@ static ssize_t list_user_xattrs(struct op *o, const char *path, char *buf, size_
 	size_t keep = 0;
 	for (ssize_t at = 0; got > 0 && at < got; ) {
 		size_t len = strnlen(all + at, (size_t)(got - at)) + 1;
+		if (len > (size_t)(got - at))
+			len = (size_t)(got - at); /* a last name without its NUL */
 		if (!own_xattr(all + at)) {
 			memmove(all + keep, all + at, len);
 			keep += len;

@@ -1298,7 +1298,7 @@ static int emu_begin(struct daemon *d, char *err, size_t errlen)
 	if (have_binding && br.refused) {
 		snprintf(err, errlen, "store %s: %llu of the %llu objects it holds match no file "
 			 "of %s: is that the directory this store was used with, and not a copy, "
-			 "a restore or another one? Nothing was changed. --adopt-store mounts them "
+			 "a restore or another one? No object was changed. --adopt-store mounts them "
 			 "together anyway (the unmatched objects are kept as orphans)", o->store,
 			 (unsigned long long)br.lost, (unsigned long long)br.was_bound, o->backing);
 		return -1;
@@ -1309,11 +1309,11 @@ static int emu_begin(struct daemon *d, char *err, size_t errlen)
 			br.found == 1 ? "its" : "their", plural(br.found));
 	if (have_binding && br.orphans)
 		fprintf(stderr, "fsprism mount: store %s: %llu object%s match%s no file of %s "
-			"and %s kept as orphan%s (mounting with the directory they belong to gets "
+			"and %s kept as %s (mounting with the directory they belong to gets "
 			"them back; --drop-orphans deletes them)\n", o->store,
 			(unsigned long long)br.orphans, plural(br.orphans),
 			br.orphans == 1 ? "es" : "", o->backing, br.orphans == 1 ? "is" : "are",
-			plural(br.orphans));
+			br.orphans == 1 ? "an orphan" : "orphans");
 	if (have_binding && br.dropped)
 		fprintf(stderr, "fsprism mount: store %s: %llu orphaned object%s deleted "
 			"(--drop-orphans)\n", o->store, (unsigned long long)br.dropped,
