@@ -984,6 +984,7 @@ struct bind_report {
 	uint64_t dropped;   /* unmatched, deleted (--drop-orphans) */
 	uint64_t rekeyed;   /* objects whose inode number changed (a copy) */
 	uint64_t dup_ids;   /* files naming an object another file has */
+	uint64_t dup_cloned; /* of those, given a clone of that file's data */
 	uint64_t ids_failed; /* ids that could not be written to their file */
 	int ids_errno;
 	int refused;
@@ -1049,7 +1050,8 @@ static int bind_objects(struct daemon *d, struct bind_report *r)
 	struct oid_idx *by_oid = NULL;
 	unsigned char *claimed = NULL;
 	uint64_t *claim_ino = NULL;
-	size_t nobj = 0, nbind = 0;
+	uint64_t (*dups)[2] = NULL; /* a copy's inode, its original's */
+	size_t nobj = 0, nbind = 0, ndup = 0;
 	uint64_t uuid = emu_store_uuid(d->emu);
 	int rc = -1;
 	memset(r, 0, sizeof(*r));
@@ -1059,7 +1061,8 @@ static int bind_objects(struct daemon *d, struct bind_report *r)
 	bind = malloc((nobj ? nobj : 1) * sizeof(*bind));
 	claimed = calloc(nobj ? nobj : 1, 1);
 	claim_ino = calloc(nobj ? nobj : 1, sizeof(*claim_ino));
-	if (!by_oid || !bind || !claimed || !claim_ino)
+	dups = malloc((t.n ? t.n : 1) * sizeof(*dups));
+	if (!by_oid || !bind || !claimed || !claim_ino || !dups)
 		goto out;
 	for (size_t i = 0; i < nobj; i++)
 		by_oid[i] = (struct oid_idx){ objs[i].oid, i };
@@ -1079,12 +1082,15 @@ static int bind_objects(struct daemon *d, struct bind_report *r)
 				continue;
 			if (claimed[x->i]) {
 				if (claim_ino[x->i] != f->ino && pass == 1) {
-					/* a copy made in the backing directory: it has
-					 * no data of its own; its id goes */
+					/* a copy made in the backing directory: it gets
+					 * a clone of the original's data below, and an
+					 * id of its own at unmount */
 					char path[PATH_MAX];
 					if (tree_path(d->o->backing, f, path, sizeof(path)) == 0)
 						lremovexattr(path, FSP_IDENT_XATTR);
 					f->ident = 0;
+					dups[ndup][0] = f->ino;
+					dups[ndup++][1] = claim_ino[x->i];
 					r->dup_ids++;
 				}
 				continue;
@@ -1135,6 +1141,16 @@ static int bind_objects(struct daemon *d, struct bind_report *r)
 			r->ids_failed++;
 			r->ids_errno = errno;
 		}
+	for (size_t k = 0; k < ndup; k++) {
+		struct emu_cx cx = { 0 };
+		uint64_t size = 0, have;
+		if (emu_store_obj_size(d->emu, dups[k][0], &have, NULL) == 0)
+			continue; /* a second name of the same copy */
+		if (emu_store_obj_size(d->emu, dups[k][1], &size, NULL) == 0 &&
+		    emu_store_clone(d->emu, &cx, dups[k][1], 0, dups[k][0], 0,
+				    (size_t)size) == (ssize_t)size)
+			r->dup_cloned++;
+	}
 	if (d->o->drop_orphans)
 		for (size_t i = 0; i < nobj; i++) {
 			struct emu_cx cx = { 0 };
@@ -1151,6 +1167,7 @@ out:
 	free(by_oid);
 	free(claimed);
 	free(claim_ino);
+	free(dups);
 	return rc;
 }
 
@@ -1320,8 +1337,10 @@ static int emu_begin(struct daemon *d, char *err, size_t errlen)
 			plural(br.dropped));
 	if (have_binding && br.dup_ids)
 		fprintf(stderr, "fsprism mount: %llu file%s of %s named the object of another file "
-			"(a copy made in the backing directory, which copies no data): they are "
-			"empty\n", (unsigned long long)br.dup_ids, plural(br.dup_ids), o->backing);
+			"(copies made in the backing directory, which copy no data): %llu got a "
+			"copy-on-write clone of that file's data as it is now\n",
+			(unsigned long long)br.dup_ids, plural(br.dup_ids), o->backing,
+			(unsigned long long)br.dup_cloned);
 	if (have_binding && br.ids_failed)
 		fprintf(stderr, "fsprism mount: cannot keep the object ids with %llu file%s of %s "
 			"(extended attribute %s: %s): a copy of the directory will not find "

@@ -5,7 +5,8 @@
 #  - `cp -a` of the backing directory: the copy mounts with every file's
 #    data, and the original directory still has it afterwards (the objects
 #    follow the id in each file's user.fsprism.obj, hidden from the mount);
-#    a file copied through the mount has an object of its own;
+#    a file copied through the mount has an object of its own, and one
+#    copied in the backing directory (with its id) gets a clone of the data;
 #  - an unrelated (empty) backing directory is refused and the store left
 #    alone; --adopt-store mounts it, keeping the objects as orphans, which
 #    the right directory gets back;
@@ -132,6 +133,26 @@ if smount "$B" --drop-orphans; then
 	fsp_umount "$M"
 else
 	not_ok "--drop-orphans ($(cat "$T/err"))"
+fi
+
+# ---- a copy of a file made in the backing directory (its id too) ----
+cp -a "$B/b" "$B/b.copy"
+if smount "$B"; then
+	expect_eq "a copy made in the backing directory gets the data" "" "$(cmp "$T/want.b" "$M/b.copy" 2>&1)"
+	check "as a clone, and the mount says so" \
+		sh -c "grep -q '1 file of $B named the object of another file.*1 got a copy-on-write clone' '$T/err'"
+	echo mine >"$M/b.copy"
+	same_files "$M" "writing the copy leaves the original alone"
+	fsp_umount "$M"
+else
+	not_ok "mount with a copy in the backing directory ($(cat "$T/err"))"
+fi
+if smount "$B"; then
+	expect_eq "the copy keeps its own data" mine "$(cat "$M/b.copy")"
+	expect_eq "with an id of its own: nothing said" "" "$(cat "$T/err")"
+	fsp_umount "$M"
+else
+	not_ok "mount after the copy ($(cat "$T/err"))"
 fi
 
 # ---- a damaged header ----
