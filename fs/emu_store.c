@@ -147,7 +147,6 @@ struct emu_store {
 	uint32_t bs;
 	uint64_t nblocks;
 	uint64_t uuid;
-	uint32_t version;     /* of the superblock on the device */
 	uint64_t backup_blk;  /* backup superblock (the root copy follows); 0: none */
 	uint64_t oid_state;   /* xorshift state for new object ids (under lock) */
 	/* layout, in blocks */
@@ -2430,7 +2429,6 @@ static int parse_sb(struct emu_store *st, const uint8_t *b, int *clean)
 	if (get64(b + SB_OFF_MAGIC) != SB_MAGIC || (version != 1 && version != SB_VERSION) ||
 	    get32(b + crc_at) != emu_crc32c(0, b, crc_at))
 		return -EINVAL;
-	st->version = version;
 	st->backup_blk = version == 1 ? 0 : get64(b + SB_OFF_BACKUP);
 	st->bs = get32(b + SB_OFF_BS);
 	st->nblocks = get64(b + SB_OFF_NBLOCKS);
