@@ -63,13 +63,13 @@ void fsp_fs_set_log(struct fsp_fs *fs, struct fsp_oplog *log);
  * invisible at the root of the mount (lookup, readdir, create, rename ...).
  */
 #define FSP_STORE_NAME ".fsprism-store"
+void fsp_fs_set_emu(struct fsp_fs *fs, struct emu_store *st, int hide_store_name);
 
 /* The extended attribute that ties a backing file to its object in the
  * store ("STORE-UUID:OBJECT-ID"); FSP_XATTR_PREFIX names are fsprism's
- * own and not visible or settable through the mount. */
+ * own and not listed, read, set or removed through the mount. */
 #define FSP_XATTR_PREFIX "user.fsprism."
 #define FSP_IDENT_XATTR FSP_XATTR_PREFIX "obj"
-void fsp_fs_set_emu(struct fsp_fs *fs, struct emu_store *st, int hide_store_name);
 
 /*
  * The store's devio callback (struct emu_store_cfg; arg = the fsp_fs): one
