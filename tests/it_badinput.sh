@@ -115,7 +115,7 @@ expect_fail "a store option without the emulation" 2 "--store-size needs the emu
 	"$F" mount --store-size 64M "$B" "$M"
 head -c 1048576 /dev/urandom >"$T/notastore"
 sum0=$(md5sum <"$T/notastore")
-expect_fail "a store file holding other data" 1 "is not an fsprism store (use --destroy-data to overwrite it)" \
+expect_fail "a store file holding other data" 1 "is not an fsprism store (use --format --destroy-data to overwrite it)" \
 	"$F" mount --cow=always --store "$T/notastore" "$B" "$M"
 expect_eq "that file is unchanged" "$sum0" "$(md5sum <"$T/notastore")"
 truncate -s 64M "$T/ext4.img"

@@ -653,6 +653,202 @@ static void test_bad_input(void **state)
 	assert_non_null(strstr(err, "no valid root"));
 }
 
+/* Write len bytes of value c at off of the file in dir. */
+static void fill_file(const char *name, int c, size_t len, off_t off)
+{
+	char path[512];
+	path_of(path, sizeof(path), name);
+	int fd = open(path, O_WRONLY | O_CREAT, 0600);
+	assert_true(fd >= 0);
+	uint8_t *z = malloc(len);
+	assert_non_null(z);
+	memset(z, c, len);
+	assert_int_equal(pwrite(fd, z, len, off), (ssize_t)len);
+	free(z);
+	close(fd);
+}
+
+static void write_pattern(struct emu_store *st, uint64_t key, int seed, size_t len)
+{
+	struct emu_cx cx = { 0 };
+	uint8_t *b = malloc(len);
+	assert_non_null(b);
+	for (size_t i = 0; i < len; i++)
+		b[i] = (uint8_t)(i * 31 + (size_t)seed);
+	assert_int_equal(emu_store_write(st, &cx, key, b, len, 0), (ssize_t)len);
+	free(b);
+}
+
+static int has_pattern(struct emu_store *st, uint64_t key, int seed, size_t len)
+{
+	struct emu_cx cx = { 0 };
+	uint8_t *b = calloc(1, len + 1);
+	assert_non_null(b);
+	ssize_t n = emu_store_read(st, &cx, key, b, len + 1, 0);
+	int same = n == (ssize_t)len;
+	for (size_t i = 0; same && i < len; i++)
+		same = b[i] == (uint8_t)(i * 31 + (size_t)seed);
+	free(b);
+	return same;
+}
+
+/* A store whose first MiB was zeroed: opened from its backup header (the
+ * last clean close), data intact; never formatted. */
+static void test_header_recovery(void **state)
+{
+	(void)state;
+	struct emu_store_info info;
+	struct emu_store_cfg cfg;
+	char err[512], path[512], cmd[1200];
+	for (int cow = 0; cow <= EMU_COW_ALWAYS; cow += EMU_COW_ALWAYS) {
+		struct emu_store *st = open_store("hdr", cow, cow ? 0 : EMU_JOURNAL_ORDERED, 1, &info);
+		assert_non_null(st);
+		write_pattern(st, 3, cow, 20000);
+		assert_int_equal(emu_store_close(st, NULL), 0);
+		fill_file("hdr", 0, 1u << 20, 0);
+		path_of(path, sizeof(path), "hdr");
+		assert_int_equal(emu_store_probe(path), 2);
+		st = open_store("hdr", cow, cow ? 0 : EMU_JOURNAL_ORDERED, 0, &info);
+		assert_non_null(st);
+		assert_int_equal(info.header_recovered, 1);
+		assert_int_equal(info.formatted, 0);
+		assert_int_equal(info.root_recovered, 1);
+		assert_true(has_pattern(st, 3, cow, 20000));
+		assert_int_equal(emu_store_close(st, NULL), 0);
+		st = open_store("hdr", cow, cow ? 0 : EMU_JOURNAL_ORDERED, 0, &info);
+		assert_non_null(st);
+		assert_int_equal(info.header_recovered, 0);
+		assert_int_equal(info.clean, 1);
+		assert_true(has_pattern(st, 3, cow, 20000));
+		/* a copy taken while it is open: its backup header says "in use" */
+		char copy[512];
+		path_of(copy, sizeof(copy), "hdr-open");
+		snprintf(cmd, sizeof(cmd), "cp '%s' '%s'", path, copy);
+		assert_int_equal(system(cmd), 0);
+		assert_int_equal(emu_store_close(st, NULL), 0);
+		fill_file("hdr-open", 0, 1u << 20, 0);
+		emu_store_cfg_default(&cfg);
+		assert_null(emu_store_open(copy, STORE_BYTES, &cfg, &info, err, sizeof(err)));
+		assert_non_null(strstr(err, "did not end cleanly"));
+		/* more than the header overwritten (its data area too): the
+		 * backup leads to damaged metadata, so nothing is served */
+		fill_file("hdr", 0, 1u << 20, 0);
+		fill_file("hdr", 0x5a, STORE_BYTES - (1u << 20) - 8192, 1u << 20);
+		assert_null(emu_store_open(path, STORE_BYTES, &cfg, &info, err, sizeof(err)));
+		assert_non_null(strstr(err, "more of the store was overwritten"));
+		unlink(copy);
+		unlink(path);
+	}
+}
+
+/* Without format, a non-empty file that is not a store is refused and left
+ * as it was; an empty one is formatted. */
+static void test_not_a_store(void **state)
+{
+	(void)state;
+	struct emu_store_info info;
+	struct emu_store_cfg cfg;
+	char err[512], path[512];
+	uint8_t b[4096];
+	emu_store_cfg_default(&cfg);
+	fill_file("junk", 0x5a, STORE_BYTES, 0);
+	path_of(path, sizeof(path), "junk");
+	assert_int_equal(emu_store_probe(path), 0);
+	assert_null(emu_store_open(path, STORE_BYTES, &cfg, &info, err, sizeof(err)));
+	assert_non_null(strstr(err, "is not an fsprism store (found: data of an unknown kind)"));
+	int fd = open(path, O_RDONLY);
+	assert_int_equal(pread(fd, b, sizeof(b), 0), (ssize_t)sizeof(b));
+	close(fd);
+	assert_int_equal(b[0], 0x5a);
+	assert_int_equal(b[4095], 0x5a);
+	fill_file("zeros", 0, STORE_BYTES, 0);
+	path_of(path, sizeof(path), "zeros");
+	assert_null(emu_store_open(path, STORE_BYTES, &cfg, &info, err, sizeof(err)));
+	assert_non_null(strstr(err, "(found: all zeros in the first 1024 KiB); use --format"));
+	cfg.format = 1;
+	struct emu_store *st = emu_store_open(path, STORE_BYTES, &cfg, &info, err, sizeof(err));
+	assert_non_null(st);
+	assert_int_equal(info.formatted, 1);
+	assert_int_equal(emu_store_close(st, NULL), 0);
+}
+
+static int key_of(struct emu_store *st, uint64_t oid, uint64_t *key)
+{
+	struct emu_obj_ident *v;
+	size_t n;
+	assert_int_equal(emu_store_list(st, &v, &n), 0);
+	int found = 0;
+	for (size_t i = 0; i < n; i++)
+		if (v[i].oid == oid) {
+			*key = v[i].key;
+			found = 1;
+		}
+	free(v);
+	return found;
+}
+
+/* Objects keep their ids across keys: rebound to other inode numbers,
+ * made orphans (kept, not served) and bound again, across remounts. */
+static void test_rebind(void **state)
+{
+	(void)state;
+	struct emu_store_info info;
+	struct emu_store *st = open_store("ids", EMU_COW_ALWAYS, 0, 1, &info);
+	assert_non_null(st);
+	write_pattern(st, 5, 1, 9000);
+	write_pattern(st, 6, 2, 5000);
+	assert_int_equal(emu_store_close(st, NULL), 0);
+	st = open_store("ids", EMU_COW_ALWAYS, 0, 0, &info);
+	assert_non_null(st);
+	struct emu_obj_ident *v;
+	size_t n;
+	assert_int_equal(emu_store_list(st, &v, &n), 0);
+	assert_int_equal(n, 2);
+	assert_int_equal(v[0].key, 5);
+	assert_int_equal(v[1].key, 6);
+	uint64_t oid5 = v[0].oid, oid6 = v[1].oid, key, changed;
+	free(v);
+	assert_true(oid5 != oid6);
+	/* 5 moves to 6 and 6 to 5 (a copy whose inode numbers are swapped) */
+	struct emu_obj_ident swap[2] = { { 6, oid5, 0, 0 }, { 5, oid6, 0, 0 } };
+	assert_int_equal(emu_store_rebind(st, swap, 2, &changed), 0);
+	assert_int_equal(changed, 2);
+	assert_true(has_pattern(st, 6, 1, 9000));
+	assert_true(has_pattern(st, 5, 2, 5000));
+	/* two objects on one key: refused, nothing changes */
+	struct emu_obj_ident twice[2] = { { 7, oid5, 0, 0 }, { 7, oid6, 0, 0 } };
+	assert_int_equal(emu_store_rebind(st, twice, 2, NULL), -EEXIST);
+	assert_true(has_pattern(st, 6, 1, 9000));
+	/* only oid5 bound: oid6 becomes an orphan */
+	struct emu_obj_ident one = { 9, oid5, 0, 0 };
+	assert_int_equal(emu_store_rebind(st, &one, 1, NULL), 0);
+	assert_int_equal(emu_store_obj_size(st, 5, &key, NULL), -ENOENT);
+	assert_int_equal(emu_store_obj_size(st, 6, &key, NULL), -ENOENT);
+	assert_true(has_pattern(st, 9, 1, 9000));
+	assert_int_equal(emu_store_close(st, NULL), 0);
+	st = open_store("ids", EMU_COW_ALWAYS, 0, 0, &info);
+	assert_non_null(st);
+	assert_int_equal(info.damaged_objects, 0);
+	assert_true(key_of(st, oid5, &key));
+	assert_int_equal(key, 9);
+	assert_true(key_of(st, oid6, &key));
+	assert_int_equal(key, oid6 | EMU_ORPHAN_KEY);
+	assert_true(has_pattern(st, 9, 1, 9000));
+	/* the orphan is found again */
+	struct emu_obj_ident both[2] = { { 9, oid5, 0, 0 }, { 12, oid6, 0, 0 } };
+	assert_int_equal(emu_store_rebind(st, both, 2, NULL), 0);
+	assert_true(has_pattern(st, 12, 2, 5000));
+	/* a replaced file (another birth time) does not get the old data,
+	 * which stays as an orphan */
+	struct emu_cx cx = { 0 };
+	assert_int_equal(emu_store_obj_open(st, &cx, 12, 111), 0);
+	assert_int_equal(emu_store_obj_open(st, &cx, 12, 222), 0);
+	assert_int_equal(emu_store_obj_size(st, 12, &key, NULL), -ENOENT);
+	assert_true(key_of(st, oid6, &key));
+	assert_int_equal(key, oid6 | EMU_ORPHAN_KEY);
+	assert_int_equal(emu_store_close(st, NULL), 0);
+}
+
 static int setup(void **state)
 {
 	(void)state;
@@ -680,6 +876,9 @@ int main(void)
 		cmocka_unit_test(test_modes_model),
 		cmocka_unit_test(test_crash_every_io),
 		cmocka_unit_test(test_unshare_then_crash),
+		cmocka_unit_test(test_header_recovery),
+		cmocka_unit_test(test_not_a_store),
+		cmocka_unit_test(test_rebind),
 	};
 	return cmocka_run_group_tests(tests, setup, teardown);
 }

@@ -22,6 +22,7 @@
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
+#include <blkid.h>
 #include "src/base/clock.h"
 #include "fs/emu/endian.h"
 #include "fs/emu/extent.h"
@@ -29,13 +30,15 @@
 #include "src/base/ops.h"
 
 #define SB_MAGIC 0x3153554d45505346ull /* "FSPEMUS1" */
-#define SB_VERSION 1u
+#define SB_VERSION 2u   /* 2: a backup header at the end; 1 (read too): none */
 #define NODE_ROOT 0x544f4f52u /* "ROOT" */
 #define NODE_OMAP 0x50414d4fu /* "OMAP" */
 #define NODE_INDEX 0x58444e49u /* "INDX" */
 #define NODE_LEAF 0x4641454cu /* "LEAF" */
 #define NODE_HDR 32           /* magic, crc, obj, seq, count, pad */
-#define OMAP_ENT 24           /* obj, gen, first index node */
+#define OMAP_ENT_V1 24        /* key (= object id), gen, first index node */
+#define OMAP_ENT 32           /* key, object id, gen, first index node */
+#define ROOT_OMAP_V2 1u       /* root flag: the object map has OMAP_ENT entries */
 #define INDEX_HEAD 24         /* size, leaves in the whole chain, next node */
 #define INDEX_ENT 16          /* first lblk, leaf node */
 #define LEAF_ENT 32           /* lblk, pblk, len, txid */
@@ -110,7 +113,11 @@ static int u64s_push(struct u64s *a, uint64_t x)
 
 struct obj {
 	struct obj *hnext;
-	uint64_t id, gen, size;
+	uint64_t id;         /* the key callers use: the backing inode number while
+			      * bound to a file, oid | EMU_ORPHAN_KEY when not */
+	uint64_t oid;        /* the object's own id: never reused, sealed into its
+			      * nodes, kept with the backing file (docs/emulation.md) */
+	uint64_t gen, size;
 	struct emu_emap map;
 	pthread_rwlock_t rw; /* data IO: writers exclusive, readers shared */
 	unsigned refs;       /* lookups in progress (under st->lock) */
@@ -140,6 +147,8 @@ struct emu_store {
 	uint32_t bs;
 	uint64_t nblocks;
 	uint64_t uuid;
+	uint64_t backup_blk;  /* backup superblock (the root copy follows); 0: none */
+	uint64_t oid_state;   /* xorshift state for new object ids (under lock) */
 	/* layout, in blocks */
 	uint64_t bitmap_blk[2], bitmap_blocks, journal_blk, journal_blocks, data_blk;
 
@@ -469,6 +478,18 @@ static int htab_grow(struct emu_store *st)
 	return 0;
 }
 
+/* A new object id: random, top bit set (so that the orphan key of an
+ * object formatted before ids existed, its inode number, stays apart). */
+static uint64_t new_oid(struct emu_store *st)
+{
+	uint64_t x = st->oid_state;
+	x ^= x << 13;
+	x ^= x >> 7;
+	x ^= x << 17;
+	st->oid_state = x;
+	return x | EMU_ORPHAN_KEY;
+}
+
 static struct obj *obj_new(struct emu_store *st, uint64_t id, uint64_t gen)
 {
 	if (st->nobj + 1 > st->hcap / 2 && htab_grow(st))
@@ -477,6 +498,7 @@ static struct obj *obj_new(struct emu_store *st, uint64_t id, uint64_t gen)
 	if (!o)
 		return NULL;
 	o->id = id;
+	o->oid = new_oid(st);
 	o->gen = gen;
 	emu_emap_init(&o->map, 32768); /* ext4's longest extent; btrfs's is larger */
 	pthread_rwlock_init(&o->rw, NULL);
@@ -497,6 +519,20 @@ static void obj_unlink(struct emu_store *st, struct obj *o)
 	*pp = o->hnext;
 	st->nobj--;
 	o->removed = 1;
+}
+
+/* Move o to another key (under st->lock; the new key is free). */
+static void obj_rekey_locked(struct emu_store *st, struct obj *o, uint64_t id)
+{
+	struct obj **pp = &st->htab[hslot(st, o->id)];
+	while (*pp != o)
+		pp = &(*pp)->hnext;
+	*pp = o->hnext;
+	o->id = id;
+	size_t s = hslot(st, id);
+	o->hnext = st->htab[s];
+	st->htab[s] = o;
+	st->omap_dirty = 1;
 }
 
 static void obj_destroy(struct obj *o)
@@ -1420,20 +1456,17 @@ int emu_store_obj_open(struct emu_store *st, struct emu_cx *cx, uint64_t id, uin
 	int rc = 0;
 	if (!o)
 		return 0; /* created by its first write */
+	(void)cx;
 	if (gen && o->gen && o->gen != gen) {
-		/* the inode number was reused: the old object's data is not
-		 * this file's */
-		gate_enter(st);
-		pthread_rwlock_wrlock(&o->rw);
-		o->damaged = 0;
-		rc = truncate_locked(st, cx, o, 0);
+		/* the inode number was reused (the file was replaced behind
+		 * the mount's back): the old object is not this file's data;
+		 * it is kept, unbound, for a backing file that names its id */
 		pthread_mutex_lock(&st->lock);
-		o->gen = gen;
-		o->dirty = 1;
-		st->omap_dirty = 1;
+		if (!o->removed && obj_find(st, o->oid | EMU_ORPHAN_KEY) == NULL)
+			obj_rekey_locked(st, o, o->oid | EMU_ORPHAN_KEY);
+		else
+			rc = -EEXIST;
 		pthread_mutex_unlock(&st->lock);
-		pthread_rwlock_unlock(&o->rw);
-		gate_leave(st);
 	} else if (gen && !o->gen) {
 		pthread_mutex_lock(&st->lock);
 		o->gen = gen;
@@ -1639,7 +1672,7 @@ static int commit_obj(struct emu_store *st, struct commit *c, struct obj *o)
 				break;
 			}
 			memcpy(b, tmp, sizeof(tmp));
-			node_seal(st, b, NODE_LEAF, o->id, l->n);
+			node_seal(st, b, NODE_LEAF, o->oid, l->n);
 			l->node_pblk = (uint64_t)at;
 			l->node_crc = crc;
 		}
@@ -1679,7 +1712,7 @@ static int commit_obj(struct emu_store *st, struct commit *c, struct obj *o)
 			put64(e, m->leaf[from + i]->e[0].lblk);
 			put64(e + 8, m->leaf[from + i]->node_pblk);
 		}
-		node_seal(st, b, NODE_INDEX, o->id, (uint32_t)cnt);
+		node_seal(st, b, NODE_INDEX, o->oid, (uint32_t)cnt);
 	}
 	if (!rc)
 		rc = free_unreferenced(c, o->nodes, o->nnodes, nodes, nl + nidx);
@@ -1714,7 +1747,7 @@ static int free_nodes(struct emu_store *st, const uint64_t *nodes, size_t n)
  * id, in nodes of OMAP_ENT-byte entries; only nodes whose content changed
  * are written. Under st->lock. */
 struct omap_ent {
-	uint64_t id, gen, index;
+	uint64_t id, oid, gen, index;
 };
 
 static int cmp_omap(const void *a, const void *b)
@@ -1733,7 +1766,7 @@ static int commit_omap(struct emu_store *st, struct commit *c, uint64_t **out_no
 	for (size_t i = 0; i < st->hcap; i++)
 		for (struct obj *o = st->htab[i]; o; o = o->hnext)
 			if (o->nnodes)
-				v[n++] = (struct omap_ent){ o->id, o->gen,
+				v[n++] = (struct omap_ent){ o->id, o->oid, o->gen,
 							    o->nodes[o->nnodes - o->nindex] };
 	qsort(v, n, sizeof(*v), cmp_omap);
 	size_t nn = n ? (n + per - 1) / per : 0;
@@ -1752,8 +1785,9 @@ static int commit_omap(struct emu_store *st, struct commit *c, uint64_t **out_no
 		for (size_t i = 0; i < cnt; i++) {
 			uint8_t *e = tmp + NODE_HDR + i * OMAP_ENT;
 			put64(e, v[from + i].id);
-			put64(e + 8, v[from + i].gen);
-			put64(e + 16, v[from + i].index);
+			put64(e + 8, v[from + i].oid);
+			put64(e + 16, v[from + i].gen);
+			put64(e + 24, v[from + i].index);
 		}
 		uint32_t crc = emu_crc32c((uint32_t)cnt, tmp, st->bs);
 		uint64_t old = k < st->nomap ? st->omap_nodes[k] : 0;
@@ -1926,6 +1960,7 @@ static void seal_root(struct emu_store *st, uint8_t *b, const uint64_t *omap, si
 	put32(b + NODE_HDR + 16, (uint32_t)st->cfg.cow);
 	put32(b + NODE_HDR + 20, (uint32_t)st->cfg.journal);
 	put32(b + NODE_HDR + 24, (uint32_t)bitmap_slot);
+	put32(b + NODE_HDR + 28, ROOT_OMAP_V2);
 	for (size_t i = 0; i < nomap; i++)
 		put64(b + ROOT_HEAD + i * 8, omap[i]);
 	node_seal(st, b, NODE_ROOT, st->uuid, (uint32_t)nomap);
@@ -2149,7 +2184,7 @@ int emu_store_foreach_obj(struct emu_store *st,
 	if (v)
 		for (size_t i = 0; i < st->hcap; i++)
 			for (struct obj *o = st->htab[i]; o; o = o->hnext)
-				v[n++] = (struct omap_ent){ o->id, o->gen, o->size };
+				v[n++] = (struct omap_ent){ o->id, o->oid, o->gen, o->size };
 	pthread_mutex_unlock(&st->lock);
 	if (!v)
 		return -ENOMEM;
@@ -2158,6 +2193,106 @@ int emu_store_foreach_obj(struct emu_store *st,
 	for (size_t i = 0; !rc && i < n; i++)
 		rc = fn(ctx, v[i].id, v[i].gen, v[i].index);
 	free(v);
+	return rc;
+}
+
+uint64_t emu_store_uuid(const struct emu_store *st)
+{
+	return st->uuid;
+}
+
+static int cmp_ident_key(const void *a, const void *b)
+{
+	uint64_t x = ((const struct emu_obj_ident *)a)->key;
+	uint64_t y = ((const struct emu_obj_ident *)b)->key;
+	return x < y ? -1 : x > y;
+}
+
+static int cmp_ident_oid(const void *a, const void *b)
+{
+	uint64_t x = ((const struct emu_obj_ident *)a)->oid;
+	uint64_t y = ((const struct emu_obj_ident *)b)->oid;
+	return x < y ? -1 : x > y;
+}
+
+int emu_store_list(struct emu_store *st, struct emu_obj_ident **out, size_t *n)
+{
+	pthread_mutex_lock(&st->lock);
+	size_t k = 0;
+	struct emu_obj_ident *v = malloc((st->nobj ? st->nobj : 1) * sizeof(*v));
+	if (v)
+		for (size_t i = 0; i < st->hcap; i++)
+			for (struct obj *o = st->htab[i]; o; o = o->hnext)
+				v[k++] = (struct emu_obj_ident){ o->id, o->oid, o->gen, o->size };
+	pthread_mutex_unlock(&st->lock);
+	if (!v)
+		return -ENOMEM;
+	qsort(v, k, sizeof(*v), cmp_ident_key);
+	*out = v;
+	*n = k;
+	return 0;
+}
+
+int emu_store_rebind(struct emu_store *st, struct emu_obj_ident *bind, size_t n,
+		     uint64_t *changed)
+{
+	pthread_mutex_lock(&st->lock);
+	size_t k = 0;
+	struct obj **all = malloc((st->nobj ? st->nobj : 1) * sizeof(*all));
+	uint64_t *keys = malloc((st->nobj ? st->nobj : 1) * sizeof(*keys));
+	int rc = all && keys ? 0 : -ENOMEM;
+	if (!rc) {
+		for (size_t i = 0; i < st->hcap; i++)
+			for (struct obj *o = st->htab[i]; o; o = o->hnext)
+				all[k++] = o;
+		qsort(bind, n, sizeof(*bind), cmp_ident_oid);
+	}
+	/* the new key of every object: its file's inode, or its orphan key */
+	for (size_t i = 0; !rc && i < k; i++) {
+		struct emu_obj_ident key = { .oid = all[i]->oid };
+		const struct emu_obj_ident *b = n ? bsearch(&key, bind, n, sizeof(*bind),
+							    cmp_ident_oid) : NULL;
+		keys[i] = b ? b->key : all[i]->oid | EMU_ORPHAN_KEY;
+		if (b && (b->key & EMU_ORPHAN_KEY))
+			rc = -EINVAL;
+	}
+	/* all distinct, or nothing changes */
+	uint64_t *sorted = rc ? NULL : malloc((k ? k : 1) * sizeof(*sorted));
+	if (!rc && !sorted)
+		rc = -ENOMEM;
+	if (!rc) {
+		memcpy(sorted, keys, k * sizeof(*keys));
+		qsort(sorted, k, sizeof(*sorted), cmp_u64);
+		for (size_t i = 1; i < k; i++)
+			if (sorted[i] == sorted[i - 1])
+				rc = -EEXIST;
+	}
+	uint64_t moved = 0;
+	if (!rc) {
+		memset(st->htab, 0, st->hcap * sizeof(*st->htab));
+		for (size_t i = 0; i < k; i++) {
+			struct obj *o = all[i];
+			struct emu_obj_ident key = { .oid = o->oid };
+			const struct emu_obj_ident *b = n ? bsearch(&key, bind, n, sizeof(*bind),
+								    cmp_ident_oid) : NULL;
+			if (o->id != keys[i])
+				moved++;
+			if (o->id != keys[i] || (b && b->gen && o->gen != b->gen))
+				st->omap_dirty = 1;
+			o->id = keys[i];
+			if (b && b->gen)
+				o->gen = b->gen; /* the file's birth time from now on */
+			size_t s = hslot(st, o->id);
+			o->hnext = st->htab[s];
+			st->htab[s] = o;
+		}
+	}
+	pthread_mutex_unlock(&st->lock);
+	free(all);
+	free(keys);
+	free(sorted);
+	if (changed)
+		*changed = moved;
 	return rc;
 }
 
@@ -2224,14 +2359,14 @@ void emu_store_get_acct(struct emu_store *st, struct emu_store_acct *out)
 #define SB_OFF_JOURNAL_N 64
 #define SB_OFF_DATA 72
 #define SB_OFF_CLEAN 80
-#define SB_OFF_CRC 84
-#define SB_SIZE 88
+#define SB_OFF_CRC_V1 84      /* version 1 ends here */
+#define SB_OFF_BACKUP 88      /* block of the backup superblock, 0: none */
+#define SB_OFF_CRC 96
+#define SB_SIZE 100
 
-static int write_sb(struct emu_store *st, struct emu_cx *cx, int clean)
+/* The superblock image (with the given clean flag) in b. */
+static void build_sb(const struct emu_store *st, uint8_t *b, int clean)
 {
-	uint8_t *b = bounce_buf();
-	if (!b)
-		return -ENOMEM;
 	memset(b, 0, st->bs);
 	put64(b + SB_OFF_MAGIC, SB_MAGIC);
 	put32(b + SB_OFF_VERSION, SB_VERSION);
@@ -2245,18 +2380,56 @@ static int write_sb(struct emu_store *st, struct emu_cx *cx, int clean)
 	put64(b + SB_OFF_JOURNAL_N, st->journal_blocks);
 	put64(b + SB_OFF_DATA, st->data_blk);
 	put32(b + SB_OFF_CLEAN, (uint32_t)clean);
+	put64(b + SB_OFF_BACKUP, st->backup_blk);
 	put32(b + SB_OFF_CRC, emu_crc32c(0, b, SB_OFF_CRC));
-	int rc = dev_write(st, cx, b, st->bs, 0, EMU_IO_CHECKPOINT, EMU_IO_FUA, 0);
+}
+
+static int write_sb(struct emu_store *st, struct emu_cx *cx, int clean)
+{
+	uint8_t *b = bounce_buf();
+	if (!b)
+		return -ENOMEM;
+	build_sb(st, b, clean);
+	return dev_write(st, cx, b, st->bs, 0, EMU_IO_CHECKPOINT, EMU_IO_FUA, 0);
+}
+
+/*
+ * The backup header at the end of the store: a copy of the superblock,
+ * and (clean only) of the newest root after it. Open marks it in use (one
+ * write), a clean close refreshes both (two writes); so a clean backup
+ * always describes the store as the last clean close left it.
+ */
+static int write_backup(struct emu_store *st, struct emu_cx *cx, int clean)
+{
+	uint8_t *b = bounce_buf();
+	if (!st->backup_blk)
+		return 0;
+	if (!b)
+		return -ENOMEM;
+	int rc = 0;
+	if (clean) {
+		rc = dev_read(st, cx, b, st->bs, (1 + (uint64_t)st->root_slot) * st->bs, 0);
+		if (!rc)
+			rc = dev_write(st, cx, b, st->bs, (st->backup_blk + 1) * st->bs,
+				       EMU_IO_CHECKPOINT, EMU_IO_FUA, 0);
+	}
+	if (!rc) {
+		build_sb(st, b, clean);
+		rc = dev_write(st, cx, b, st->bs, st->backup_blk * st->bs, EMU_IO_CHECKPOINT,
+			       EMU_IO_FUA, 0);
+	}
 	return rc;
 }
 
-/* Parse block 0; 0 when it is a valid superblock. */
+/* Parse a superblock; 0 when it is a valid one (version 1 or 2). */
 static int parse_sb(struct emu_store *st, const uint8_t *b, int *clean)
 {
-	if (get64(b + SB_OFF_MAGIC) != SB_MAGIC ||
-	    get32(b + SB_OFF_CRC) != emu_crc32c(0, b, SB_OFF_CRC) ||
-	    get32(b + SB_OFF_VERSION) != SB_VERSION)
+	uint32_t version = get32(b + SB_OFF_VERSION);
+	size_t crc_at = version == 1 ? SB_OFF_CRC_V1 : SB_OFF_CRC;
+	if (get64(b + SB_OFF_MAGIC) != SB_MAGIC || (version != 1 && version != SB_VERSION) ||
+	    get32(b + crc_at) != emu_crc32c(0, b, crc_at))
 		return -EINVAL;
+	st->backup_blk = version == 1 ? 0 : get64(b + SB_OFF_BACKUP);
 	st->bs = get32(b + SB_OFF_BS);
 	st->nblocks = get64(b + SB_OFF_NBLOCKS);
 	st->uuid = get64(b + SB_OFF_UUID);
@@ -2268,9 +2441,79 @@ static int parse_sb(struct emu_store *st, const uint8_t *b, int *clean)
 	st->data_blk = get64(b + SB_OFF_DATA);
 	*clean = (int)get32(b + SB_OFF_CLEAN);
 	if (st->bs < 4096 || st->bs > 65536 || (st->bs & (st->bs - 1)) ||
-	    st->data_blk >= st->nblocks || st->journal_blk + st->journal_blocks != st->data_blk)
+	    st->data_blk >= st->nblocks || st->journal_blk + st->journal_blocks != st->data_blk ||
+	    (st->backup_blk && (st->backup_blk != st->nblocks - 2 || st->backup_blk < st->data_blk)))
 		return -EINVAL;
 	return 0;
+}
+
+/* The backup superblock of a store of size bytes, if there is one:
+ * at the second-last block, for every block size. 0 when found. */
+static int find_backup(struct emu_store *st, struct emu_cx *cx, uint64_t size, int *clean)
+{
+	uint8_t *b = bounce_buf();
+	if (!b)
+		return -ENOMEM;
+	for (uint64_t bs = 4096; bs <= 65536; bs *= 2) {
+		uint64_t nb = size / bs;
+		if (nb < 300)
+			break;
+		if (dev_read(st, cx, b, 4096, (nb - 2) * bs, 0))
+			continue;
+		struct emu_store tmp;
+		memset(&tmp, 0, sizeof(tmp));
+		if (parse_sb(&tmp, b, clean) || tmp.bs != bs || tmp.nblocks != nb ||
+		    tmp.backup_blk != nb - 2)
+			continue;
+		parse_sb(st, b, clean);
+		return 0;
+	}
+	return -ENOENT;
+}
+
+/* What the start of a device that is not a store holds, for the message. */
+static void describe_foreign(struct emu_store *st, struct emu_cx *cx, uint64_t size,
+			     char *what, size_t len)
+{
+	uint8_t *b = bounce_buf();
+	uint64_t n = size < (1u << 20) ? size : 1u << 20;
+	int zeros = b != NULL;
+	for (uint64_t at = 0; zeros && at + 4096 <= n; at += 4096) {
+		if (dev_read(st, cx, b, 4096, at, 0)) {
+			zeros = 0;
+			break;
+		}
+		for (size_t i = 0; i < 4096 && zeros; i++)
+			zeros = b[i] == 0;
+	}
+	if (zeros) {
+		snprintf(what, len, "all zeros in the first %llu KiB",
+			 (unsigned long long)(n >> 10));
+		return;
+	}
+	if (b && dev_read(st, cx, b, 4096, 0, 0) == 0 && get64(b + SB_OFF_MAGIC) == SB_MAGIC) {
+		snprintf(what, len, "a damaged fsprism store header and no backup header");
+		return;
+	}
+	const char *type = NULL, *pttype = NULL;
+	blkid_probe pr = blkid_new_probe_from_filename(st->path);
+	if (pr) {
+		blkid_probe_enable_superblocks(pr, 1);
+		blkid_probe_set_superblocks_flags(pr, BLKID_SUBLKS_TYPE);
+		blkid_probe_enable_partitions(pr, 1);
+		if (blkid_do_safeprobe(pr) == 0) {
+			blkid_probe_lookup_value(pr, "TYPE", &type, NULL);
+			blkid_probe_lookup_value(pr, "PTTYPE", &pttype, NULL);
+		}
+	}
+	if (type)
+		snprintf(what, len, "%s signature", type);
+	else if (pttype)
+		snprintf(what, len, "%s partition table", pttype);
+	else
+		snprintf(what, len, "data of an unknown kind");
+	if (pr)
+		blkid_free_probe(pr);
 }
 
 int emu_store_probe(const char *path)
@@ -2281,15 +2524,27 @@ int emu_store_probe(const char *path)
 	uint8_t b[SB_SIZE];
 	ssize_t n = pread(fd, b, sizeof(b), 0);
 	int err = n < 0 ? -errno : 0;
-	close(fd);
-	if (err)
-		return err;
-	if ((size_t)n < sizeof(b))
-		return 0;
 	struct emu_store tmp;
-	int clean;
+	int clean, valid = 0;
 	memset(&tmp, 0, sizeof(tmp));
-	return parse_sb(&tmp, b, &clean) == 0;
+	if (!err && (size_t)n == sizeof(b))
+		valid = parse_sb(&tmp, b, &clean) == 0;
+	/* the backup header (without O_DIRECT: a small buffered read) */
+	struct stat sb;
+	uint64_t size = 0;
+	if (!err && !valid && fstat(fd, &sb) == 0)
+		size = S_ISBLK(sb.st_mode) ? (ioctl(fd, BLKGETSIZE64, &size) ? 0 : size)
+					   : (uint64_t)sb.st_size;
+	for (uint64_t bs = 4096; !err && !valid && bs <= 65536 && size / bs >= 300; bs *= 2) {
+		uint64_t nb = size / bs;
+		memset(&tmp, 0, sizeof(tmp));
+		if (pread(fd, b, sizeof(b), (off_t)((nb - 2) * bs)) == (ssize_t)sizeof(b) &&
+		    parse_sb(&tmp, b, &clean) == 0 && tmp.bs == bs && tmp.nblocks == nb &&
+		    tmp.backup_blk == nb - 2)
+			valid = 2;
+	}
+	close(fd);
+	return err ? err : valid;
 }
 
 static int layout(struct emu_store *st, uint64_t size, char *err, size_t errlen)
@@ -2315,7 +2570,8 @@ static int layout(struct emu_store *st, uint64_t size, char *err, size_t errlen)
 	st->bitmap_blk[1] = 3 + st->bitmap_blocks;
 	st->journal_blk = 3 + 2 * st->bitmap_blocks;
 	st->data_blk = st->journal_blk + st->journal_blocks;
-	if (st->journal_blocks < 16 || st->data_blk + 256 > st->nblocks) {
+	st->backup_blk = st->nblocks - 2;
+	if (st->journal_blocks < 16 || st->data_blk + 256 + 2 > st->nblocks) {
 		snprintf(err, errlen,
 			 "store of %llu bytes is too small for a %llu-byte journal and 256 data blocks",
 			 (unsigned long long)size, (unsigned long long)jbytes);
@@ -2341,6 +2597,8 @@ static int alloc_new(struct emu_store *st)
 	if (!st->alloc)
 		return -ENOMEM;
 	int rc = emu_alloc_reserve(st->alloc, 0, st->data_blk);
+	if (!rc && st->backup_blk)
+		rc = emu_alloc_reserve(st->alloc, st->backup_blk, 2);
 	for (int s = 0; !rc && s < 2; s++) {
 		st->bitmap_crc[s] = calloc(st->bitmap_blocks, sizeof(uint32_t));
 		if (!st->bitmap_crc[s])
@@ -2441,7 +2699,7 @@ static int load_obj(struct emu_store *st, struct emu_cx *cx, struct load *L, str
 	struct u64s leaves = { 0 }, chain = { 0 };
 	int rc = 0;
 	for (uint64_t at = index, hops = 0; at && !rc; hops++) {
-		if (hops > st->nblocks || read_node(st, cx, b, at, NODE_INDEX, o->id)) {
+		if (hops > st->nblocks || read_node(st, cx, b, at, NODE_INDEX, o->oid)) {
 			o->damaged = 1;
 			break;
 		}
@@ -2455,7 +2713,7 @@ static int load_obj(struct emu_store *st, struct emu_cx *cx, struct load *L, str
 		}
 		for (uint32_t i = 0; !rc && i < cnt && !o->damaged; i++) {
 			uint64_t leaf = get64(b + NODE_HDR + INDEX_HEAD + i * INDEX_ENT + 8);
-			if (read_node(st, cx, lb, leaf, NODE_LEAF, o->id)) {
+			if (read_node(st, cx, lb, leaf, NODE_LEAF, o->oid)) {
 				o->damaged = 1;
 				break;
 			}
@@ -2571,6 +2829,12 @@ static int mount_store(struct emu_store *st, struct emu_cx *cx, struct emu_store
 	struct emu_journal_cfg jc = journal_cfg(st);
 	st->jcx = cx;
 	rc = emu_journal_open(&st->jio, &jc, &st->journal);
+	if (rc && info->header_recovered) {
+		/* the store was closed cleanly, so its journal held nothing
+		 * to replay: a new one loses nothing */
+		rc = emu_journal_format(&st->jio, &jc, &st->journal);
+		info->journal_reformatted = !rc;
+	}
 	if (rc) {
 		snprintf(err, errlen, "journal superblock unreadable (%s)", strerror(-rc));
 		return rc;
@@ -2596,6 +2860,15 @@ static int mount_store(struct emu_store *st, struct emu_cx *cx, struct emu_store
 			best_seq = seq;
 		}
 	}
+	if (best < 0 && info->header_recovered &&
+	    read_node(st, cx, b, st->backup_blk + 1, NODE_ROOT, st->uuid) == 0 &&
+	    dev_write(st, cx, b, st->bs, st->bs, EMU_IO_CHECKPOINT, 0, 0) == 0 &&
+	    read_node(st, cx, b, 1, NODE_ROOT, st->uuid) == 0) {
+		/* both slots lost: the root of the last clean close goes to slot A */
+		best = 0;
+		best_seq = get64(b + 16);
+		info->root_recovered = 1;
+	}
 	if (best < 0) {
 		snprintf(err, errlen, "no valid root in either slot: the store is damaged "
 			 "(use --format to start again)");
@@ -2607,6 +2880,9 @@ static int mount_store(struct emu_store *st, struct emu_cx *cx, struct emu_store
 	st->root_seq = best_seq;
 	st->root_slot = best;
 	int bitmap_slot = (int)get32(b + NODE_HDR + 24) & 1;
+	/* a root written before objects had ids of their own: the key is the id */
+	int omap_v2 = get32(b + NODE_HDR + 28) == ROOT_OMAP_V2;
+	size_t ent = omap_v2 ? OMAP_ENT : OMAP_ENT_V1;
 	uint32_t nomap = get32(b + 24);
 	if (nomap > (st->bs - ROOT_HEAD) / 8) {
 		free(b);
@@ -2620,7 +2896,7 @@ static int mount_store(struct emu_store *st, struct emu_cx *cx, struct emu_store
 	rc = omap && omap_crc ? 0 : -ENOMEM;
 	for (uint32_t i = 0; i < nomap; i++)
 		omap[i] = get64(b + ROOT_HEAD + i * 8);
-	size_t per = (st->bs - NODE_HDR) / OMAP_ENT;
+	size_t per = (st->bs - NODE_HDR) / ent;
 	for (uint32_t k = 0; !rc && k < nomap; k++) {
 		uint8_t *ob = b; /* the root is no longer needed */
 		if (read_node(st, cx, ob, omap[k], NODE_OMAP, st->uuid)) {
@@ -2636,14 +2912,21 @@ static int mount_store(struct emu_store *st, struct emu_cx *cx, struct emu_store
 		omap_crc[k] = emu_crc32c(cnt, ob, st->bs); /* refreshed at the first commit */
 		uint8_t ib[65536] __attribute__((aligned(4096)));
 		for (uint32_t i = 0; !rc && i < cnt; i++) {
-			const uint8_t *e = ob + NODE_HDR + i * OMAP_ENT;
-			struct obj *o = obj_find(st, get64(e)) ? NULL : obj_new(st, get64(e), get64(e + 8));
+			const uint8_t *e = ob + NODE_HDR + i * ent;
+			uint64_t key = get64(e), oid = omap_v2 ? get64(e + 8) : key;
+			uint64_t gen = get64(e + ent - 16), index = get64(e + ent - 8);
+			if (obj_find(st, key)) {
+				info->damaged_objects++; /* listed twice: keep the first */
+				continue;
+			}
+			struct obj *o = obj_new(st, key, gen);
 			if (!o) {
 				rc = -ENOMEM;
 				break;
 			}
+			o->oid = oid;
 			o->dirty = 0;
-			rc = load_obj(st, cx, &L, o, get64(e + 16), ib, lb);
+			rc = load_obj(st, cx, &L, o, index, ib, lb);
 			if (o->damaged)
 				info->damaged_objects++;
 		}
@@ -2658,6 +2941,13 @@ static int mount_store(struct emu_store *st, struct emu_cx *cx, struct emu_store
 		rc = rebuild_alloc(st, &L);
 	if (!rc)
 		rc = check_bitmaps(st, cx, bitmap_slot, info);
+	/* a store formatted without a backup header gets one when its last
+	 * two blocks are free */
+	if (!rc && !st->backup_blk && st->nblocks - 2 >= st->data_blk &&
+	    emu_alloc_state(st->alloc, st->nblocks - 2) == 0 &&
+	    emu_alloc_state(st->alloc, st->nblocks - 1) == 0 &&
+	    emu_alloc_reserve(st->alloc, st->nblocks - 2, 2) == 0)
+		st->backup_blk = st->nblocks - 2;
 	free(L.nodes.v);
 	free(L.ext);
 	if (rc && !*err)
@@ -2703,7 +2993,7 @@ static void store_free(struct emu_store *st)
 
 /* Open the store: O_DIRECT when the file system takes it. */
 static int open_fds(struct emu_store *st, const char *path, uint64_t size_bytes,
-		    uint64_t *size, char *err, size_t errlen)
+		    uint64_t *size, int *fresh, char *err, size_t errlen)
 {
 	struct stat sb;
 	int exists = stat(path, &sb) == 0;
@@ -2740,6 +3030,7 @@ static int open_fds(struct emu_store *st, const char *path, uint64_t size_bytes,
 	} else {
 		*size = (uint64_t)sb.st_size;
 		if (*size == 0) {
+			*fresh = 1; /* nothing to lose: formatted without --format */
 			*size = size_bytes;
 			if (fallocate(st->fd, 0, 0, (off_t)size_bytes) &&
 			    ftruncate(st->fd, (off_t)size_bytes)) {
@@ -2785,7 +3076,8 @@ struct emu_store *emu_store_open(const char *path, uint64_t size_bytes,
 		rc = -ENOMEM;
 		goto fail;
 	}
-	rc = open_fds(st, path, size_bytes, &size, err, errlen);
+	int fresh = 0;
+	rc = open_fds(st, path, size_bytes, &size, &fresh, err, errlen);
 	if (rc)
 		goto fail;
 	uint8_t *b = bounce_buf();
@@ -2795,7 +3087,36 @@ struct emu_store *emu_store_open(const char *path, uint64_t size_bytes,
 		snprintf(err, errlen, "cannot read store %s: %s", path, strerror(-rc));
 		goto fail;
 	}
-	if (cfg->format || parse_sb(st, b, &clean)) {
+	{
+		uint64_t seed = 0;
+		if (getrandom(&seed, sizeof(seed), 0) != sizeof(seed))
+			seed = fsp_now_ns() ^ (uint64_t)getpid() << 32;
+		st->oid_state = seed | 1; /* xorshift: never 0 */
+	}
+	if (!cfg->format && !fresh && parse_sb(st, b, &clean)) {
+		/* not a store at its start: never formatted without --format.
+		 * A backup header of a clean close gives the store back. */
+		char what[160];
+		int bclean = 0, found = find_backup(st, &cx, size, &bclean) == 0;
+		if (found && bclean) {
+			info->header_recovered = 1;
+			clean = 1;
+		} else if (found) {
+			snprintf(err, errlen, "store %s: its header is damaged and the backup "
+				 "header at its end is from a mount that did not end cleanly, so "
+				 "it cannot be recovered safely; nothing was written (--format "
+				 "starts a new store, destroying this one)", path);
+			rc = -EUCLEAN;
+			goto fail;
+		} else {
+			describe_foreign(st, &cx, size, what, sizeof(what));
+			snprintf(err, errlen, "%s is not an fsprism store (found: %s); use "
+				 "--format to create one", path, what);
+			rc = -EINVAL;
+			goto fail;
+		}
+	}
+	if (cfg->format || (fresh && parse_sb(st, b, &clean))) {
 		pthread_mutex_lock(&st->lock);
 		rc = format(st, &cx, size, err, errlen);
 		pthread_mutex_unlock(&st->lock);
@@ -2805,12 +3126,26 @@ struct emu_store *emu_store_open(const char *path, uint64_t size_bytes,
 		pthread_mutex_lock(&st->lock);
 		rc = mount_store(st, &cx, info, err, errlen);
 		pthread_mutex_unlock(&st->lock);
+		if (!rc && info->header_recovered && info->damaged_objects) {
+			/* more than the header was overwritten: its data (which has
+			 * no checksums) cannot be trusted either */
+			snprintf(err, errlen, "store %s: its header is damaged, and so is the "
+				 "metadata of %llu object%s that its backup header leads to: "
+				 "more of the store was overwritten (by another program?); "
+				 "refusing to serve it (--format starts a new store, "
+				 "destroying this one)", path,
+				 (unsigned long long)info->damaged_objects,
+				 info->damaged_objects == 1 ? "" : "s");
+			rc = -EUCLEAN;
+		}
 	}
 	if (rc)
 		goto fail;
 	info->clean = clean;
 	/* from here until a clean close, a crash is detected at the next open */
 	rc = write_sb(st, &cx, 0);
+	if (!rc)
+		rc = write_backup(st, &cx, 0);
 	if (rc) {
 		snprintf(err, errlen, "cannot write store superblock: %s", strerror(-rc));
 		goto fail;
@@ -2849,6 +3184,8 @@ int emu_store_close(struct emu_store *st, struct emu_store_acct *final)
 		rc = dev_flush(st, &cx);
 	if (!rc)
 		rc = write_sb(st, &cx, 1);
+	if (!rc)
+		rc = write_backup(st, &cx, 1);
 	if (final)
 		emu_store_get_acct(st, final);
 	store_free(st);

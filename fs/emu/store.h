@@ -5,7 +5,9 @@
  * With an emulation on, the backing directory keeps the namespace (names,
  * modes, owners, times, xattrs) and file *data* lives in one store: a block
  * device or a large file, owned by this module. Each regular file is an
- * object keyed by its backing inode number; its data is reached through an
+ * object with an id of its own (kept with the backing file, see
+ * emu_store_rebind), reached by a key: the backing inode number while the
+ * object is bound to a file. Its data is reached through an
  * extent map (fs/emu/extent) over blocks handed out by the allocator
  * (fs/emu/alloc), and the metadata that describes it (extent-map leaf
  * nodes, per-file index nodes, the object map, allocation bitmaps, a root)
@@ -23,6 +25,9 @@
  *   journal region          always reserved, so the layout (and the region
  *                           of the drive data lands in) is the same in every mode
  *   data area               everything else, owned by the allocator
+ *   last two blocks         backup superblock and a copy of the root as the
+ *                           last clean close left them (a store formatted
+ *                           before the backup existed gets it when free)
  *
  * Transactions: every change joins the open transaction; a commit (timer,
  * size trigger, fsync, unmount) writes the changed metadata and makes it
@@ -122,21 +127,30 @@ struct emu_store_info {
 	/* bitmap blocks whose content disagreed with the maps (rebuilt from
 	 * the maps, which are authoritative) */
 	uint64_t bitmap_mismatches;
+	/* the superblock at the start did not validate and the store was
+	 * opened from its backup header (written at the last clean close);
+	 * root_recovered: the root slots were lost too and the backup's root
+	 * was put back; journal_reformatted: so was the journal's header */
+	int header_recovered, root_recovered, journal_reformatted;
 };
 
 /*
  * Open the store at path (block device or regular file). A regular file
  * that does not exist or is empty is created with size_bytes (and
- * fallocated); a store without a valid superblock is formatted; with
- * cfg->format the store is always formatted. The caller has already done
- * the raw-device safety checks. On error returns NULL and writes a
+ * fallocated) and formatted; with cfg->format the store is always
+ * formatted. Anything else without a valid superblock is never formatted:
+ * it is opened from its backup header when that is from a clean close
+ * (info->header_recovered), else refused with a message naming what was
+ * found (all zeros, a file system signature, ...). The caller has already
+ * done the raw-device safety checks. On error returns NULL and writes a
  * one-line reason to err.
  */
 struct emu_store *emu_store_open(const char *path, uint64_t size_bytes,
 				 const struct emu_store_cfg *cfg,
 				 struct emu_store_info *info, char *err, size_t errlen);
 
-/* 1 if path holds a valid fsprism store superblock, 0 if not, -errno if it
+/* 1 if path holds a valid fsprism store superblock, 2 if only its backup
+ * superblock is valid (the open recovers it), 0 if neither, -errno if it
  * cannot be read. (Re-mounting an existing store needs no --destroy-data;
  * formatting over anything else does.) */
 int emu_store_probe(const char *path);
@@ -159,7 +173,8 @@ int emu_store_start(struct emu_store *st);
 /*
  * Objects. gen is a generation tag for the backing file (its birth time in
  * ns, or 0 when unknown); an existing object with a different non-zero gen
- * is stale (its inode number was reused) and is emptied first.
+ * is stale (its inode number was reused behind the mount's back): it
+ * becomes an orphan and the file starts without data.
  */
 int emu_store_obj_open(struct emu_store *st, struct emu_cx *cx, uint64_t obj, uint64_t gen);
 /* Drop the object and its blocks (last link gone and no opener left). */
@@ -206,6 +221,27 @@ int emu_store_foreach_obj(struct emu_store *st,
 int emu_store_fiemap(struct emu_store *st, uint64_t obj,
 		     int (*fn)(void *ctx, uint64_t logical, uint64_t physical, uint64_t len),
 		     void *ctx);
+
+/*
+ * Identity. An object's id (oid) is the store's own, random and never
+ * reused; its key is what the calls above take: the backing inode number
+ * while bound to a file, oid | EMU_ORPHAN_KEY while not (an orphan: kept,
+ * never served, bound again when a backing file names its oid).
+ */
+#define EMU_ORPHAN_KEY (1ull << 63)
+struct emu_obj_ident {
+	uint64_t key, oid, gen, size;
+};
+uint64_t emu_store_uuid(const struct emu_store *st);
+/* Every object, sorted by key; *out to be freed. 0 or -ENOMEM. */
+int emu_store_list(struct emu_store *st, struct emu_obj_ident **out, size_t *n);
+/* Give each object of bind[] (by oid) the key bind[].key (an inode number)
+ * and the generation bind[].gen (when not 0); every other object becomes
+ * an orphan. All or nothing: -EEXIST if two objects would share a key,
+ * -EINVAL for an orphan key in bind[]. bind[] is sorted in place. Before
+ * emu_store_start. *changed: objects whose key changed. */
+int emu_store_rebind(struct emu_store *st, struct emu_obj_ident *bind, size_t n,
+		     uint64_t *changed);
 
 /* Device-level counters since open. */
 struct emu_store_acct {

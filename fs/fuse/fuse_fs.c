@@ -1741,6 +1741,49 @@ static void fs_flock(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi,
 
 /* ---- extended attributes ---- */
 
+/* fsprism's own attributes (the object id of an emulated file) are not the
+ * user's: not listed, read, set or removed through the mount, so that a
+ * copy made through the mount never shares its source's object. */
+static inline int own_xattr(const char *name)
+{
+	return !strncmp(name, FSP_XATTR_PREFIX, sizeof(FSP_XATTR_PREFIX) - 1);
+}
+
+/* The listxattr list of path without fsprism's names, into buf (size 0:
+ * only the length). Returns the length or -1 with errno set. One more
+ * backing call than a plain listxattr: the full list's length first. */
+static ssize_t list_user_xattrs(struct op *o, const char *path, char *buf, size_t size)
+{
+	ssize_t full = BACKING(o, listxattr(path, NULL, 0));
+	if (full <= 0)
+		return full;
+	char *all = malloc((size_t)full);
+	if (!all) {
+		errno = ENOMEM;
+		return -1;
+	}
+	ssize_t got = BACKING(o, listxattr(path, all, (size_t)full));
+	size_t keep = 0;
+	for (ssize_t at = 0; got > 0 && at < got; ) {
+		size_t len = strnlen(all + at, (size_t)(got - at)) + 1;
+		if (len > (size_t)(got - at))
+			len = (size_t)(got - at); /* a last name without its NUL */
+		if (!own_xattr(all + at)) {
+			memmove(all + keep, all + at, len);
+			keep += len;
+		}
+		at += (ssize_t)len;
+	}
+	if (got >= 0 && size && keep > size) {
+		errno = ERANGE;
+		got = -1;
+	} else if (got >= 0 && size) {
+		memcpy(buf, all, keep);
+	}
+	free(all);
+	return got < 0 ? -1 : (ssize_t)keep;
+}
+
 static void fs_setxattr(fuse_req_t req, fuse_ino_t ino, const char *name,
 			const char *value, size_t size, int flags)
 {
@@ -1749,7 +1792,8 @@ static void fs_setxattr(fuse_req_t req, fuse_ino_t ino, const char *name,
 	struct fsp_inode *n = op_node(&o, ino);
 	char path[64];
 	proc_path(path, sizeof(path), n->fd);
-	int res = BACKING(&o, setxattr(path, name, value, size, flags));
+	errno = EPERM;
+	int res = own_xattr(name) ? -1 : BACKING(&o, setxattr(path, name, value, size, flags));
 	int err = res < 0 ? errno : 0;
 	op_end(&o);
 	fuse_reply_err(req, err);
@@ -1770,8 +1814,9 @@ static void xattr_reply(struct op *o, fuse_req_t req, int opcode,
 			return;
 		}
 	}
-	ssize_t res = name ? BACKING(o, getxattr(path, name, buf, size))
-			   : BACKING(o, listxattr(path, buf, size));
+	errno = ENODATA;
+	ssize_t res = name ? (own_xattr(name) ? -1 : BACKING(o, getxattr(path, name, buf, size)))
+			   : list_user_xattrs(o, path, buf, size);
 	if (res < 0)
 		err = errno;
 	op_end(o);
@@ -1807,7 +1852,8 @@ static void fs_removexattr(fuse_req_t req, fuse_ino_t ino, const char *name)
 	struct fsp_inode *n = op_node(&o, ino);
 	char path[64];
 	proc_path(path, sizeof(path), n->fd);
-	int res = BACKING(&o, removexattr(path, name));
+	errno = EPERM;
+	int res = own_xattr(name) ? -1 : BACKING(&o, removexattr(path, name));
 	finish_err(&o, req, FSP_OP_REMOVEXATTR, res < 0 ? errno : 0);
 }
 

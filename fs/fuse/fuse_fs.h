@@ -65,6 +65,12 @@ void fsp_fs_set_log(struct fsp_fs *fs, struct fsp_oplog *log);
 #define FSP_STORE_NAME ".fsprism-store"
 void fsp_fs_set_emu(struct fsp_fs *fs, struct emu_store *st, int hide_store_name);
 
+/* The extended attribute that ties a backing file to its object in the
+ * store ("STORE-UUID:OBJECT-ID"); FSP_XATTR_PREFIX names are fsprism's
+ * own and not listed, read, set or removed through the mount. */
+#define FSP_XATTR_PREFIX "user.fsprism."
+#define FSP_IDENT_XATTR FSP_XATTR_PREFIX "obj"
+
 /*
  * The store's devio callback (struct emu_store_cfg; arg = the fsp_fs): one
  * FSP_OP_DEV_* record per store IO, tied to the user operation in cx.

@@ -37,6 +37,7 @@
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
 #include <sys/wait.h>
+#include <sys/xattr.h>
 #include <fuse_lowlevel.h>
 #include "src/sys/mountinfo.h"
 #include "src/cli/cli.h"
@@ -95,6 +96,8 @@ struct mount_opts {
 	int journal_size_given;
 	int block_size_given;
 	int destroy_data;
+	int adopt_store;      /* --adopt-store: mount though most objects have no file */
+	int drop_orphans;     /* --drop-orphans: delete the objects no file names */
 	int emu_opt_given;    /* an emulation-only option, for "needs --store ..." */
 	const char *emu_opt_name;
 };
@@ -137,10 +140,18 @@ static void mount_usage(FILE *f)
 "  --store PATH         block device or file holding the data\n"
 "                       [BACKING_DIR/.fsprism-store, hidden from the mount]\n"
 "  --store-size SIZE    size of a new store file, e.g. 4G [1G]\n"
-"  --format             format the store even if it holds a valid one\n"
+"  --format             format the store even if it holds a valid one (without\n"
+"                       it only a new or empty store file is formatted; a\n"
+"                       damaged store is recovered from its backup header\n"
+"                       or refused)\n"
 "  --destroy-data       allow formatting a device or file that holds other\n"
 "                       data (a signature, or an existing fsprism store on a\n"
 "                       device with --format) [refuse]\n"
+"  --adopt-store        mount even though most of the store's objects match no\n"
+"                       file of BACKING_DIR (another or a copied directory?);\n"
+"                       the unmatched ones are kept as orphans [refuse]\n"
+"  --drop-orphans       delete the store's orphans: objects that no file of\n"
+"                       BACKING_DIR names [keep them]\n"
 "  --alloc POLICY       next-fit | first-fit block allocation [next-fit]\n"
 "  --commit-interval S  seconds between commits; 0 or never: only on fsync,\n"
 "                       --commit-bytes and unmount [%d]\n"
@@ -398,10 +409,12 @@ static int resolve_store(struct mount_opts *o, const char *arg)
 /*
  * Refuse to overwrite what is not ours. A block device gets the raw-write
  * checks of `fsprism run` (mounted, holders, swap, exclusive openers,
- * signatures -- an fsprism store among them -- unless --destroy-data); one
- * that already holds a valid fsprism store is re-mounted without
- * --destroy-data, but formatting over it needs it. A non-empty regular file that is not an fsprism store is
- * refused without --destroy-data. Returns 0 or the exit status.
+ * signatures -- an fsprism store among them -- unless --destroy-data); one that already holds a valid
+ * fsprism store is re-mounted without --destroy-data, but formatting over
+ * it needs it. A non-empty regular file that is not an fsprism store is
+ * refused without --destroy-data. Without --format nothing is formatted
+ * but a new or empty store file: the open recovers a store from its backup
+ * header or refuses, naming what it found. Returns 0 or the exit status.
  */
 static int check_store(struct mount_opts *o)
 {
@@ -431,14 +444,21 @@ static int check_store(struct mount_opts *o)
 			strerror(-valid));
 		return 1;
 	}
-	if (S_ISREG(st.st_mode)) {
-		if (!valid && !o->destroy_data) {
-			fprintf(stderr, "fsprism mount: store %s (%lld bytes) is not an fsprism "
-				"store (use --destroy-data to overwrite it)\n", o->store,
-				(long long)st.st_size);
+	if (S_ISREG(st.st_mode) && !valid && !o->destroy_data) {
+		fprintf(stderr, "fsprism mount: store %s (%lld bytes) is not an fsprism "
+			"store (use --format --destroy-data to overwrite it)\n", o->store,
+			(long long)st.st_size);
+		return 1;
+	}
+	if (S_ISREG(st.st_mode))
+		return 0; /* without --format the open recovers it or refuses */
+	if (!valid && !o->ecfg.format) {
+		/* nothing is written but a recovered header: the busy checks */
+		if (fsp_target_check_raw_write(o->store, 1, err, sizeof(err))) {
+			fprintf(stderr, "fsprism mount: %s\n", err);
 			return 1;
 		}
-		return 0;
+		return 0; /* the open recovers it or says what it holds */
 	}
 	/* re-mounting a valid store overwrites nothing: only the busy checks;
 	 * formatting (over a store or anything else) gets all of them */
@@ -473,7 +493,7 @@ enum { OPT_LOG = 256, OPT_RECORD, OPT_THREADS, OPT_CLONE_FD, OPT_WRITEBACK,
        OPT_INFLIGHT, OPT_COW, OPT_JOURNAL, OPT_STORE, OPT_STORE_SIZE, OPT_FORMAT,
        OPT_DESTROY, OPT_ALLOC, OPT_COMMIT_INT, OPT_COMMIT_BYTES, OPT_JOURNAL_SIZE,
        OPT_NO_FLUSH, OPT_BLOCK_SIZE, OPT_TREE_DEPTH, OPT_EXTENT_COST, OPT_NO_FSYNC_COMMIT,
-       OPT_BACKING_IO };
+       OPT_BACKING_IO, OPT_ADOPT, OPT_DROP_ORPHANS };
 
 /* Returns 0, or the exit status to return. */
 static int parse_mount_args(int argc, char **argv, struct mount_opts *o)
@@ -497,6 +517,8 @@ static int parse_mount_args(int argc, char **argv, struct mount_opts *o)
 		{ "store-size", required_argument, NULL, OPT_STORE_SIZE },
 		{ "format", no_argument, NULL, OPT_FORMAT },
 		{ "destroy-data", no_argument, NULL, OPT_DESTROY },
+		{ "adopt-store", no_argument, NULL, OPT_ADOPT },
+		{ "drop-orphans", no_argument, NULL, OPT_DROP_ORPHANS },
 		{ "alloc", required_argument, NULL, OPT_ALLOC },
 		{ "commit-interval", required_argument, NULL, OPT_COMMIT_INT },
 		{ "commit-bytes", required_argument, NULL, OPT_COMMIT_BYTES },
@@ -607,6 +629,12 @@ static int parse_mount_args(int argc, char **argv, struct mount_opts *o)
 			goto emu_only;
 		case OPT_DESTROY:
 			o->destroy_data = 1;
+			goto emu_only;
+		case OPT_ADOPT:
+			o->adopt_store = 1;
+			goto emu_only;
+		case OPT_DROP_ORPHANS:
+			o->drop_orphans = 1;
 			goto emu_only;
 		case OPT_ALLOC:
 			if (!strcmp(optarg, "next-fit")) {
@@ -813,6 +841,8 @@ struct tree_file {
 	uint64_t ino;
 	uint64_t btime; /* birth time in ns, 0 if unknown (want_btime only) */
 	char *path;     /* relative to the backing directory (want_paths only) */
+	uint64_t oid;   /* the object its FSP_IDENT_XATTR names (want_ident only) */
+	int ident;      /* 1: an id of this store, -1: of another store, 0: none */
 };
 
 struct tree {
@@ -820,8 +850,32 @@ struct tree {
 	size_t n, cap;
 	size_t skip;    /* strlen of "BACKING/" */
 	int want_paths, want_btime;
+	int want_ident;
+	uint64_t uuid;  /* the store's, for want_ident */
 	int incomplete; /* a directory or file could not be read */
 };
+
+/* The identity xattr's value: "STORE-UUID:OBJECT-ID", both 16 hex digits. */
+static void ident_format(char *buf, size_t len, uint64_t uuid, uint64_t oid)
+{
+	snprintf(buf, len, "%016llx:%016llx", (unsigned long long)uuid, (unsigned long long)oid);
+}
+
+/* 1: an id of store uuid (*oid), -1: of another store, 0: none. */
+static int ident_read(const char *path, uint64_t uuid, uint64_t *oid)
+{
+	char v[64];
+	ssize_t n = lgetxattr(path, FSP_IDENT_XATTR, v, sizeof(v) - 1);
+	unsigned long long u, o;
+	char tail;
+	if (n <= 0)
+		return 0;
+	v[n] = 0;
+	if (sscanf(v, "%16llx:%16llx%c", &u, &o, &tail) != 2)
+		return -1;
+	*oid = o;
+	return u == uuid ? 1 : -1;
+}
 
 static struct tree *tree_cur; /* nftw passes no context */
 
@@ -847,6 +901,8 @@ static int tree_visit(const char *fpath, const struct stat *sb, int type, struct
 	f->ino = sb->st_ino;
 	f->btime = t->want_btime ? fsp_birth_ns(AT_FDCWD, fpath, 0) : 0;
 	f->path = NULL;
+	f->oid = 0;
+	f->ident = t->want_ident ? ident_read(fpath, t->uuid, &f->oid) : 0;
 	if (t->want_paths && !(f->path = strdup(strlen(fpath) > t->skip ? fpath + t->skip : "")))
 		return -1;
 	t->n++;
@@ -867,14 +923,18 @@ static void tree_free(struct tree *t)
 	memset(t, 0, sizeof(*t));
 }
 
-/* Walk the backing tree, files sorted by inode. 0, or -1 if it could not
- * be read completely (then nothing may be concluded from a missing file). */
-static int tree_walk(const char *backing, struct tree *t, int want_paths, int want_btime)
+/* Walk the backing tree, files sorted by inode; with ident_uuid, read each
+ * file's object id. 0, or -1 if it could not be read completely (then
+ * nothing may be concluded from a missing file). */
+static int tree_walk(const char *backing, struct tree *t, int want_paths, int want_btime,
+		     const uint64_t *ident_uuid)
 {
 	memset(t, 0, sizeof(*t));
 	t->skip = strcmp(backing, "/") ? strlen(backing) + 1 : 1;
 	t->want_paths = want_paths;
 	t->want_btime = want_btime;
+	t->want_ident = ident_uuid != NULL;
+	t->uuid = ident_uuid ? *ident_uuid : 0;
 	tree_cur = t;
 	int rc = nftw(backing, tree_visit, 64, FTW_PHYS | FTW_MOUNT);
 	tree_cur = NULL;
@@ -914,33 +974,231 @@ static int obj_list_add(void *ctx, uint64_t obj, uint64_t gen, uint64_t size)
 	return 0;
 }
 
+/* What binding the store's objects to the backing tree found. */
+struct bind_report {
+	uint64_t objects;   /* in the store */
+	uint64_t bound;     /* matched to a file now */
+	uint64_t was_bound; /* bound to a file at the last mount */
+	uint64_t lost;      /* of those, matched to no file now */
+	uint64_t found;     /* orphans matched to a file again */
+	uint64_t orphans;   /* unmatched, kept */
+	uint64_t dropped;   /* unmatched, deleted (--drop-orphans) */
+	uint64_t rekeyed;   /* objects whose inode number changed (a copy) */
+	uint64_t dup_ids;   /* files naming an object another file has */
+	uint64_t dup_cloned; /* of those, given a clone of that file's data */
+	uint64_t ids_failed; /* ids that could not be written to their file */
+	int ids_errno;
+	int refused;
+};
+
+struct oid_idx {
+	uint64_t oid;
+	size_t i;
+};
+
+static int cmp_oid_idx(const void *a, const void *b)
+{
+	uint64_t x = ((const struct oid_idx *)a)->oid, y = ((const struct oid_idx *)b)->oid;
+	return x < y ? -1 : x > y;
+}
+
+static int cmp_ident_key(const void *a, const void *b)
+{
+	uint64_t x = ((const struct emu_obj_ident *)a)->key;
+	uint64_t y = ((const struct emu_obj_ident *)b)->key;
+	return x < y ? -1 : x > y;
+}
+
+/* BACKING/f->path in buf; 0, or -1 if it does not fit. */
+static int tree_path(const char *backing, const struct tree_file *f, char *buf, size_t len)
+{
+	int n = snprintf(buf, len, "%s/%s", backing, f->path);
+	return n < 0 || (size_t)n >= len ? -1 : 0;
+}
+
+/* Write f's identity xattr; 0, or -1 with errno set. */
+static int ident_write(const char *backing, const struct tree_file *f, uint64_t uuid,
+		       uint64_t oid)
+{
+	char path[PATH_MAX], v[40];
+	if (tree_path(backing, f, path, sizeof(path))) {
+		errno = ENAMETOOLONG;
+		return -1;
+	}
+	ident_format(v, sizeof(v), uuid, oid);
+	return lsetxattr(path, FSP_IDENT_XATTR, v, strlen(v), 0) < 0 ? -1 : 0;
+}
+
+/* The most objects of a store mounted with a backing directory whose
+ * files name few of them: at least this many, more than half unmatched. */
+#define ADOPT_MIN_OBJECTS 4
+
 /*
- * Remove the objects whose file is gone from the backing tree (deleted while
- * not mounted, or while the daemon was killed), or whose inode number now
- * belongs to a newer file (another birth time). Nothing is removed if the
- * tree cannot be read completely. Returns the number removed, or -1.
+ * Bind each object of the store to the backing file that carries its id
+ * (FSP_IDENT_XATTR; a file without one: the object last bound to its inode
+ * number with the same birth time, which covers stores and files from
+ * before ids and a daemon killed before writing them). Objects no file
+ * names become orphans: kept, never deleted here (but with
+ * --drop-orphans). When most objects bound at the last mount match no
+ * file, nothing is changed and the mount is refused unless --adopt-store.
+ * Returns 0, or -1 if the tree cannot be read completely (the binding of
+ * the last mount is kept).
  */
-static long sweep_orphans(struct daemon *d)
+static int bind_objects(struct daemon *d, struct bind_report *r)
 {
 	struct tree t;
-	struct obj_list l = { 0 };
-	long removed = -1;
-	if (tree_walk(d->o->backing, &t, 0, 1) < 0 ||
-	    emu_store_foreach_obj(d->emu, obj_list_add, &l) < 0)
+	struct emu_obj_ident *objs = NULL, *bind = NULL;
+	struct oid_idx *by_oid = NULL;
+	unsigned char *claimed = NULL;
+	uint64_t *claim_ino = NULL;
+	uint64_t (*dups)[2] = NULL; /* a copy's inode, its original's */
+	size_t nobj = 0, nbind = 0, ndup = 0;
+	uint64_t uuid = emu_store_uuid(d->emu);
+	int rc = -1;
+	memset(r, 0, sizeof(*r));
+	if (tree_walk(d->o->backing, &t, 1, 1, &uuid) < 0 || emu_store_list(d->emu, &objs, &nobj))
 		goto out;
-	removed = 0;
-	for (size_t i = 0; i < l.n; i++) {
-		struct tree_file *f = tree_find(&t, l.v[i][0]);
-		if (f && !(l.v[i][1] && f->btime && l.v[i][1] != f->btime))
+	by_oid = malloc((nobj ? nobj : 1) * sizeof(*by_oid));
+	bind = malloc((nobj ? nobj : 1) * sizeof(*bind));
+	claimed = calloc(nobj ? nobj : 1, 1);
+	claim_ino = calloc(nobj ? nobj : 1, sizeof(*claim_ino));
+	dups = malloc((t.n ? t.n : 1) * sizeof(*dups));
+	if (!by_oid || !bind || !claimed || !claim_ino || !dups)
+		goto out;
+	for (size_t i = 0; i < nobj; i++)
+		by_oid[i] = (struct oid_idx){ objs[i].oid, i };
+	if (nobj)
+		qsort(by_oid, nobj, sizeof(*by_oid), cmp_oid_idx);
+	/* the files that name an object: first those still at its inode
+	 * number (so that a copy of a file inside the directory does not
+	 * take the original's object), then the others */
+	for (int pass = 0; pass < 2; pass++)
+		for (size_t k = 0; k < t.n; k++) {
+			struct tree_file *f = &t.v[k];
+			struct oid_idx key = { f->oid, 0 }, *x;
+			if (f->ident != 1 || !nobj ||
+			    !(x = bsearch(&key, by_oid, nobj, sizeof(key), cmp_oid_idx)))
+				continue;
+			if ((objs[x->i].key == f->ino) != (pass == 0))
+				continue;
+			if (claimed[x->i]) {
+				if (claim_ino[x->i] != f->ino && pass == 1) {
+					/* a copy made in the backing directory: it gets
+					 * a clone of the original's data below, and an
+					 * id of its own at unmount */
+					char path[PATH_MAX];
+					if (tree_path(d->o->backing, f, path, sizeof(path)) == 0)
+						lremovexattr(path, FSP_IDENT_XATTR);
+					f->ident = 0;
+					dups[ndup][0] = f->ino;
+					dups[ndup++][1] = claim_ino[x->i];
+					r->dup_ids++;
+				}
+				continue;
+			}
+			claimed[x->i] = 1;
+			claim_ino[x->i] = f->ino;
+			bind[nbind++] = (struct emu_obj_ident){ f->ino, objs[x->i].oid, f->btime, 0 };
+			f->ident = 2; /* bound, its id is right */
+		}
+	/* files without an id of this store: by inode number and birth time */
+	for (size_t k = 0; k < t.n; k++) {
+		struct tree_file *f = &t.v[k];
+		struct emu_obj_ident key = { .key = f->ino };
+		struct emu_obj_ident *o = f->ident == 1 || f->ident == 2 || !nobj ? NULL :
+			bsearch(&key, objs, nobj, sizeof(key), cmp_ident_key);
+		if (!o || claimed[o - objs] || (o->gen && f->btime && o->gen != f->btime))
 			continue;
-		struct emu_cx cx = { 0 };
-		if (emu_store_obj_remove(d->emu, &cx, l.v[i][0]) == 0)
-			removed++;
+		claimed[o - objs] = 1;
+		claim_ino[o - objs] = f->ino;
+		bind[nbind++] = (struct emu_obj_ident){ f->ino, o->oid, f->btime, 0 };
+		f->oid = o->oid;
+		f->ident = 3; /* bound, its id to be written */
 	}
+	r->objects = nobj;
+	r->bound = nbind;
+	for (size_t i = 0; i < nobj; i++) {
+		int orphan = (objs[i].key & EMU_ORPHAN_KEY) != 0;
+		r->was_bound += !orphan;
+		r->lost += !orphan && !claimed[i];
+		r->found += orphan && claimed[i];
+		r->orphans += !claimed[i];
+		r->rekeyed += !orphan && claimed[i] && claim_ino[i] != objs[i].key;
+	}
+	if (!d->o->adopt_store && r->was_bound >= ADOPT_MIN_OBJECTS && r->lost * 2 > r->was_bound) {
+		r->refused = 1;
+		rc = 0;
+		goto out;
+	}
+	int e = emu_store_rebind(d->emu, bind, nbind, NULL);
+	if (e < 0) {
+		fprintf(stderr, "fsprism mount: cannot bind the objects of store %s to the files "
+			"of %s (%s): the binding of the last mount is kept\n", d->o->store,
+			d->o->backing, strerror(-e));
+		goto out;
+	}
+	for (size_t k = 0; k < t.n; k++)
+		if (t.v[k].ident == 3 && ident_write(d->o->backing, &t.v[k], uuid, t.v[k].oid)) {
+			r->ids_failed++;
+			r->ids_errno = errno;
+		}
+	for (size_t k = 0; k < ndup; k++) {
+		struct emu_cx cx = { 0 };
+		uint64_t size = 0, have;
+		if (emu_store_obj_size(d->emu, dups[k][0], &have, NULL) == 0)
+			continue; /* a second name of the same copy */
+		if (emu_store_obj_size(d->emu, dups[k][1], &size, NULL) == 0 &&
+		    emu_store_clone(d->emu, &cx, dups[k][1], 0, dups[k][0], 0,
+				    (size_t)size) == (ssize_t)size)
+			r->dup_cloned++;
+	}
+	if (d->o->drop_orphans)
+		for (size_t i = 0; i < nobj; i++) {
+			struct emu_cx cx = { 0 };
+			if (!claimed[i] &&
+			    emu_store_obj_remove(d->emu, &cx, objs[i].oid | EMU_ORPHAN_KEY) == 0)
+				r->dropped++;
+		}
+	r->orphans -= r->dropped;
+	rc = 0;
 out:
 	tree_free(&t);
-	free(l.v);
-	return removed;
+	free(objs);
+	free(bind);
+	free(by_oid);
+	free(claimed);
+	free(claim_ino);
+	free(dups);
+	return rc;
+}
+
+/*
+ * Give every bound object's file its id (new files of this mount), so that
+ * a copy of the directory finds its data. Returns the ids that could not
+ * be written.
+ */
+static uint64_t write_ids(struct daemon *d, struct tree *t)
+{
+	struct emu_obj_ident *objs = NULL;
+	size_t nobj = 0;
+	uint64_t failed = 0, uuid = emu_store_uuid(d->emu);
+	if (emu_store_list(d->emu, &objs, &nobj))
+		return 0;
+	for (size_t k = 0; k < t->n; k++) {
+		struct tree_file *f = &t->v[k];
+		struct emu_obj_ident key = { .key = f->ino };
+		struct emu_obj_ident *o = nobj ? bsearch(&key, objs, nobj, sizeof(key),
+							 cmp_ident_key) : NULL;
+		if (o && !(f->ident == 1 && f->oid == o->oid) && f->path &&
+		    ident_write(d->o->backing, f, uuid, o->oid) == 0) {
+			f->ident = 1; /* hard links: the next name sees it written */
+			f->oid = o->oid;
+		} else if (o && !(f->ident == 1 && f->oid == o->oid)) {
+			failed++;
+		}
+	}
+	free(objs);
+	return failed;
 }
 
 static const char *plural(uint64_t n)
@@ -1045,10 +1303,50 @@ static int emu_begin(struct daemon *d, char *err, size_t errlen)
 		fprintf(stderr, "fsprism mount: store %s already exists: %s applies only when "
 			"a store is formatted (--format)\n", o->store,
 			size_differs ? "--store-size" : bs_differs ? "--block-size" : "--journal-size");
-	long orphans = sweep_orphans(d);
-	if (orphans < 0)
-		fprintf(stderr, "fsprism mount: cannot read all of %s: objects of deleted "
-			"files are kept\n", o->backing);
+	if (d->einfo.header_recovered)
+		fprintf(stderr, "fsprism mount: store %s: its header was damaged; recovered from "
+			"the backup header of its last clean close%s%s\n", o->store,
+			d->einfo.root_recovered ? " (root restored)" : "",
+			d->einfo.journal_reformatted ? " (journal recreated)" : "");
+	struct bind_report br;
+	int have_binding = bind_objects(d, &br) == 0;
+	if (!have_binding)
+		fprintf(stderr, "fsprism mount: cannot read all of %s: the store's objects keep "
+			"the files of the last mount\n", o->backing);
+	if (have_binding && br.refused) {
+		snprintf(err, errlen, "store %s: %llu of the %llu objects it holds match no file "
+			 "of %s: is that the directory this store was used with, and not a copy, "
+			 "a restore or another one? No object was changed. --adopt-store mounts them "
+			 "together anyway (the unmatched objects are kept as orphans)", o->store,
+			 (unsigned long long)br.lost, (unsigned long long)br.was_bound, o->backing);
+		return -1;
+	}
+	if (have_binding && br.found)
+		fprintf(stderr, "fsprism mount: store %s: %llu orphaned object%s found %s file%s "
+			"again\n", o->store, (unsigned long long)br.found, plural(br.found),
+			br.found == 1 ? "its" : "their", plural(br.found));
+	if (have_binding && br.orphans)
+		fprintf(stderr, "fsprism mount: store %s: %llu object%s match%s no file of %s "
+			"and %s kept as %s (mounting with the directory they belong to gets "
+			"them back; --drop-orphans deletes them)\n", o->store,
+			(unsigned long long)br.orphans, plural(br.orphans),
+			br.orphans == 1 ? "es" : "", o->backing, br.orphans == 1 ? "is" : "are",
+			br.orphans == 1 ? "an orphan" : "orphans");
+	if (have_binding && br.dropped)
+		fprintf(stderr, "fsprism mount: store %s: %llu orphaned object%s deleted "
+			"(--drop-orphans)\n", o->store, (unsigned long long)br.dropped,
+			plural(br.dropped));
+	if (have_binding && br.dup_ids)
+		fprintf(stderr, "fsprism mount: %llu file%s of %s named the object of another file "
+			"(copies made in the backing directory, which copy no data): %llu got a "
+			"copy-on-write clone of that file's data as it is now\n",
+			(unsigned long long)br.dup_ids, plural(br.dup_ids), o->backing,
+			(unsigned long long)br.dup_cloned);
+	if (have_binding && br.ids_failed)
+		fprintf(stderr, "fsprism mount: cannot keep the object ids with %llu file%s of %s "
+			"(extended attribute %s: %s): a copy of the directory will not find "
+			"their data\n", (unsigned long long)br.ids_failed, plural(br.ids_failed),
+			o->backing, FSP_IDENT_XATTR, strerror(br.ids_errno));
 
 	const struct emu_store_info *in = &d->einfo;
 	fsp_store_set_attr(d->store, d->run, "emu.cow", emu_cow_mode_name(o->ecfg.cow));
@@ -1065,8 +1363,16 @@ static int emu_begin(struct daemon *d, char *err, size_t errlen)
 	set_attr_u64(d, "emu.replay.discarded", in->replayed ? in->replay.txns_discarded : 0);
 	set_attr_u64(d, "emu.damaged_objects", in->damaged_objects);
 	set_attr_u64(d, "emu.bitmap_mismatches", in->bitmap_mismatches);
-	if (orphans >= 0)
-		set_attr_u64(d, "emu.orphans_removed", (uint64_t)orphans);
+	set_attr_u64(d, "emu.header_recovered", (uint64_t)in->header_recovered);
+	if (have_binding) {
+		set_attr_u64(d, "emu.objects", br.objects);
+		set_attr_u64(d, "emu.objects_bound", br.bound);
+		set_attr_u64(d, "emu.objects_rebound", br.rekeyed);
+		set_attr_u64(d, "emu.orphans", br.orphans);
+		set_attr_u64(d, "emu.orphans_new", br.lost);
+		set_attr_u64(d, "emu.orphans_found", br.found);
+		set_attr_u64(d, "emu.orphans_removed", br.dropped);
+	}
 	return 0;
 }
 
@@ -1142,16 +1448,25 @@ static int emu_end(struct daemon *d, int served)
 	if (served) {
 		struct emu_cx cx = { 0 };
 		struct tree t;
-		int have_tree = tree_walk(d->o->backing, &t, 1, 0) == 0;
+		uint64_t uuid = emu_store_uuid(d->emu);
+		int have_tree = tree_walk(d->o->backing, &t, 1, 0, &uuid) == 0;
 		if (have_tree) {
-			/* files unlinked while the kernel still held them, or deleted
-			 * in the backing directory: their objects go now */
+			/* files of this mount unlinked while the kernel still held
+			 * them, or deleted in the backing directory: their objects
+			 * go now (orphans stay) */
 			struct obj_list l = { 0 };
 			if (emu_store_foreach_obj(d->emu, obj_list_add, &l) == 0)
 				for (size_t i = 0; i < l.n; i++)
-					if (!tree_find(&t, l.v[i][0]))
+					if (!(l.v[i][0] & EMU_ORPHAN_KEY) && !tree_find(&t, l.v[i][0]))
 						emu_store_obj_remove(d->emu, &cx, l.v[i][0]);
 			free(l.v);
+			uint64_t failed = write_ids(d, &t);
+			if (failed)
+				fprintf(stderr, "fsprism mount: cannot keep the object ids with %llu "
+					"file%s of %s (extended attribute %s): a copy of the "
+					"directory will not find their data\n",
+					(unsigned long long)failed, plural(failed), d->o->backing,
+					FSP_IDENT_XATTR);
 		}
 		int c = emu_store_commit(d->emu, &cx);
 		if (c < 0) {

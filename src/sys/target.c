@@ -394,6 +394,10 @@ static int check_fsprism_store(const struct devset *ds, char *err, size_t errlen
 			found = i;
 	}
 	close(fd);
+	/* a store whose first blocks were overwritten is still recoverable from
+	 * its backup header at the end of the device: still the user's data */
+	if (found < 0 && emu_store_probe(ds->name[0]) == 2)
+		found = 0;
 	if (found < 0)
 		return 0;
 	if (found == 0)
