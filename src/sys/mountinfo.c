@@ -29,16 +29,20 @@ int fsp_mountinfo_open(struct fsp_mountinfo *mi)
 
 int fsp_mountinfo_next(struct fsp_mountinfo *mi, struct fsp_mount *m)
 {
-	while (getline(&mi->line, &mi->cap, mi->f) > 0) {
-		/* id parent maj:min root mountpoint opts [optional...] - fstype source superopts */
-		char *save = NULL, *field[6] = { 0 };
-		char *tok = strtok_r(mi->line, " \n", &save);
-		for (int i = 0; i < 6 && tok; i++, tok = strtok_r(NULL, " \n", &save))
-			field[i] = tok;
-		while (tok && strcmp(tok, "-") != 0)
-			tok = strtok_r(NULL, " \n", &save);
-		char *fstype = tok ? strtok_r(NULL, " \n", &save) : NULL;
-		char *source = fstype ? strtok_r(NULL, " \n", &save) : NULL;
+	ssize_t len;
+	while ((len = getline(&mi->line, &mi->cap, mi->f)) > 0) {
+		/* id parent maj:min root mountpoint opts [optional...] - fstype source superopts,
+		 * split at every space: a source can be empty ("tmpfs  rw") */
+		if (mi->line[len - 1] == '\n')
+			mi->line[len - 1] = 0;
+		char *rest = mi->line, *field[6] = { 0 };
+		for (int i = 0; i < 6 && rest; i++)
+			field[i] = strsep(&rest, " ");
+		int sep = 0;
+		while (rest && !sep)
+			sep = !strcmp(strsep(&rest, " "), "-");
+		char *fstype = sep && rest ? strsep(&rest, " ") : NULL;
+		char *source = fstype && rest ? strsep(&rest, " ") : NULL;
 		if (!field[5] || !source ||
 		    sscanf(field[2], "%u:%u", &m->major, &m->minor) != 2)
 			continue;
