@@ -16,7 +16,7 @@
  * that an O_DIRECT backing fd cannot serve (an offset or length off the
  * backing file's direct-IO alignment: the kernel's write-back of mapped
  * pages cut at the end of the file, say) goes to a second, buffered fd of
- * the same file that the handle also carries (dio_fits, direct_fallback).
+ * the same file that the handle also carries (dio_fits, direct_handle).
  *
  * Objects are created with the caller's fsuid/fsgid (so owners and setgid
  * inheritance come out as on the backing file system); permission checks
