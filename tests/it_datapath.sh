@@ -5,7 +5,8 @@
 #    handles mixed with shared mmap writes (so the kernel's write-back comes
 #    through an O_DIRECT handle, cut at an unaligned end of file), hole
 #    punching, zero range, copy_file_range and truncation; also with
-#    --writeback-cache; after the unmount the backing files equal the model;
+#    --writeback-cache and --splice; after the unmount the backing files
+#    equal the model;
 #  - O_DIRECT + shared mmap: a mapped write to the last, partial page of a
 #    file whose size is not a multiple of 512 is msync'd and reaches the
 #    backing file; misaligned O_DIRECT writes and reads are served (through
@@ -67,20 +68,23 @@ for io in aio sync; do
 		expect_eq "$name: after the unmount the backing files equal the model" 0 "$?"
 	done
 done
-s=$((SEED + 10))
-rm -rf "$B/fsx"; mkdir "$B/fsx"
-if fsp_mount "$B" "$M" --log "$DB" --writeback-cache; then
+# the other write paths: kernel write-back caching, spliced payloads
+for opt in --writeback-cache --splice; do
+	n=$((n + 1))
+	s=$((SEED + n))
+	rm -rf "$B/fsx"; mkdir "$B/fsx"
+	if ! fsp_mount "$B" "$M" --log "$DB" $opt; then
+		not_ok "$opt: mount"; continue
+	fi
 	"$FSX" run "$M/fsx" --seed $s --ops 0 --seconds 2 --max-size 512K --mix --mmap \
 		--state "$T/st" >"$T/fsx.out" 2>&1
 	rc=$?
-	fsp_umount "$M" || not_ok "writeback-cache: umount"
-	expect_eq "writeback-cache mix: emu_fsx matches the model (seed $s)" 0 "$rc"
+	fsp_umount "$M" || not_ok "$opt: umount"
+	expect_eq "$opt mix: emu_fsx --mix --mmap matches the model (seed $s)" 0 "$rc"
 	[ $rc = 0 ] || sed 's/^/# /' "$T/fsx.out" | tail -15
 	"$FSX" verify "$T/st" "$B/fsx" >"$T/fsx.out" 2>&1
-	expect_eq "writeback-cache mix: after the unmount the backing files equal the model" 0 "$?"
-else
-	not_ok "writeback-cache: mount"
-fi
+	expect_eq "$opt mix: after the unmount the backing files equal the model" 0 "$?"
+done
 
 # ---------------------------------------------------------------------------
 # 2. O_DIRECT + shared mmap, misaligned O_DIRECT, aligned O_DIRECT stays direct
