@@ -18,6 +18,16 @@
  * ZERO_RANGE|KEEP_SIZE), copy_file_range between (or within) files,
  * fsync / fdatasync, dropping the page cache and reopening.
  *
+ * --mix opens every file twice, buffered and then O_DIRECT (so the kernel's
+ * write-back of mapped pages goes through the O_DIRECT handle, the one it
+ * finds first), and each read or write picks one: O_DIRECT ones aligned,
+ * buffered ones anywhere, so file sizes end anywhere while O_DIRECT IO runs
+ * up to that end. --mmap adds writes through a shared mapping of the file
+ * (MAP_SHARED over the O_DIRECT handle with --mix or --direct), often
+ * ending at the file's last, partial page, followed by msync(MS_SYNC) (or,
+ * one time in four, only munmap, leaving the write-back to the kernel).
+ * Mapped writes are "write" operations in the logs.
+ *
  * Data are traceable: every 16-byte unit written by step K at file offset
  * U holds {K, file, U/16, checksum(seed, K, file, U)}, so a mismatch report
  * can say which step wrote the expected data and which step (if any) wrote
@@ -54,6 +64,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
@@ -67,12 +78,15 @@ enum { EX_OK = 0, EX_MISMATCH = 1, EX_USAGE = 2, EX_GONE = 3, EX_ERROR = 4 };
 
 enum op_type {
 	OP_WRITE, OP_TRUNCATE, OP_FALLOCATE, OP_COPY, OP_FSYNC, OP_FDATASYNC,
-	OP_READ, OP_DROP, OP_REOPEN, OP_NTYPES
+	OP_READ, OP_DROP, OP_REOPEN, OP_MWRITE, OP_NTYPES
 };
 static const char *const op_names[OP_NTYPES] = {
 	"write", "truncate", "fallocate", "copy", "fsync", "fdatasync",
-	"read", "drop", "reopen"
+	"read", "drop", "reopen", "mwrite"
 };
+
+/* How a read or write reaches the file (--mix: buffered or O_DIRECT). */
+enum { VIA_BUF, VIA_DIRECT };
 
 /* One operation. Offsets and lengths in bytes; for OP_TRUNCATE len is the
  * new size; for OP_COPY file/off is the destination, src/soff the source. */
@@ -81,6 +95,7 @@ struct op {
 	int type;
 	int file, src;
 	int mode;
+	int via;   /* VIA_*, for reads and writes */
 	uint64_t off, len, soff;
 };
 
@@ -280,8 +295,9 @@ static void op_desc(const struct op *o, char *out, size_t len)
 	switch (o->type) {
 	case OP_WRITE:
 	case OP_READ:
-		snprintf(out, len, "#%" PRIu32 " %s f%d off=%" PRIu64 " len=%" PRIu64, o->id, name,
-			 o->file, o->off, o->len);
+	case OP_MWRITE:
+		snprintf(out, len, "#%" PRIu32 " %s%s f%d off=%" PRIu64 " len=%" PRIu64, o->id, name,
+			 o->via == VIA_DIRECT ? "(direct)" : "", o->file, o->off, o->len);
 		break;
 	case OP_TRUNCATE:
 		snprintf(out, len, "#%" PRIu32 " truncate f%d size=%" PRIu64, o->id, o->file, o->len);
@@ -322,6 +338,7 @@ static void model_apply(struct model *m, const struct op *o, uint64_t *lo, uint6
 	*lo = *hi = 0;
 	switch (o->type) {
 	case OP_WRITE:
+	case OP_MWRITE: /* inside the file: the same as a write */
 		gen_data(m->seed, o->id, o->file, o->off, o->len, f->data + o->off);
 		for (uint64_t p = o->off; p < end; p++)
 			f->writer[p] = o->id;
@@ -396,7 +413,7 @@ static void print_history(const struct model *m, int file, uint64_t pos)
 			continue;
 		int hit = 0;
 		switch (o->type) {
-		case OP_WRITE: case OP_COPY: case OP_FALLOCATE:
+		case OP_WRITE: case OP_MWRITE: case OP_COPY: case OP_FALLOCATE:
 			hit = pos >= o->off && pos < o->off + o->len;
 			break;
 		case OP_TRUNCATE:
@@ -478,6 +495,7 @@ static void log_op(struct oplog *l, const struct op *o)
 {
 	switch (o->type) {
 	case OP_WRITE:
+	case OP_MWRITE:
 		log_line(l, "write %" PRIu32 " %d %" PRIu64 " %" PRIu64 "\n", o->id, o->file, o->off, o->len);
 		break;
 	case OP_TRUNCATE:
@@ -629,8 +647,10 @@ static void *aligned_buf(size_t len)
 	return p;
 }
 
-/* Read up to len bytes at off, looping over short reads; -errno on error. */
-static int64_t read_full(int fd, uint8_t *buf, uint64_t len, uint64_t off)
+/* Read up to len bytes at off, looping over short reads (with direct, a
+ * short read is the end of the file: the next offset would be unaligned);
+ * -errno on error. */
+static int64_t read_full(int fd, uint8_t *buf, uint64_t len, uint64_t off, int direct)
 {
 	uint64_t done = 0;
 	while (done < len) {
@@ -643,6 +663,8 @@ static int64_t read_full(int fd, uint8_t *buf, uint64_t len, uint64_t off)
 		if (r == 0)
 			break;
 		done += (uint64_t)r;
+		if (direct && done % BLK)
+			break;
 	}
 	return (int64_t)done;
 }
@@ -674,7 +696,7 @@ static int verify_files(const struct model *m, const char *dir, const char *what
 		}
 		uint64_t want = m->f[i].size;
 		uint64_t len = (want + BLK - 1) / BLK * BLK;
-		int64_t r = read_full(fd, buf, len + BLK, 0);
+		int64_t r = read_full(fd, buf, len + BLK, 0, m->direct);
 		if (r < 0) {
 			if (mount_gone((int)-r))
 				die(EX_GONE, "mount gone: read %s: %s", path, strerror((int)-r));
@@ -709,6 +731,7 @@ struct run_cfg {
 	double seconds;   /* 0: no time limit */
 	uint64_t max_size, max_len;
 	int direct, verbose;
+	int mix, mmap;    /* --mix: buffered and O_DIRECT handles; --mmap */
 	int no_copy, no_falloc;
 	const char *state, *crash_log;
 };
@@ -718,6 +741,8 @@ struct runner {
 	struct model m;
 	struct oplog log;
 	int fd[MAX_FILES];
+	int dfd[MAX_FILES]; /* --mix: the O_DIRECT handle, opened after fd */
+	int aligned;        /* this operation's offsets and lengths: BLK multiples */
 	uint8_t *buf;
 	uint64_t count[OP_NTYPES];
 	int falloc_off[5]; /* fallocate modes found unsupported */
@@ -729,14 +754,35 @@ static const int falloc_modes[5] = {
 	FALLOC_FL_ZERO_RANGE, FALLOC_FL_ZERO_RANGE | FALLOC_FL_KEEP_SIZE
 };
 
-static int open_file(struct runner *r, int i, int flags)
+static int open_path(struct runner *r, int i, int flags)
 {
 	char path[4096];
 	file_path(path, sizeof(path), r->c->dir, i);
-	int fd = open(path, O_RDWR | flags | (r->c->direct ? O_DIRECT : 0), 0644);
+	int fd = open(path, O_RDWR | flags, 0644);
 	if (fd < 0)
 		die(mount_gone(errno) ? EX_GONE : EX_ERROR, "open %s: %s", path, strerror(errno));
 	return fd;
+}
+
+/* Open file i's handles: one (O_DIRECT with --direct), or with --mix a
+ * buffered one and then an O_DIRECT one. */
+static void open_file(struct runner *r, int i, int flags)
+{
+	r->fd[i] = open_path(r, i, flags | (r->c->direct ? O_DIRECT : 0));
+	r->dfd[i] = r->c->mix ? open_path(r, i, O_DIRECT) : r->fd[i];
+}
+
+static void close_file(struct runner *r, int i)
+{
+	if (r->dfd[i] != r->fd[i])
+		close(r->dfd[i]);
+	close(r->fd[i]);
+}
+
+/* The handle a read or write goes through. */
+static int op_fd(const struct runner *r, const struct op *o)
+{
+	return o->via == VIA_DIRECT ? r->dfd[o->file] : r->fd[o->file];
 }
 
 /* An operation failed with e: stop (mount gone or unexpected). */
@@ -750,10 +796,10 @@ static void op_error(const struct op *o, const char *call, int e)
 	die(EX_ERROR, "%s: %s failed: %s", d, call, strerror(e));
 }
 
-/* Random length in [1, max] (multiple of BLK with --direct). */
+/* Random length in [1, max] (multiple of BLK for aligned operations). */
 static uint64_t pick_len(struct runner *r, uint64_t max)
 {
-	if (r->c->direct) {
+	if (r->aligned) {
 		uint64_t nb = max / BLK;
 		return nb ? (1 + rnd_below(nb)) * BLK : 0;
 	}
@@ -773,10 +819,10 @@ static uint64_t pick_len(struct runner *r, uint64_t max)
 	}
 }
 
-/* Random offset in [0, limit] (aligned with --direct). */
+/* Random offset in [0, limit] (aligned for aligned operations). */
 static uint64_t pick_off(struct runner *r, uint64_t limit)
 {
-	if (r->c->direct)
+	if (r->aligned)
 		return rnd_below(limit / BLK + 1) * BLK;
 	if (rnd_below(4) == 0) /* block-aligned now and then */
 		return rnd_below(limit / BLK + 1) * BLK;
@@ -788,9 +834,10 @@ static int pick_type(struct runner *r)
 	static const int weight[OP_NTYPES] = {
 		[OP_WRITE] = 28, [OP_READ] = 22, [OP_TRUNCATE] = 7, [OP_FALLOCATE] = 10,
 		[OP_COPY] = 10, [OP_FSYNC] = 5, [OP_FDATASYNC] = 4, [OP_DROP] = 8, [OP_REOPEN] = 6,
+		[OP_MWRITE] = 12,
 	};
 	for (;;) {
-		uint64_t x = rnd_below(100);
+		uint64_t x = rnd_below(112);
 		int t = 0;
 		while (x >= (uint64_t)weight[t])
 			x -= (uint64_t)weight[t++];
@@ -798,17 +845,38 @@ static int pick_type(struct runner *r)
 			continue;
 		if (t == OP_FALLOCATE && r->c->no_falloc)
 			continue;
+		if (t == OP_MWRITE && !r->c->mmap)
+			continue;
 		return t;
 	}
 }
 
 /* Issue one state-changing operation after it has been logged. Returns 0,
  * or -errno for a refusal that changed nothing (logged as failed). */
+/* A write through a shared mapping of the file's first pages up to the
+ * write's end, then msync(MS_SYNC), or (one time in four) only munmap. */
+static void mapped_write(struct runner *r, const struct op *o, int fd)
+{
+	uint64_t end = o->off + o->len, maplen = (end + BLK - 1) / BLK * BLK;
+	uint8_t *map = mmap(NULL, maplen, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	if (map == MAP_FAILED)
+		op_error(o, "mmap", errno);
+	gen_data(r->m.seed, o->id, o->file, o->off, o->len, map + o->off);
+	if (o->mode && msync(map, maplen, MS_SYNC) < 0)
+		op_error(o, "msync", errno);
+	if (munmap(map, maplen) < 0)
+		op_error(o, "munmap", errno);
+}
+
 static int issue(struct runner *r, struct op *o)
 {
 	int fd = r->fd[o->file];
 	switch (o->type) {
+	case OP_MWRITE:
+		mapped_write(r, o, op_fd(r, o));
+		return 0;
 	case OP_WRITE:
+		fd = op_fd(r, o);
 		gen_data(r->m.seed, o->id, o->file, o->off, o->len, r->buf);
 		/* a short write is continued: when the mount went away half-way
 		 * the next call says so */
@@ -873,7 +941,25 @@ static int make_op(struct runner *r, struct op *o, int type)
 	o->type = type;
 	o->file = (int)rnd_below((uint64_t)m->nfiles);
 	uint64_t size = m->f[o->file].size;
+	/* --mix: reads and writes go O_DIRECT (aligned) or buffered (anywhere) */
+	o->via = r->c->direct ? VIA_DIRECT : VIA_BUF;
+	r->aligned = r->c->direct;
+	if (r->c->mix && (type == OP_READ || type == OP_WRITE) && rnd_below(2)) {
+		o->via = VIA_DIRECT;
+		r->aligned = 1;
+	}
 	switch (type) {
+	case OP_MWRITE:
+		/* inside the file (a mapping has no pages beyond it), half the
+		 * time up to its end, which may be in the middle of a page */
+		if (!size)
+			return 0;
+		if (r->c->mix)
+			o->via = VIA_DIRECT; /* mapped through the O_DIRECT handle */
+		o->len = 1 + rnd_below(size < ml ? size : ml);
+		o->off = rnd_below(2) ? size - o->len : rnd_below(size - o->len + 1);
+		o->mode = rnd_below(4) != 0; /* msync, or only munmap */
+		return 1;
 	case OP_WRITE:
 		o->len = pick_len(r, ml < max ? ml : max);
 		o->off = pick_off(r, max - o->len);
@@ -883,7 +969,7 @@ static int make_op(struct runner *r, struct op *o, int type)
 		uint64_t lim = size + (size < max ? (max - size) / 8 : 0);
 		o->len = pick_len(r, ml < max ? ml : max);
 		o->off = pick_off(r, lim > o->len ? lim - o->len : 0);
-		if (r->c->direct && o->off % BLK)
+		if (r->aligned && o->off % BLK)
 			o->off -= o->off % BLK;
 		return o->len > 0;
 	}
@@ -905,19 +991,19 @@ static int make_op(struct runner *r, struct op *o, int type)
 	case OP_COPY: {
 		o->src = (int)rnd_below((uint64_t)m->nfiles);
 		uint64_t ssize = m->f[o->src].size;
-		if (r->c->direct)
+		if (r->aligned)
 			ssize -= ssize % BLK;
 		if (!ssize)
 			return 0;
 		o->soff = pick_off(r, ssize - 1);
-		if (r->c->direct && o->soff >= ssize)
+		if (r->aligned && o->soff >= ssize)
 			o->soff -= BLK;
 		uint64_t room = ssize - o->soff;
 		o->len = pick_len(r, room < ml ? room : ml);
 		if (!o->len)
 			return 0;
 		uint64_t phase = o->soff % BLK;
-		if (!r->c->direct && rnd_below(2) && max - o->len >= phase)
+		if (!r->aligned && rnd_below(2) && max - o->len >= phase)
 			/* the same offset within a block: whole blocks can be shared */
 			o->off = rnd_below((max - o->len - phase) / BLK + 1) * BLK + phase;
 		else
@@ -936,7 +1022,7 @@ static void do_read(struct runner *r, struct op *o)
 	struct mfile *f = &r->m.f[o->file];
 	/* short reads are continued: only end of file (0) ends the read, and
 	 * a mount that went away half-way says so on the next call */
-	int64_t n = read_full(r->fd[o->file], r->buf, o->len, o->off);
+	int64_t n = read_full(op_fd(r, o), r->buf, o->len, o->off, o->via == VIA_DIRECT);
 	if (n < 0)
 		op_error(o, "pread", (int)-n);
 	uint64_t want = o->off >= f->size ? 0 : f->size - o->off;
@@ -963,6 +1049,8 @@ static int cmd_run(struct run_cfg *c)
 		die(EX_USAGE, "--files must be 1..%d", MAX_FILES);
 	if (c->max_size < BLK || c->max_size > MAX_SIZE_LIMIT || (c->direct && c->max_size % BLK))
 		die(EX_USAGE, "--max-size must be 4K..256M (a multiple of 4K with --direct)");
+	if (c->mix && c->direct)
+		die(EX_USAGE, "--mix and --direct exclude each other");
 	if (c->max_len < 1 || (c->direct && c->max_len < BLK))
 		die(EX_USAGE, "--max-len too small");
 	r.m.seed = c->seed;
@@ -989,7 +1077,7 @@ static int cmd_run(struct run_cfg *c)
 
 	/* fresh, empty files whose existence is durable before the log starts */
 	for (int i = 0; i < c->nfiles; i++) {
-		r.fd[i] = open_file(&r, i, O_CREAT | O_TRUNC);
+		open_file(&r, i, O_CREAT | O_TRUNC);
 		if (ftruncate(r.fd[i], 0) < 0 || fsync(r.fd[i]) < 0)
 			die(mount_gone(errno) ? EX_GONE : EX_ERROR, "preparing f%d: %s", i, strerror(errno));
 	}
@@ -1028,8 +1116,8 @@ static int cmd_run(struct run_cfg *c)
 			(void)posix_fadvise(r.fd[o.file], 0, 0, POSIX_FADV_DONTNEED);
 			break;
 		case OP_REOPEN:
-			close(r.fd[o.file]);
-			r.fd[o.file] = open_file(&r, o.file, 0);
+			close_file(&r, o.file);
+			open_file(&r, o.file, 0);
 			break;
 		default: {
 			log_op(&r.log, &o);
@@ -1056,7 +1144,7 @@ static int cmd_run(struct run_cfg *c)
 	}
 	for (int i = 0; i < c->nfiles; i++) {
 		(void)posix_fadvise(r.fd[i], 0, 0, POSIX_FADV_DONTNEED);
-		close(r.fd[i]);
+		close_file(&r, i);
 	}
 	int rc = verify_files(&r.m, c->dir, "final check");
 	if (r.log.state) {
@@ -1066,8 +1154,9 @@ static int cmd_run(struct run_cfg *c)
 		if (fflush(r.log.state) || fsync(fileno(r.log.state)) || fclose(r.log.state))
 			die(EX_USAGE, "cannot write %s", c->state);
 	}
-	printf("emu_fsx: seed %" PRIu64 ", %u steps on %d files (%s):", c->seed, step, c->nfiles,
-	       c->direct ? "O_DIRECT" : "buffered");
+	printf("emu_fsx: seed %" PRIu64 ", %u steps on %d files (%s%s):", c->seed, step, c->nfiles,
+	       c->direct ? "O_DIRECT" : c->mix ? "buffered and O_DIRECT" : "buffered",
+	       c->mmap ? ", mapped writes" : "");
 	for (int t2 = 0; t2 < OP_NTYPES; t2++)
 		printf(" %s %" PRIu64, op_names[t2], r.count[t2]);
 	printf("; %s\n", rc == EX_OK ? "all reads and the final check match the model" : "MISMATCH");
@@ -1337,8 +1426,9 @@ static void usage(void)
 {
 	fprintf(stderr,
 		"usage: emu_fsx run DIR [--seed N] [--files N] [--ops N] [--seconds S]\n"
-		"                   [--max-size SIZE] [--max-len SIZE] [--direct] [--no-copy]\n"
-		"                   [--no-falloc] [--state FILE] [--crash-log LOG] [--verbose]\n"
+		"                   [--max-size SIZE] [--max-len SIZE] [--direct | --mix] [--mmap]\n"
+		"                   [--no-copy] [--no-falloc] [--state FILE] [--crash-log LOG]\n"
+		"                   [--verbose]\n"
 		"       emu_fsx verify STATE DIR\n"
 		"       emu_fsx verify-crash LOG DIR [--allow-loss]\n");
 	exit(EX_USAGE);
@@ -1376,6 +1466,8 @@ int main(int argc, char **argv)
 		{ "max-size", required_argument, NULL, 'S' },
 		{ "max-len", required_argument, NULL, 'L' },
 		{ "direct", no_argument, NULL, 'd' },
+		{ "mix", no_argument, NULL, 'x' },
+		{ "mmap", no_argument, NULL, 'm' },
 		{ "no-copy", no_argument, NULL, 'C' },
 		{ "no-falloc", no_argument, NULL, 'F' },
 		{ "state", required_argument, NULL, 'o' },
@@ -1394,6 +1486,8 @@ int main(int argc, char **argv)
 		case 'S': c.max_size = parse_size(optarg); break;
 		case 'L': c.max_len = parse_size(optarg); break;
 		case 'd': c.direct = 1; break;
+		case 'x': c.mix = 1; break;
+		case 'm': c.mmap = 1; break;
 		case 'C': c.no_copy = 1; break;
 		case 'F': c.no_falloc = 1; break;
 		case 'o': c.state = optarg; break;

@@ -1,9 +1,10 @@
 #!/bin/sh
 # it_emu.sh - the copy-on-write / journaling emulation through
 # real mounts, with the store on a loop device (direct IO):
-#  - every --cow x --journal combination: emu_fsx (buffered and O_DIRECT)
-#    checks every read against its model, a clean unmount and remount must
-#    give back exactly the saved model;
+#  - every --cow x --journal combination: emu_fsx (buffered, O_DIRECT, and
+#    both mixed with shared mmap writes) checks every read against its
+#    model, a clean unmount and remount must give back exactly the saved
+#    model;
 #  - crash and replay: the daemon is killed (-9) at a random moment of an
 #    emu_fsx crash-mode run; after a remount every fsync'd block is intact
 #    and nothing holds content that was never written there (without a
@@ -115,14 +116,18 @@ for cow in off shared always; do
 			--commit-interval 1; then
 			not_ok "$mode: mount (formatting the store)"; continue
 		fi
-		mkdir "$M/b" "$M/d"
+		mkdir "$M/b" "$M/d" "$M/x"
 		"$FSX" run "$M/b" --seed $s --ops 250 --max-size 512K --state "$T/st.b" >"$T/fsx.out" 2>&1
 		rb=$?
 		"$FSX" run "$M/d" --seed $s --ops 150 --max-size 512K --direct --state "$T/st.d" >>"$T/fsx.out" 2>&1
 		rd=$?
+		"$FSX" run "$M/x" --seed $s --ops 150 --max-size 512K --mix --mmap --state "$T/st.x" \
+			>>"$T/fsx.out" 2>&1
+		rx=$?
 		fsp_umount "$M" || not_ok "$mode: umount"
-		expect_eq "$mode: emu_fsx buffered and O_DIRECT runs match the model (seed $s)" "0 0" "$rb $rd"
-		[ "$rb $rd" = "0 0" ] || sed 's/^/# /' "$T/fsx.out" | head -30
+		expect_eq "$mode: emu_fsx buffered, O_DIRECT and mixed+mmap runs match the model (seed $s)" \
+			"0 0 0" "$rb $rd $rx"
+		[ "$rb $rd $rx" = "0 0 0" ] || sed 's/^/# /' "$T/fsx.out" | head -30
 		if ! emu_mount --cow=$cow --journal=$journal; then
 			not_ok "$mode: remount"; continue
 		fi
@@ -131,9 +136,12 @@ for cow in off shared always; do
 		vb=$?
 		"$FSX" verify "$T/st.d" "$M/d" >>"$T/fsx.out" 2>&1
 		vd=$?
+		"$FSX" verify "$T/st.x" "$M/x" >>"$T/fsx.out" 2>&1
+		vx=$?
 		fsp_umount "$M" || not_ok "$mode: umount after verify"
-		expect_eq "$mode: after a clean remount both directories equal the saved model" "0 0" "$vb $vd"
-		[ "$vb $vd" = "0 0" ] || sed 's/^/# /' "$T/fsx.out" | head -30
+		expect_eq "$mode: after a clean remount the three directories equal the saved model" \
+			"0 0 0" "$vb $vd $vx"
+		[ "$vb $vd $vx" = "0 0 0" ] || sed 's/^/# /' "$T/fsx.out" | head -30
 		expect_eq "$mode: remount found a clean store it did not format" "1 0" \
 			"$(run_attr "$run" emu.clean) $(run_attr "$run" emu.formatted)"
 		if [ $combo -eq 1 ]; then

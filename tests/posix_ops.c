@@ -72,6 +72,18 @@ static long val(const char *name, long r)
 	return r;
 }
 
+/* A misaligned O_DIRECT call: the backing file system refuses it (EINVAL),
+ * an fsprism mount serves it through its buffered fallback (docs/fuse.md,
+ * "O_DIRECT"; tests/it_datapath.sh checks the data). Either prints alike. */
+static long val_misaligned(const char *name, long r, long full)
+{
+	if ((r < 0 && errno == EINVAL) || r == full)
+		out(name, "EINVAL or %ld", full);
+	else
+		val(name, r);
+	return r;
+}
+
 static void put_file(const char *path, const char *data, mode_t mode)
 {
 	int fd = openat(dirfd_g, path, O_WRONLY | O_CREAT | O_TRUNC, mode);
@@ -374,7 +386,8 @@ static void open_flags(void)
 	res("open file O_DIRECTORY", openat(dirfd_g, "ap", O_RDONLY | O_DIRECTORY));
 	res("open O_CREAT on dir", openat(dirfd_g, "d1", O_CREAT | O_WRONLY, 0644));
 
-	/* O_DIRECT: aligned buffers; misaligned offsets/lengths go to the fs */
+	/* O_DIRECT: aligned buffers; misaligned offsets/lengths: refused by the
+	 * backing fs, served by the mount */
 	void *abuf;
 	if (posix_memalign(&abuf, 4096, 65536))
 		exit(2);
@@ -387,10 +400,10 @@ static void open_flags(void)
 		val("O_DIRECT write 4k@0", pwrite(fd, abuf, 4096, 0));
 		val("O_DIRECT write 64k@4096", pwrite(fd, abuf, 65536, 4096));
 		val("O_DIRECT write 512@8192", pwrite(fd, abuf, 512, 8192));
-		val("O_DIRECT write 4k@1", pwrite(fd, abuf, 4096, 1));
-		val("O_DIRECT write 100@0", pwrite(fd, abuf, 100, 0));
+		val_misaligned("O_DIRECT write 4k@1", pwrite(fd, abuf, 4096, 1), 4096);
+		val_misaligned("O_DIRECT write 100@0", pwrite(fd, abuf, 100, 0), 100);
 		val("O_DIRECT read 4k@0", pread(fd, abuf, 4096, 0));
-		val("O_DIRECT read 4k@3", pread(fd, abuf, 4096, 3));
+		val_misaligned("O_DIRECT read 4k@3", pread(fd, abuf, 4096, 3), 4096);
 		val("O_DIRECT read 64k@65536 (short at EOF)", pread(fd, abuf, 65536, 65536));
 		val("O_DIRECT read past EOF", pread(fd, abuf, 4096, 1 << 20));
 		close(fd);

@@ -12,7 +12,11 @@
  * Read/write path: no locks, no malloc, no system call but the IO. The file
  * handle encodes the backing fd and whether it was opened O_DIRECT; O_DIRECT
  * data goes through a page-aligned per-thread bounce buffer, because the
- * payload libfuse hands over sits right after the request headers.
+ * payload libfuse hands over sits right after the request headers. A request
+ * that an O_DIRECT backing fd cannot serve (an offset or length off the
+ * backing file's direct-IO alignment: the kernel's write-back of mapped
+ * pages cut at the end of the file, say) goes to a second, buffered fd of
+ * the same file that the handle also carries (dio_fits, direct_handle).
  *
  * Objects are created with the caller's fsuid/fsgid (so owners and setgid
  * inheritance come out as on the backing file system); permission checks
@@ -48,6 +52,7 @@
 #include "fs/fuse/fuse_fs.h"
 #include "fs/fuse/inode.h"
 #include "src/base/ops.h"
+#include "src/sys/target.h"
 
 #define FSP_PAGE 4096u
 #define FSP_DEF_MAX_WRITE (1u << 20)
@@ -68,6 +73,9 @@ struct fsp_fs {
 	unsigned inflight, max_inflight;
 	uint64_t buffer_bytes, huge_buffer_bytes; /* the aio slots' buffers, at stop */
 	int use_aio;           /* O_DIRECT reads/writes through fs/fuse/aio.h */
+	int noatime;           /* -o noatime: backing files opened O_NOATIME */
+	int nodiratime;        /* -o nodiratime (or noatime): directories too */
+	uint64_t direct_fallbacks; /* O_DIRECT requests served buffered (atomic) */
 	struct fsp_aio *aio;   /* started by fsp_fs_start */
 	/* lock requests waiting in threads of their own (lock_wait) */
 	pthread_mutex_t waiters_lock;
@@ -214,9 +222,15 @@ static inline struct fsp_inode *op_node(struct op *o, fuse_ino_t ino)
 }
 
 /* File handles: the backing fd, plus bit 32 for "opened O_DIRECT" and bit
- * 33 for "data in the emulated store". */
+ * 33 for "data in the emulated store". An O_DIRECT handle also carries log2
+ * of the backing file's direct-IO alignment (bits 34-38) and a second,
+ * buffered fd of the same file (bits 40-63), for the requests the direct
+ * one cannot serve (fh_make_direct). */
 #define FH_DIRECT (1ull << 32)
 #define FH_EMU (1ull << 33)
+#define FH_ALIGN_SHIFT 34
+#define FH_TWIN_SHIFT 40
+#define FH_TWIN_MAX ((1 << 24) - 1)
 static inline int fh_fd(const struct fuse_file_info *fi)
 {
 	return (int)(uint32_t)fi->fh;
@@ -234,10 +248,53 @@ static inline uint64_t fh_make(int fd, int flags, int emu)
 	return (uint64_t)(uint32_t)fd | ((flags & O_DIRECT) ? FH_DIRECT : 0) |
 	       (emu ? FH_EMU : 0);
 }
+static inline uint64_t fh_make_direct(int fd, int twin, unsigned align_log2)
+{
+	return (uint64_t)(uint32_t)fd | FH_DIRECT | (uint64_t)align_log2 << FH_ALIGN_SHIFT |
+	       (uint64_t)twin << FH_TWIN_SHIFT;
+}
+/* The buffered fd of an O_DIRECT handle. */
+static inline int fh_twin(const struct fuse_file_info *fi)
+{
+	return (int)(fi->fh >> FH_TWIN_SHIFT);
+}
+
+/*
+ * Can the O_DIRECT backing fd of handle fi serve len bytes at off? The one
+ * place that decides: offset and length must be multiples of the backing
+ * file's direct-IO alignment (statx's, at open: dio_align_log2). Buffers
+ * are then aligned too: they are fsprism's own, from src/base/bufpool.c, aligned
+ * to their power-of-two size, which is at least len. A few integer ops.
+ */
+static inline int dio_fits(const struct fuse_file_info *fi, uint64_t off, uint64_t len)
+{
+	uint64_t mask = (1ull << ((fi->fh >> FH_ALIGN_SHIFT) & 31)) - 1;
+	return ((off | len) & mask) == 0;
+}
 
 static void proc_path(char *buf, size_t len, int fd)
 {
 	snprintf(buf, len, "/proc/self/fd/%d", fd);
+}
+
+/* O_NOATIME for a backing open where the mount asks for it (-o noatime;
+ * -o nodiratime for directories), so reads through the mount leave the
+ * backing atime alone. */
+static inline int noatime_flag(const struct fsp_fs *fs, int dir)
+{
+	return (fs->noatime || (dir && fs->nodiratime)) ? O_NOATIME : 0;
+}
+
+/* openat with the mount's O_NOATIME; again without it where it is refused
+ * (EPERM: neither the owner nor CAP_FOWNER). */
+static int open_noatime(const struct fsp_fs *fs, int dirfd, const char *path, int flags,
+			mode_t mode, int dir)
+{
+	int na = noatime_flag(fs, dir);
+	int fd = openat(dirfd, path, flags | na, mode);
+	if (fd < 0 && na && errno == EPERM)
+		fd = openat(dirfd, path, flags, mode);
+	return fd;
 }
 
 /*
@@ -294,6 +351,11 @@ static inline void inflight_leave(struct fsp_fs *fs)
 {
 	if (fs->track_inflight)
 		__atomic_sub_fetch(&fs->inflight, 1, __ATOMIC_RELAXED);
+}
+
+uint64_t fsp_fs_direct_fallbacks(const struct fsp_fs *fs)
+{
+	return fs ? __atomic_load_n(&fs->direct_fallbacks, __ATOMIC_RELAXED) : 0;
 }
 
 unsigned fsp_fs_max_inflight(const struct fsp_fs *fs)
@@ -932,7 +994,7 @@ static void fs_opendir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi
 		err = ENOMEM;
 		goto out;
 	}
-	int fd = BACKING(&o, openat(n->fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+	int fd = BACKING(&o, open_noatime(o.fs, n->fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC, 0, 1));
 	if (fd < 0) {
 		err = errno;
 		free(d);
@@ -1102,6 +1164,76 @@ static int backing_flags(struct fsp_fs *fs, int flags)
 	return flags | O_CLOEXEC;
 }
 
+/*
+ * log2 of the direct-IO alignment of fd's file: the larger of statx's
+ * offset and memory alignment; where statx does not say, the logical block
+ * size of the device under the file system (src/sys/target.h, 4096 where that
+ * is unknown). 0, no check, where statx says the file system does no direct
+ * IO of this file (ext4 then serves O_DIRECT buffered itself).
+ */
+static unsigned dio_align_log2(int fd)
+{
+	unsigned a = 0;
+#ifdef STATX_DIOALIGN
+	struct statx stx;
+	if (statx(fd, "", AT_EMPTY_PATH, STATX_DIOALIGN, &stx) == 0 &&
+	    (stx.stx_mask & STATX_DIOALIGN)) {
+		if (!stx.stx_dio_offset_align)
+			return 0;
+		a = stx.stx_dio_offset_align > stx.stx_dio_mem_align ?
+			stx.stx_dio_offset_align : stx.stx_dio_mem_align;
+	}
+#endif
+	if (!a) {
+		char path[64];
+		uint64_t size;
+		proc_path(path, sizeof(path), fd);
+		if (fsp_target_geometry(path, &size, &a) < 0 || !a)
+			a = FSP_PAGE;
+	}
+	unsigned l = 0;
+	while (l < 31 && (1u << l) < a)
+		l++;
+	return l;
+}
+
+/*
+ * The handle of O_DIRECT backing fd (opened with flags): with a buffered
+ * twin of the same file (the same access mode, O_APPEND, O_SYNC ...) for
+ * the requests the direct fd cannot serve. Opened now rather than at the
+ * first such request, since that may be the kernel's write-back of mapped
+ * pages, which must not fail on an open (EMFILE) with the data only in the
+ * page cache; it costs an open and a statx per O_DIRECT open. 0 or errno.
+ */
+static int direct_handle(struct op *o, int fd, int flags, uint64_t *fh)
+{
+	char path[64];
+	proc_path(path, sizeof(path), fd);
+	int tflags = (flags & ~(O_DIRECT | O_CREAT | O_EXCL | O_TRUNC)) | O_CLOEXEC;
+	int twin = BACKING(o, open_noatime(o->fs, AT_FDCWD, path, tflags, 0, 0));
+	if (twin < 0)
+		return errno;
+	if (twin > FH_TWIN_MAX) {
+		close(twin);
+		return EMFILE;
+	}
+	*fh = fh_make_direct(fd, twin, BACKING(o, dio_align_log2(fd)));
+	return 0;
+}
+
+/* Close a handle's backing fds. */
+static void handle_close(struct op *o, const struct fuse_file_info *fi)
+{
+	if (fh_direct(fi) && !fh_emu(fi))
+		BACKING(o, close(fh_twin(fi)));
+	BACKING(o, close(fh_fd(fi)));
+}
+
+static inline void count_fallback(struct fsp_fs *fs)
+{
+	__atomic_add_fetch(&fs->direct_fallbacks, 1, __ATOMIC_RELAXED);
+}
+
 static void fs_create(fuse_req_t req, fuse_ino_t parent, const char *name,
 		      mode_t mode, struct fuse_file_info *fi)
 {
@@ -1116,12 +1248,13 @@ static void fs_create(fuse_req_t req, fuse_ino_t parent, const char *name,
 	/* the backing file of an emulated file does no IO */
 	int bflags = o.fs->emu ? flags & ~O_DIRECT : flags;
 	int sw = as_caller(o.fs, req);
-	int fd = BACKING(&o, openat(p->fd, name, bflags, mode));
+	int fd = BACKING(&o, open_noatime(o.fs, p->fd, name, bflags, mode, 0));
 	int err = fd < 0 ? errno : 0;
 	as_daemon(sw);
 	struct fuse_entry_param e;
 	struct fsp_inode *n = NULL;
 	int emu = 0;
+	uint64_t fh = 0;
 	if (!err) {
 		err = do_lookup(&o, p, name, &e);
 		if (err)
@@ -1130,6 +1263,13 @@ static void fs_create(fuse_req_t req, fuse_ino_t parent, const char *name,
 	if (!err) {
 		n = node_of(&o, e.ino);
 		emu = emulated(o.fs, n);
+	}
+	if (!err && (bflags & O_DIRECT)) {
+		err = direct_handle(&o, fd, bflags, &fh);
+		if (err) {
+			close(fd);
+			node_forget(&o, n, 1);
+		}
 	}
 	if (emu) {
 		/* open (or renew a stale) object before the size is reported */
@@ -1145,9 +1285,11 @@ static void fs_create(fuse_req_t req, fuse_ino_t parent, const char *name,
 	if (err) {
 		fuse_reply_err(req, err);
 	} else {
-		fi->fh = fh_make(fd, flags, emu);
+		/* bflags: a passthrough file created without O_DIRECT in an
+		 * emulated mount has no twin and must not look direct */
+		fi->fh = fh ? fh : fh_make(fd, emu ? flags : bflags, emu);
 		if (fuse_reply_create(req, &e, fi) == -ENOENT) {
-			close(fd);
+			handle_close(&o, fi);
 			if (emu)
 				emu_handle_close(&o, n);
 			node_forget(&o, n, 1);
@@ -1166,10 +1308,16 @@ static void fs_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 	int flags = backing_flags(o.fs, fi->flags) & ~O_CREAT;
 	int emu = emulated(o.fs, n);
 	/* the backing file of an emulated file does no IO */
-	int fd = BACKING(&o, open(path, emu ? flags & ~O_DIRECT : flags));
+	int bflags = emu ? flags & ~O_DIRECT : flags;
+	int fd = BACKING(&o, open_noatime(o.fs, AT_FDCWD, path, bflags, 0, 0));
 	int err = fd < 0 ? errno : 0;
+	uint64_t fh = 0;
 	if (!err && emu) {
 		err = emu_handle_open(&o, n, flags);
+		if (err)
+			close(fd);
+	} else if (!err && (bflags & O_DIRECT)) {
+		err = direct_handle(&o, fd, bflags, &fh);
 		if (err)
 			close(fd);
 	}
@@ -1177,9 +1325,9 @@ static void fs_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 	if (err) {
 		fuse_reply_err(req, err);
 	} else {
-		fi->fh = fh_make(fd, flags, emu);
+		fi->fh = fh ? fh : fh_make(fd, flags, emu);
 		if (fuse_reply_open(req, fi) == -ENOENT) {
-			close(fd);
+			handle_close(&o, fi);
 			if (emu)
 				emu_handle_close(&o, n);
 		}
@@ -1251,12 +1399,18 @@ static void fs_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 	op_node(&o, ino);
 	ssize_t got;
 	int err = 0;
-	if (fh_direct(fi) && !fh_emu(fi) && o.fs->aio) {
-		struct fsp_aio_io *io = fsp_aio_get(o.fs->aio, size);
-		if (io) {
-			if (aio_go(&o, req, io, FSP_OP_READ, fh_fd(fi), size, off) == 0)
-				return;
-			fsp_aio_put(o.fs->aio, io); /* read synchronously below */
+	int fd = fh_fd(fi);
+	if (fh_direct(fi) && !fh_emu(fi)) {
+		if (__builtin_expect(!dio_fits(fi, (uint64_t)off, size), 0)) {
+			fd = fh_twin(fi); /* read buffered below */
+			count_fallback(o.fs);
+		} else if (o.fs->aio) {
+			struct fsp_aio_io *io = fsp_aio_get(o.fs->aio, size);
+			if (io) {
+				if (aio_go(&o, req, io, FSP_OP_READ, fd, size, off) == 0)
+					return;
+				fsp_aio_put(o.fs->aio, io); /* read synchronously below */
+			}
 		}
 	}
 	void *buf = thread_buf(o.fs, size);
@@ -1274,7 +1428,7 @@ static void fs_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 		inflight_leave(o.fs);
 	} else {
 		inflight_enter(o.fs);
-		got = BACKING(&o, pread(fh_fd(fi), buf, size, off));
+		got = BACKING(&o, pread(fd, buf, size, off));
 		if (got < 0)
 			err = errno;
 		inflight_leave(o.fs);
@@ -1341,14 +1495,29 @@ static void fs_write_buf(fuse_req_t req, fuse_ino_t ino, struct fuse_bufvec *in,
 			err = (int)-res;
 		else
 			mark_changed(n);
-	} else if (!fh_direct(fi)) {
+	} else if (!fh_direct(fi) || !dio_fits(fi, (uint64_t)off, size)) {
+		/* buffered; for an O_DIRECT handle through its buffered twin
+		 * (the request is off the direct-IO alignment) */
+		int fallback = fh_direct(fi);
 		struct fuse_bufvec dst = FUSE_BUFVEC_INIT(size);
 		dst.buf[0].flags = FUSE_BUF_IS_FD | FUSE_BUF_FD_SEEK;
-		dst.buf[0].fd = fh_fd(fi);
+		dst.buf[0].fd = fallback ? fh_twin(fi) : fh_fd(fi);
 		dst.buf[0].pos = off;
 		inflight_enter(o.fs);
 		res = BACKING(&o, fuse_buf_copy(&dst, in, 0));
+		/* An application's O_DIRECT write is on the device when it
+		 * returns: write the range out as a direct write would have
+		 * (write-back of the kernel's page cache needs no more). Later
+		 * direct IO of the backing file writes back and invalidates
+		 * cached pages itself, as for any mix of the two. */
+		if (fallback && res > 0 && !fi->writepage &&
+		    BACKING(&o, sync_file_range(dst.buf[0].fd, off, res, SYNC_FILE_RANGE_WAIT_BEFORE |
+						SYNC_FILE_RANGE_WRITE |
+						SYNC_FILE_RANGE_WAIT_AFTER)) < 0)
+			res = -errno;
 		inflight_leave(o.fs);
+		if (fallback)
+			count_fallback(o.fs);
 		if (res < 0)
 			err = (int)-res;
 	} else {
@@ -1426,7 +1595,7 @@ static void fs_release(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi
 	struct fsp_inode *n = op_node(&o, ino);
 	if (fh_emu(fi))
 		sync_mtime(&o, n, fh_fd(fi));
-	BACKING(&o, close(fh_fd(fi)));
+	handle_close(&o, fi);
 	if (fh_emu(fi))
 		emu_handle_close(&o, n);
 	finish_err(&o, req, FSP_OP_RELEASE, 0);
@@ -1939,6 +2108,8 @@ struct fsp_fs *fsp_fs_new(const char *backing, const struct fsp_fs_opts *opts,
 	pthread_mutex_init(&fs->pending_lock, NULL);
 	pthread_mutex_init(&fs->waiters_lock, NULL);
 	fs->use_aio = opts->backing_aio;
+	fs->noatime = opts->noatime;
+	fs->nodiratime = opts->noatime || opts->nodiratime;
 	if (fs->is_root) {
 		struct __user_cap_header_struct hdr = { _LINUX_CAPABILITY_VERSION_3, 0 };
 		if (syscall(SYS_capget, &hdr, fs->caps) < 0)

@@ -37,6 +37,8 @@ struct fsp_fs_opts {
 	int timing;              /* 0 (--record=off): no clock reads at all */
 	int track_inflight;      /* count concurrent backing reads/writes */
 	int backing_aio;         /* O_DIRECT data IO asynchronous (fs/fuse/aio.h) */
+	int noatime;             /* -o noatime: backing opens with O_NOATIME */
+	int nodiratime;          /* -o nodiratime: directories' opens only */
 	struct fsp_oplog *log;   /* NULL when timing is 0 */
 };
 
@@ -94,6 +96,11 @@ void fsp_fs_stop(struct fsp_fs *fs);
 
 /* The request handlers; userdata for fuse_session_new must be the fsp_fs. */
 extern const struct fuse_lowlevel_ops fsp_fs_ops;
+
+/* O_DIRECT reads and writes that the backing O_DIRECT fd could not serve
+ * (off its direct-IO alignment) and that went through the handle's buffered
+ * fd instead. */
+uint64_t fsp_fs_direct_fallbacks(const struct fsp_fs *fs);
 
 /* Most backing reads+writes seen in flight at once (track_inflight only). */
 unsigned fsp_fs_max_inflight(const struct fsp_fs *fs);

@@ -24,6 +24,7 @@
 #include <fcntl.h>
 #include <ftw.h>
 #include <getopt.h>
+#include <inttypes.h>
 #include <limits.h>
 #include <signal.h>
 #include <stdarg.h>
@@ -35,6 +36,7 @@
 #include <sys/file.h>
 #include <sys/mount.h>
 #include <sys/stat.h>
+#include <sys/statvfs.h>
 #include <sys/sysmacros.h>
 #include <sys/wait.h>
 #include <sys/xattr.h>
@@ -68,7 +70,10 @@
 
 struct mount_opts {
 	int foreground;
-	char *fuse_opts;      /* -o, as given */
+	char *fuse_opts;      /* -o, as given; then without the atime options
+			       * libfuse does not know (atime_opts) */
+	char *fuse_opts_buf;  /* owns fuse_opts once rewritten */
+	int noatime, nodiratime; /* -o noatime / nodiratime: O_NOATIME opens */
 	char *log_path;       /* absolute */
 	const char *record;   /* as given */
 	enum fsp_record_mode record_mode;
@@ -113,7 +118,9 @@ static void mount_usage(FILE *f)
 "options (default in brackets):\n"
 "  -f                   stay in the foreground [daemonize once mounted]\n"
 "  -o OPTS              FUSE mount options, e.g. allow_other [none;\n"
-"                       default_permissions is always added]\n"
+"                       default_permissions is always added]; noatime opens\n"
+"                       backing files O_NOATIME (nodiratime: directories),\n"
+"                       relatime and strictatime need the backing fs's rule\n"
 "  --log FILE           SQLite database for the records [./fsprism.db]\n"
 "  --record MODE        full | sample:N | hist | off [full]\n"
 "  --threads N          worker threads [%u; %u with --backing-io=sync or\n"
@@ -348,6 +355,76 @@ static int validate_dir(const char *what, const char *arg, char *real, int need_
 			return -1;
 		}
 		close(fd);
+	}
+	return 0;
+}
+
+/*
+ * The atime options among -o. FUSE leaves atimes to the server (the kernel
+ * updates none of a FUSE file's), and the backing reads update the backing
+ * atimes by the backing file system's own rule; so noatime and nodiratime
+ * become O_NOATIME opens of backing files (and directories), and relatime
+ * or strictatime are accepted only where the backing file system follows
+ * that rule already. libfuse 3 knows noatime and atime only: the others
+ * are taken out of the string it gets. Returns 0 or the exit status.
+ */
+static int atime_opts(struct mount_opts *o)
+{
+	if (!o->fuse_opts)
+		return 0;
+	enum { AT_NONE, AT_ATIME, AT_NOATIME, AT_RELATIME, AT_STRICT } mode = AT_NONE;
+	char *out = malloc(strlen(o->fuse_opts) + 1);
+	if (!out) {
+		fprintf(stderr, "fsprism mount: out of memory\n");
+		return 1;
+	}
+	size_t n = 0;
+	for (const char *p = o->fuse_opts; *p;) {
+		const char *e = p;
+		while (*e && *e != ',')
+			e += (e[0] == '\\' && e[1]) ? 2 : 1;
+		size_t len = (size_t)(e - p);
+		int keep = 1;
+#define IS(word) (len == strlen(word) && !strncmp(p, word, len))
+		if (IS("noatime")) {
+			mode = AT_NOATIME;
+		} else if (IS("atime")) {
+			mode = AT_ATIME;
+		} else if (IS("nodiratime")) {
+			o->nodiratime = 1;
+			keep = 0;
+		} else if (IS("relatime") || IS("strictatime")) {
+			mode = IS("relatime") ? AT_RELATIME : AT_STRICT;
+			keep = 0;
+		}
+#undef IS
+		if (keep && len) {
+			if (n)
+				out[n++] = ',';
+			memcpy(out + n, p, len);
+			n += len;
+		}
+		p = *e ? e + 1 : e;
+	}
+	out[n] = '\0';
+	o->fuse_opts = o->fuse_opts_buf = out;
+	o->noatime = mode == AT_NOATIME;
+	if (mode == AT_RELATIME || mode == AT_STRICT) {
+		struct statvfs sv;
+		if (statvfs(o->backing, &sv) < 0) {
+			fprintf(stderr, "fsprism mount: backing directory %s: %s\n", o->backing,
+				strerror(errno));
+			return 1;
+		}
+		const char *want = mode == AT_RELATIME ? "relatime" : "strictatime";
+		const char *has = (sv.f_flag & ST_NOATIME) ? "noatime" :
+				  (sv.f_flag & ST_RELATIME) ? "relatime" : "strictatime";
+		if (strcmp(want, has)) {
+			fprintf(stderr, "fsprism mount: -o %s: the backing directory %s is on a file "
+				"system mounted %s, whose rule reads through the mount follow "
+				"(remount it %s, or leave the option out)\n", want, o->backing, has, want);
+			return 2;
+		}
 	}
 	return 0;
 }
@@ -738,6 +815,9 @@ static int parse_mount_args(int argc, char **argv, struct mount_opts *o)
 	}
 	if (validate_dir("backing directory", argv[optind], o->backing, 1))
 		return 1;
+	int arc = atime_opts(o);
+	if (arc)
+		return arc;
 	if (validate_dir("mountpoint", argv[optind + 1], o->mnt, 0))
 		return 1;
 	char fstype[64];
@@ -1531,6 +1611,8 @@ static int daemon_start(struct daemon *d, char *err, size_t errlen)
 		.timing = o->record_mode != FSP_RECORD_OFF,
 		.track_inflight = o->count_inflight,
 		.backing_aio = !o->backing_sync,
+		.noatime = o->noatime,
+		.nodiratime = o->nodiratime,
 		.log = NULL, /* attached below, once the run exists */
 	};
 	d->fs = fsp_fs_new(o->backing, &fo, err, errlen);
@@ -1705,6 +1787,12 @@ static int daemon_finish(struct daemon *d, int serve)
 		snprintf(v, sizeof(v), "%.3f", 100.0 * (double)huge / (double)mapped);
 		fsp_store_set_attr(d->store, d->run, "fuse.huge_buffer_pct", v);
 	}
+	if (d->store && d->run > 0 && !d->o->emu) {
+		/* O_DIRECT requests the backing O_DIRECT fd could not serve */
+		char v[32];
+		snprintf(v, sizeof(v), "%" PRIu64, fsp_fs_direct_fallbacks(d->fs));
+		fsp_store_set_attr(d->store, d->run, "fuse.direct_fallbacks", v);
+	}
 	if (d->store && d->run > 0 && serve)
 		emu_save(d);
 	files_free(&d->files);
@@ -1736,6 +1824,7 @@ static void free_opts(struct mount_opts *o)
 {
 	free(o->log_path);
 	free(o->cmdline);
+	free(o->fuse_opts_buf);
 }
 
 int cmd_mount(int argc, char **argv)
