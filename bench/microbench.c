@@ -29,6 +29,7 @@
 #include <unistd.h>
 #include "fs/emu/alloc.h"
 #include "fs/emu/extent.h"
+#include "fs/emu/io.h"
 #include "fs/emu/store.h"
 #include "src/db/oplog.h"
 #include "bench/engine/pattern.h"

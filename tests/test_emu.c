@@ -1,9 +1,10 @@
 /*
  * test_emu.c - unit tests of the copy-on-write / journaling emulation's
  * building blocks: the block allocator (fs/emu/alloc), extent maps and
- * reference counts (fs/emu/extent) and the write-ahead journal
- * (fs/emu/journal). Randomised tests use a fixed-seed generator and check
- * every step against a plain array model.
+ * reference counts (fs/emu/extent), the write-ahead journal
+ * (fs/emu/journal), its checksum (fs/emu/crc32c) and the IO interface they
+ * write through (fs/emu/io). Randomised tests use a fixed-seed generator
+ * and check every step against a plain array model.
  */
 #include <errno.h>
 #include <setjmp.h>
@@ -17,7 +18,9 @@
 #include <cmocka.h>
 
 #include "fs/emu/alloc.h"
+#include "fs/emu/crc32c.h"
 #include "fs/emu/extent.h"
+#include "fs/emu/io.h"
 #include "fs/emu/journal.h"
 
 /* ---- deterministic random numbers ---- */

@@ -19,6 +19,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 #include <cmocka.h>
+#include "fs/emu/io.h"
 #include "fs/emu/store.h"
 #include "src/base/ops.h"
 

@@ -11,7 +11,7 @@
 
 #include "fs/emu/endian.h"
 #include "fs/emu/alloc.h"
-#include "fs/emu/journal.h" /* emu_crc32c */
+#include "fs/emu/crc32c.h"
 
 struct emu_alloc {
 	uint64_t nblocks;

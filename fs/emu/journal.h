@@ -1,13 +1,10 @@
 /*
  * journal.h - a JBD2-like write-ahead journal for the copy-on-write /
- * journaling emulation, plus the small IO interface every
- * emulation building block writes through.
+ * journaling emulation.
  *
  * The journal lives in a circular region of a store (a device or a file)
- * that is reached only through struct emu_io, so unit tests use a memory
- * buffer and the FUSE layer later uses a device fd. Every IO carries a kind
- * (data, journal, metadata, checkpoint, flush) so device-level accounting
- * can count it.
+ * that is reached only through struct emu_io (fs/emu/io.h), so unit tests
+ * use a memory buffer and the FUSE layer later uses a device fd.
  *
  * On-disk layout (all integers little-endian), block size B:
  *   block 0        journal superblock: uuid, start block, start sequence
@@ -29,70 +26,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
-
-/* ---- IO interface shared by the emulation blocks ---- */
-
-enum emu_io_kind {
-	EMU_IO_DATA = 0,     /* file data (home location or CoW destination) */
-	EMU_IO_JOURNAL,      /* journal descriptor, logged block, commit, jsb */
-	EMU_IO_METADATA,     /* metadata written home (tree nodes, maps) */
-	EMU_IO_CHECKPOINT,   /* CoW checkpoint / superblock */
-	EMU_IO_FLUSH,        /* cache flush (only ever passed to flush()) */
-	EMU_IO_NKINDS
-};
-
-#define EMU_IO_FUA 1u /* pwrite flag: forced unit access for this write */
-
-/*
- * The store. Offsets are absolute byte offsets on the store. Each function
- * returns 0 on success or a negative errno; short transfers are errors.
- */
-struct emu_io {
-	int (*pwrite)(void *ctx, const void *buf, size_t len, uint64_t off,
-		      enum emu_io_kind kind, unsigned flags);
-	int (*pread)(void *ctx, void *buf, size_t len, uint64_t off);
-	int (*flush)(void *ctx);
-	void *ctx;
-};
-
-const char *emu_io_kind_name(enum emu_io_kind kind);
-
-/*
- * struct emu_io over a file descriptor (a block device or a file). pwrite
- * and pread loop over short transfers; a short read (end of file) is -EIO.
- * flush is fdatasync(fd). A FUA write goes to fua_fd when it is >= 0 (the
- * caller opens it with O_DSYNC, which the kernel turns into a FUA write on
- * devices that support it) and is otherwise emulated as pwrite + fdatasync.
- */
-struct emu_fd_io {
-	int fd;
-	int fua_fd;
-};
-void emu_io_from_fd(struct emu_io *io, struct emu_fd_io *ctx, int fd, int fua_fd);
-
-/*
- * Accounting wrapper: counts every IO passed to an inner struct emu_io by
- * kind (writes, bytes; flushes under EMU_IO_FLUSH), FUA writes, reads, and
- * writes that start exactly where the previous write ended (sequential at
- * the device). Not thread-safe: one emulation instance serialises its IO
- * issue, or each thread wraps its own.
- */
-struct emu_io_acct {
-	struct emu_io inner;
-	uint64_t writes[EMU_IO_NKINDS]; /* writes[EMU_IO_FLUSH] counts flushes */
-	uint64_t bytes[EMU_IO_NKINDS];
-	uint64_t fua_writes;
-	uint64_t seq_writes;
-	uint64_t reads, read_bytes;
-	uint64_t last_end; /* end offset of the previous write (UINT64_MAX: none) */
-};
-void emu_io_acct_init(struct emu_io *io, struct emu_io_acct *acct, const struct emu_io *inner);
-
-/* CRC32C (Castagnoli, reflected, as iSCSI/ext4/btrfs): table driven.
- * crc32c of "123456789" is 0xe3069283. Start with crc = 0. */
-uint32_t emu_crc32c(uint32_t crc, const void *buf, size_t len);
-/* The table-driven version (what emu_crc32c uses without SSE4.2). */
-uint32_t emu_crc32c_portable(uint32_t crc, const void *buf, size_t len);
+#include "fs/emu/io.h"
 
 /* ---- on-disk format (exposed for tests and tools) ---- */
 

@@ -24,8 +24,11 @@
 #include <unistd.h>
 #include <blkid.h>
 #include "src/base/clock.h"
+#include "fs/emu/crc32c.h"
 #include "fs/emu/endian.h"
 #include "fs/emu/extent.h"
+#include "fs/emu/io.h"
+#include "fs/emu/journal.h"
 #include "fs/emu/store.h"
 #include "src/base/ops.h"
 

@@ -52,6 +52,7 @@
 #include <stdint.h>
 #include <sys/types.h>
 #include "fs/emu/alloc.h"
+#include "fs/emu/io.h"
 #include "fs/emu/journal.h"
 
 enum emu_cow_mode { EMU_COW_OFF = 0, EMU_COW_SHARED, EMU_COW_ALWAYS };
