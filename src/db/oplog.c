@@ -1131,8 +1131,9 @@ static int recover_spill(struct fsp_store *st, const char *path, int fd)
 	sqlite3 *db = fsp_store_db(st);
 	struct stat sb;
 	struct spill_head h;
-	if (fstat(fd, &sb) < 0 || (uint64_t)sb.st_size < sizeof(h) ||
-	    pread_full(fd, &h, sizeof(h), 0) != 0 ||
+	if (fstat(fd, &sb) < 0 || (uint64_t)sb.st_size < sizeof(h))
+		return 0; /* being created (its writer locks it next), or empty */
+	if (pread_full(fd, &h, sizeof(h), 0) != 0 ||
 	    memcmp(h.magic, SPILL_MAGIC, sizeof(h.magic)) || h.head_len != sizeof(h) ||
 	    h.rec_len != sizeof(struct fsp_rec) || h.crc != head_crc(&h)) {
 		fprintf(stderr, "fsprism: %s is not a spill file this fsprism can read; left alone\n",

@@ -307,6 +307,10 @@ sqlite3 *fsp_store_open_existing(const char *path, char *err, size_t errlen)
 		else
 			fprintf(stderr, "fsprism: cannot recover the runs whose records wait "
 				"beside %s: %s\n", path, rerr);
+	} else if (fsp_oplog_spill_pending(path)) {
+		fprintf(stderr, "fsprism: records of a run that did not end wait in a spill file "
+			"beside %s, which is not writable; they are stored once it is opened "
+			"writable\n", path);
 	}
 	/* read-write (so a WAL left by a crash can be recovered), never create;
 	 * fall back to read-only for files we may not write */
