@@ -613,11 +613,12 @@ static void sleep_ms(long ms)
 
 /*
  * A child process logs `bursts` bursts of `per_burst` records into a new
- * database `name` (run 1), a pause between bursts so that each becomes a
- * frame of its own, then dies without closing the log (as kill -9 would).
+ * database `name` (run 1), pause_ms after each so that each becomes a frame
+ * of its own, then waits end_ms and dies without closing the log (as kill
+ * -9 would).
  */
 static void crash_child(const char *name, enum fsp_record_mode mode, unsigned bursts,
-			unsigned per_burst, long end_ms)
+			unsigned per_burst, long pause_ms, long end_ms)
 {
 	fflush(NULL);
 	pid_t pid = fork();
@@ -638,7 +639,7 @@ static void crash_child(const char *name, enum fsp_record_mode mode, unsigned bu
 				make_rec(&r, 0, seq++);
 				fsp_oplog_add(log, &r);
 			}
-			sleep_ms(60);
+			sleep_ms(pause_ms);
 		}
 		sleep_ms(end_ms);
 		_exit(0);
@@ -685,14 +686,17 @@ static struct fsp_store *reopen(const char *name)
 }
 
 /* The killed run's rows, up to a torn last frame, are stored at the next
- * open; once (the spill is gone); and the run says it crashed. */
+ * open; once (the spill is gone); the histograms are the checkpoint's (a
+ * second in: two bursts) plus the rows after it; the run says it crashed. */
 static void test_crash_recovered_torn_tail(void **state)
 {
-	char sp[160];
-	crash_child("crash.db", FSP_RECORD_FULL, 3, 1000, 50);
+	char sp[160], ck[176];
+	crash_child("crash.db", FSP_RECORD_FULL, 3, 1000, 600, 50);
 	spill_path(sp, sizeof(sp), "crash.db");
+	snprintf(ck, sizeof(ck), "%s-hist", sp);
 	struct stat sb;
 	assert_int_equal(stat(sp, &sb), 0);
+	assert_int_equal(stat(ck, &sb), 0);
 	/* a frame cut short, as a crash in the middle of its write leaves it */
 	int fd = open(sp, O_WRONLY | O_APPEND);
 	assert_true(fd >= 0);
@@ -714,6 +718,7 @@ static void test_crash_recovered_torn_tail(void **state)
 	assert_attr(st, "records.seen", "3000");
 	assert_attr(st, "records.lost", "unknown"); /* all seen were stored: none known lost */
 	assert_int_equal(stat(sp, &sb), -1);
+	assert_int_equal(stat(ck, &sb), -1);
 	fsp_store_close(st);
 	st = reopen("crash.db");
 	assert_int_equal(q_int(st, "SELECT count(*) FROM ops WHERE run=1"), 3000);
@@ -724,7 +729,7 @@ static void test_crash_recovered_torn_tail(void **state)
 static void test_crash_damaged_frame(void **state)
 {
 	char sp[160];
-	crash_child("damaged.db", FSP_RECORD_FULL, 3, 1000, 50);
+	crash_child("damaged.db", FSP_RECORD_FULL, 3, 1000, 60, 50);
 	spill_path(sp, sizeof(sp), "damaged.db");
 	int fd = open(sp, O_RDWR);
 	assert_true(fd >= 0);
@@ -748,12 +753,23 @@ static void test_crash_damaged_frame(void **state)
 /* --record=hist: no rows, but the histograms of the last checkpoint. */
 static void test_crash_hist_checkpoint(void **state)
 {
-	crash_child("hist-crash.db", FSP_RECORD_HIST, 1, 500, 1300);
+	crash_child("hist-crash.db", FSP_RECORD_HIST, 1, 500, 60, 2300);
+	/* checkpoints replace each other beside the spill, which holds no rows */
+	char sp[160], ck[176];
+	struct stat sb;
+	spill_path(sp, sizeof(sp), "hist-crash.db");
+	snprintf(ck, sizeof(ck), "%s-hist", sp);
+	assert_int_equal(stat(sp, &sb), 0);
+	assert_int_equal(sb.st_size, 256);
+	assert_int_equal(stat(ck, &sb), 0);
 	struct fsp_store *st = reopen("hist-crash.db");
 	assert_int_equal(q_int(st, "SELECT count(*) FROM ops"), 0);
 	assert_int_equal(q_int(st, "SELECT sum(count) FROM hist WHERE run=1 AND layer=0"), 500);
 	assert_int_equal(q_int(st, "SELECT sum(count) FROM hist_bins WHERE run=1 AND layer=2"), 500);
 	assert_attr(st, "run.end", "crashed");
+	assert_attr(st, "records.seen", "500");
+	assert_int_equal(stat(sp, &sb), -1);
+	assert_int_equal(stat(ck, &sb), -1);
 	fsp_store_close(st);
 }
 

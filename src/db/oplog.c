@@ -118,6 +118,8 @@ struct fsp_oplog {
 	struct steptab stats;       /* the writer's histograms */
 	int spill_fd;               /* -1 with --record=off */
 	char *spill_path;           /* NULL: unlinked (in-memory database) */
+	char *ckpt_path;            /* SPILL-hist: the last checkpoint; NULL with spill_path */
+	unsigned char head[256];    /* the spill's header (struct spill_head) */
 	uint64_t spill_end;         /* end of the last whole frame (writer only) */
 	uint64_t frame_seq;         /* frames written (writer only) */
 	uint64_t spilled;           /* rows in the spill file (writer only) */
@@ -390,13 +392,16 @@ static size_t ctx_drain(struct ctx *c, struct fsp_rec *out, size_t max)
 /*
  * The spill file, beside the database and named after it and the run
  * (DB-fsprism-spill-RUN), so that what a killed process leaves is found
- * again. A header names the run; frames follow, each a struct spill_frame
- * and its payload: rows (fsp_recs as they are), or a checkpoint of the
- * writer's histograms (each second, followed by an fdatasync). Every frame
- * has a CRC and the log's counters when it was made, so that the next open
- * of the database (fsp_oplog_recover) can store the rows up to the last
- * whole frame and the histograms of the last checkpoint, and count what was
- * lost. The writer holds an flock on the file while the run lives.
+ * again. A header names the run; frames of rows follow, each a struct
+ * spill_frame and its payload (fsp_recs as they are). Every frame has a CRC
+ * and the log's counters when it was made. Each second the writer
+ * fdatasyncs it and replaces SPILL-hist (written aside, synced, renamed
+ * over) with the same header and one frame: a checkpoint of its histograms,
+ * whose seq is the number of row frames it covers. So the next open of the
+ * database (fsp_oplog_recover) can store the rows up to the last whole frame
+ * and the histograms of the checkpoint plus the rows after it, and count
+ * what was lost; the histograms take a bounded space however long the run.
+ * The writer holds an flock on the spill while the run lives.
  */
 #define SPILL_SUFFIX "-fsprism-spill-"
 #define SPILL_MAGIC "FSPRISM SPILL 1\n"
@@ -457,19 +462,27 @@ static uint64_t log_seen(struct fsp_oplog *log)
 	return n;
 }
 
-/* Append a frame of `rows` rows (0: a checkpoint) at the end of the last
- * whole one. 0, or -1 and the file is cut back to that end. */
-static int frame_append(struct fsp_oplog *log, uint16_t type, const void *payload,
-			size_t len, uint64_t rows)
+/* The header of a frame of `rows` rows (0: a checkpoint), CRC included. */
+static void frame_fill(struct fsp_oplog *log, struct spill_frame *f, uint16_t type,
+		       const void *payload, size_t len, uint64_t rows)
 {
-	struct spill_frame f = {
+	*f = (struct spill_frame){
 		.magic = FRAME_MAGIC, .type = type, .len = (uint32_t)len,
 		.seq = log->frame_seq, .seen = log_seen(log),
 		.dropped = fsp_oplog_dropped(log), .rows = log->spilled + rows,
 		.mono_ns = fsp_now_ns(), .wall_ns = fsp_wall_ns(),
 	};
-	uLong crc = crc32(0L, (const Bytef *)&f, sizeof(f));
-	f.crc = (uint32_t)crc32(crc, payload, (uInt)len);
+	uLong crc = crc32(0L, (const Bytef *)f, sizeof(*f));
+	f->crc = (uint32_t)crc32(crc, payload, (uInt)len);
+}
+
+/* Append a frame of `rows` rows at the end of the last whole one. 0, or -1
+ * and the file is cut back to that end. */
+static int frame_append(struct fsp_oplog *log, uint16_t type, const void *payload,
+			size_t len, uint64_t rows)
+{
+	struct spill_frame f;
+	frame_fill(log, &f, type, payload, len, rows);
 	size_t total = sizeof(f) + len, done = 0;
 	while (done < total) {
 		struct iovec v[2];
@@ -611,23 +624,65 @@ static int ckpt_load(struct steptab *t, const char *p, size_t len)
 	return 0;
 }
 
-/* The writer's histograms into the spill, then everything to the disk. */
+static int write_full(int fd, const void *p, size_t len)
+{
+	size_t done = 0;
+	while (done < len) {
+		ssize_t w = write(fd, (const char *)p + done, len - done);
+		if (w < 0 && errno == EINTR)
+			continue;
+		if (w <= 0)
+			return -1;
+		done += (size_t)w;
+	}
+	return 0;
+}
+
+/* Remove a spill's files (once its run is stored). */
+static void spill_remove(const char *spill, const char *ckpt)
+{
+	char tmp[PATH_MAX + NAME_MAX + 16];
+	if (ckpt) {
+		snprintf(tmp, sizeof(tmp), "%s.new", ckpt);
+		unlink(tmp);
+		unlink(ckpt);
+	}
+	if (spill)
+		unlink(spill);
+}
+
+/*
+ * The rows to the disk, then the writer's histograms into SPILL-hist
+ * (aside, synced, renamed over: there is always one whole checkpoint).
+ */
 static void checkpoint(struct fsp_oplog *log)
 {
 	log->last_ckpt_ns = fsp_now_ns();
-	if (log->taken == log->ckpt_taken)
-		return; /* nothing new since the last one */
+	if (!log->ckpt_path || log->taken == log->ckpt_taken)
+		return; /* nothing could recover it (in-memory database), or nothing new */
 	size_t len = ckpt_build(&log->stats, NULL);
 	char *buf = len <= FRAME_MAX ? malloc(len ? len : 1) : NULL;
+	char tmp[PATH_MAX + NAME_MAX + 16];
 	if (!buf)
 		return; /* the next one tries again; the rows are kept regardless */
 	ckpt_build(&log->stats, buf);
-	if (frame_append(log, FRAME_CKPT, buf, len, 0) == 0) {
-		log->ckpt_taken = log->taken;
-		if (fdatasync(log->spill_fd) < 0) {
-			/* a device that cannot sync: the frames are written anyway */
-		}
+	struct spill_frame f;
+	frame_fill(log, &f, FRAME_CKPT, buf, len, 0);
+	/* rows first: a checkpoint covers only rows that are on the disk */
+	if (fdatasync(log->spill_fd) < 0) {
+		/* a device that cannot sync: the frames are written anyway */
 	}
+	snprintf(tmp, sizeof(tmp), "%s.new", log->ckpt_path);
+	int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+	int ok = fd >= 0 && write_full(fd, log->head, sizeof(log->head)) == 0 &&
+		 write_full(fd, &f, sizeof(f)) == 0 && write_full(fd, buf, len) == 0 &&
+		 fdatasync(fd) == 0;
+	if (fd >= 0)
+		close(fd);
+	if (ok && rename(tmp, log->ckpt_path) == 0)
+		log->ckpt_taken = log->taken;
+	else
+		unlink(tmp); /* the last one stays; the next one tries again */
 	free(buf);
 }
 
@@ -663,7 +718,7 @@ static void *writer_main(void *arg)
 			writer_take(log, batch, n);
 		if (total == 0 && stopping)
 			break;
-		if (!stopping && log->spill_fd >= 0 &&
+		if (!stopping && log->ckpt_path &&
 		    fsp_now_ns() - log->last_ckpt_ns >= CHECKPOINT_NS)
 			checkpoint(log);
 		if (stopping)
@@ -718,15 +773,24 @@ static int spill_open(struct fsp_oplog *log)
 		if (!(log->spill_path = malloc(n)))
 			return -1;
 		snprintf(log->spill_path, n, "%s" SPILL_SUFFIX "%lld", db, (long long)log->run);
+		if (!(log->ckpt_path = malloc(n + 8))) {
+			free(log->spill_path);
+			log->spill_path = NULL;
+			return -1;
+		}
+		snprintf(log->ckpt_path, n + 8, "%s-hist", log->spill_path);
 		/* a file of this name is stale: the run id is new in this database */
 		fd = open(log->spill_path, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
 		if (fd < 0) {
 			int err = errno;
 			free(log->spill_path);
-			log->spill_path = NULL;
+			free(log->ckpt_path);
+			log->spill_path = log->ckpt_path = NULL;
 			errno = err;
 			return -1;
 		}
+		/* a checkpoint left by an earlier holder of this name is stale too */
+		spill_remove(NULL, log->ckpt_path);
 		/* held for the run's life: a recovery skips a locked spill */
 		while (flock(fd, LOCK_EX) < 0 && errno == EINTR)
 			;
@@ -765,13 +829,16 @@ static int spill_open(struct fsp_oplog *log)
 	const char *base = db && *db ? strrchr(db, '/') : NULL;
 	snprintf(h.db_name, sizeof(h.db_name), "%s", base ? base + 1 : db && *db ? db : "");
 	h.crc = head_crc(&h);
+	_Static_assert(sizeof(h) == sizeof(log->head), "header copy");
+	memcpy(log->head, &h, sizeof(h));
 	if (pwrite(fd, &h, sizeof(h), 0) != (ssize_t)sizeof(h)) {
 		int err = errno ? errno : ENOSPC;
 		close(fd);
 		if (log->spill_path) {
 			unlink(log->spill_path);
 			free(log->spill_path);
-			log->spill_path = NULL;
+			free(log->ckpt_path);
+			log->spill_path = log->ckpt_path = NULL;
 		}
 		errno = err;
 		return -1;
@@ -784,12 +851,13 @@ static int spill_open(struct fsp_oplog *log)
  * The next whole frame at *off (below end), its payload in *buf (grown as
  * needed): 1, or 0 at the end or at a torn or damaged frame.
  */
-static int frame_read(int fd, uint64_t *off, uint64_t end, uint64_t seq,
+static int frame_read(int fd, uint64_t *off, uint64_t end, int64_t seq,
 		      struct spill_frame *f, char **buf, size_t *cap)
 {
 	if (*off + sizeof(*f) > end || pread_full(fd, f, sizeof(*f), *off) != 0)
 		return 0;
-	if (f->magic != FRAME_MAGIC || f->seq != seq || f->len > FRAME_MAX ||
+	if (f->magic != FRAME_MAGIC || (seq >= 0 && f->seq != (uint64_t)seq) ||
+	    f->len > FRAME_MAX ||
 	    (f->type != FRAME_ROWS && f->type != FRAME_CKPT) ||
 	    (f->type == FRAME_ROWS && f->len % sizeof(struct fsp_rec)) ||
 	    *off + sizeof(*f) + f->len > end)
@@ -820,7 +888,7 @@ static int spill_load(struct fsp_oplog *log)
 	int rc = 0;
 	uint64_t off = sizeof(struct spill_head), seq = 0, in_tx = 0;
 	struct spill_frame f;
-	while (frame_read(log->spill_fd, &off, log->spill_end, seq, &f, &buf, &cap)) {
+	while (frame_read(log->spill_fd, &off, log->spill_end, (int64_t)seq, &f, &buf, &cap)) {
 		seq++;
 		if (f.type != FRAME_ROWS)
 			continue;
@@ -922,9 +990,9 @@ struct fsp_oplog *fsp_oplog_open(struct fsp_store *store, int64_t run_id,
 				}
 			pthread_mutex_unlock(&registry_lock);
 			close(log->spill_fd);
-			if (log->spill_path)
-				unlink(log->spill_path);
+			spill_remove(log->spill_path, log->ckpt_path);
 			free(log->spill_path);
+			free(log->ckpt_path);
 			free(log);
 			errno = err;
 			return NULL;
@@ -1086,10 +1154,11 @@ int fsp_oplog_close(struct fsp_oplog *log)
 	/* the spill goes only once the run is stored; else the next open of
 	 * the database recovers the run from it */
 	if (log->spill_path && ended)
-		unlink(log->spill_path);
+		spill_remove(log->spill_path, log->ckpt_path);
 	if (log->spill_fd >= 0)
 		close(log->spill_fd);
 	free(log->spill_path);
+	free(log->ckpt_path);
 	if (fsp_store_build_indexes(log->store) != 0)
 		rc = -1;
 	if (log->writer_failed)
@@ -1121,6 +1190,31 @@ static int exec_run(sqlite3 *db, const char *sql, int64_t run)
 }
 
 /*
+ * The checkpoint beside spill `path` (PATH-hist) into t, if it is whole
+ * and of the same spill (header h): 1 and its frame in *ck, else 0.
+ */
+static int ckpt_read(const char *ckpt, const struct spill_head *h, struct steptab *t,
+		     struct spill_frame *ck, char **buf, size_t *cap)
+{
+	int fd = open(ckpt, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return 0;
+	struct stat sb;
+	struct spill_head ch;
+	uint64_t off = sizeof(ch);
+	int ok = fstat(fd, &sb) == 0 && pread_full(fd, &ch, sizeof(ch), 0) == 0 &&
+		 !memcmp(&ch, h, sizeof(ch)) &&
+		 frame_read(fd, &off, (uint64_t)sb.st_size, -1, ck, buf, cap) &&
+		 ck->type == FRAME_CKPT && ckpt_load(t, *buf, ck->len) == 0;
+	close(fd);
+	if (!ok) {
+		steptab_free(t);
+		memset(t, 0, sizeof(*t));
+	}
+	return ok;
+}
+
+/*
  * Store the spill at path (fd, locked) into its run, in one transaction:
  * rows of every whole frame, the last checkpoint's histograms plus the rows
  * after it, the counts, run.end = crashed, records.lost. 1 recovered, 0
@@ -1128,6 +1222,8 @@ static int exec_run(sqlite3 *db, const char *sql, int64_t run)
  */
 static int recover_spill(struct fsp_store *st, const char *path, int fd)
 {
+	char ckpt[PATH_MAX + NAME_MAX + 8];
+	snprintf(ckpt, sizeof(ckpt), "%s-hist", path);
 	sqlite3 *db = fsp_store_db(st);
 	struct stat sb;
 	struct spill_head h;
@@ -1160,7 +1256,7 @@ static int recover_spill(struct fsp_store *st, const char *path, int fd)
 	}
 	if (ended) {
 		/* stored before; the process died between its commit and the unlink */
-		unlink(path);
+		spill_remove(path, ckpt);
 		return 0;
 	}
 
@@ -1168,52 +1264,56 @@ static int recover_spill(struct fsp_store *st, const char *path, int fd)
 	char *buf = NULL;
 	size_t cap = 0;
 	uint64_t off = sizeof(h), seq = 0, rows = 0, ops = 0;
-	struct spill_frame f, last = { 0 };
-	int rc = -1;
+	struct spill_frame f, last = { 0 }, ck;
+	int rc = -1, have_ck = 0;
 	if (!t || fsp_store_tx_begin(st) != 0)
 		goto out;
+	have_ck = ckpt_read(ckpt, &h, t, &ck, &buf, &cap);
 	/* rows a close had begun to store are in the spill as well */
 	if (exec_run(db, "DELETE FROM ops WHERE run=?1", h.run) != 0 ||
 	    exec_run(db, "DELETE FROM hist WHERE run=?1", h.run) != 0 ||
 	    exec_run(db, "DELETE FROM hist_bins WHERE run=?1", h.run) != 0)
 		goto fail;
-	while (frame_read(fd, &off, (uint64_t)sb.st_size, seq, &f, &buf, &cap)) {
-		if (f.type == FRAME_CKPT) {
-			if (ckpt_load(t, buf, f.len) != 0)
-				break; /* a damaged checkpoint ends the file like a torn frame */
-		} else {
-			size_t n = f.len / sizeof(struct fsp_rec);
-			const struct fsp_rec *r = (const struct fsp_rec *)buf;
-			if (fsp_store_insert_recs(st, h.run, r, n) != 0)
-				goto fail;
+	while (frame_read(fd, &off, (uint64_t)sb.st_size, (int64_t)seq, &f, &buf, &cap) &&
+	       f.type == FRAME_ROWS) {
+		size_t n = f.len / sizeof(struct fsp_rec);
+		const struct fsp_rec *r = (const struct fsp_rec *)buf;
+		if (fsp_store_insert_recs(st, h.run, r, n) != 0)
+			goto fail;
+		if (!have_ck || seq >= ck.seq) /* not in the checkpoint: counted here */
 			for (size_t i = 0; i < n; i++)
-				stats_add(t, &r[i]); /* after the last checkpoint: its records */
-			rows += n;
-		}
+				stats_add(t, &r[i]);
+		rows += n;
 		last = f;
 		seq++;
+	}
+	/* the counters and the end of whichever was written last */
+	int have_last = seq > 0;
+	if (have_ck && (!have_last || ck.mono_ns > last.mono_ns)) {
+		last = ck;
+		have_last = 1;
 	}
 	if (save_hists(st, h.run, t, &ops) != 0)
 		goto fail;
 	/* seen but in neither the histograms nor the dropped count: lost. What
 	 * came after the last frame is not known at all. */
-	uint64_t lost = seq && last.seen > ops + last.dropped ? last.seen - ops - last.dropped : 0;
+	uint64_t lost = have_last && last.seen > ops + last.dropped ? last.seen - ops - last.dropped : 0;
 	char v[32];
 	if (fsp_store_end_run_at(st, h.run, rows, last.dropped + lost,
-				 seq ? last.wall_ns : h.created_wall_ns,
-				 seq ? last.mono_ns : (uint64_t)h.run_started_ns) != 0 ||
+				 have_last ? last.wall_ns : h.created_wall_ns,
+				 have_last ? last.mono_ns : (uint64_t)h.run_started_ns) != 0 ||
 	    fsp_store_set_attr(st, h.run, "run.end", "crashed") != 0)
 		goto fail;
 	snprintf(v, sizeof(v), "%" PRIu64, lost);
 	if (fsp_store_set_attr(st, h.run, "records.lost", lost ? v : "unknown") != 0)
 		goto fail;
 	snprintf(v, sizeof(v), "%" PRIu64, last.seen);
-	if (seq && fsp_store_set_attr(st, h.run, "records.seen", v) != 0)
+	if (have_last && fsp_store_set_attr(st, h.run, "records.seen", v) != 0)
 		goto fail;
 	if (fsp_store_tx_commit(st) != 0)
 		goto out;
 	fsp_store_build_indexes(st);
-	unlink(path); /* only now: the run is in the database */
+	spill_remove(path, ckpt); /* only now: the run is in the database */
 	if (lost)
 		snprintf(v, sizeof(v), "at least %" PRIu64, lost);
 	fprintf(stderr, "fsprism: run %lld had not ended (its process died): stored %" PRIu64
