@@ -7,7 +7,8 @@
  * prints that error or returns once the mount is ready. The daemon holds an
  * flock on a pid file for as long as it runs, including the final flush of
  * records, so `fsprism umount` can unmount and then wait on that lock until
- * the database is complete.
+ * the database is complete; a new mount of the same mount point waits on it
+ * too (a plain umount does not wait), so umount + mount in a loop works.
  *
  * With --cow / --journal / --store the data of regular files lives in an
  * emulated store (fs/emu/store.h). Its inputs are checked before forking
