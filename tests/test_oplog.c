@@ -6,7 +6,10 @@
  * (total, backing, emu, layer = total - backing - emu clamped at 0) come
  * out right for user and device (FSP_OP_DEV_*) records alike. Rows reach
  * SQLite only at close, through a spill file that leaves nothing behind;
- * when that file fails, the rows are counted as dropped.
+ * when that file fails, the rows are counted as dropped. A process killed
+ * with its log open leaves the spill, and the next open of the database
+ * stores its rows and histograms, up to a torn or damaged frame, and
+ * marks the run crashed; a live log's spill is left alone.
  */
 #include "config.h"
 #include <stdarg.h>
@@ -21,6 +24,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 #include <cmocka.h>
 #include "src/db/oplog.h"
@@ -73,7 +78,14 @@ static int64_t q_int(struct fsp_store *st, const char *fmt, ...)
 	return v;
 }
 
-/* Entries of tmpdir other than databases and their -wal / -shm files. */
+static int ends_with(const char *s, const char *tail)
+{
+	size_t n = strlen(s), t = strlen(tail);
+	return n >= t && !strcmp(s + n - t, tail);
+}
+
+/* Entries of tmpdir other than databases and their -wal / -shm files
+ * (spill files, DB-fsprism-spill-RUN, count). */
 static int count_non_db_files(void)
 {
 	DIR *d = opendir(tmpdir);
@@ -82,7 +94,8 @@ static int count_non_db_files(void)
 	assert_non_null(d);
 	while ((e = readdir(d))) {
 		if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, "..") ||
-		    strstr(e->d_name, ".db"))
+		    ends_with(e->d_name, ".db") || ends_with(e->d_name, ".db-wal") ||
+		    ends_with(e->d_name, ".db-shm"))
 			continue;
 		n++;
 	}
@@ -246,7 +259,7 @@ static void test_full_16_threads(void **state)
 	/* rows go to SQLite at close, never while operations are measured */
 	assert_int_equal(q_int(st, "SELECT count(*) FROM ops"), 0);
 	assert_int_equal(fsp_oplog_close(log), 0);
-	/* the spill file was unlinked from the start: only the database remains */
+	/* the spill file is removed at close: only the database remains */
 	assert_int_equal(count_non_db_files(), 0);
 
 	const uint64_t total = 16ull * FULL_N;
@@ -590,6 +603,203 @@ static void test_layers_and_device_records(void **state)
 	free(h);
 }
 
+/* ---- a process that dies with its log open ---- */
+
+static void sleep_ms(long ms)
+{
+	struct timespec ts = { ms / 1000, (ms % 1000) * 1000000L };
+	nanosleep(&ts, NULL);
+}
+
+/*
+ * A child process logs `bursts` bursts of `per_burst` records into a new
+ * database `name` (run 1), pause_ms after each so that each becomes a frame
+ * of its own, then waits end_ms and dies without closing the log (as kill
+ * -9 would).
+ */
+static void crash_child(const char *name, enum fsp_record_mode mode, unsigned bursts,
+			unsigned per_burst, long pause_ms, long end_ms)
+{
+	fflush(NULL);
+	pid_t pid = fork();
+	assert_true(pid >= 0);
+	if (pid == 0) {
+		char path[128], err[512];
+		snprintf(path, sizeof(path), "%s/%s", tmpdir, name);
+		struct fsp_store *st = fsp_store_open(path, err, sizeof(err));
+		struct fsp_run_info info = { .kind = "run", .record_mode = "test" };
+		int64_t run = st ? fsp_store_begin_run(st, &info) : -1;
+		struct fsp_oplog *log = run > 0 ? fsp_oplog_open(st, run, mode, 0, 1 << 14) : NULL;
+		if (!log)
+			_exit(1);
+		uint64_t seq = 0;
+		for (unsigned b = 0; b < bursts; b++) {
+			for (unsigned i = 0; i < per_burst; i++) {
+				struct fsp_rec r;
+				make_rec(&r, 0, seq++);
+				fsp_oplog_add(log, &r);
+			}
+			sleep_ms(pause_ms);
+		}
+		sleep_ms(end_ms);
+		_exit(0);
+	}
+	int wst;
+	assert_int_equal(waitpid(pid, &wst, 0), pid);
+	assert_true(WIFEXITED(wst) && WEXITSTATUS(wst) == 0);
+}
+
+static void spill_path(char *out, size_t len, const char *name)
+{
+	snprintf(out, len, "%s/%s-fsprism-spill-1", tmpdir, name);
+}
+
+static char *q_text(struct fsp_store *st, const char *sql)
+{
+	sqlite3_stmt *s;
+	char *v = NULL;
+	assert_int_equal(sqlite3_prepare_v2(fsp_store_db(st), sql, -1, &s, NULL), SQLITE_OK);
+	if (sqlite3_step(s) == SQLITE_ROW && sqlite3_column_text(s, 0))
+		v = strdup((const char *)sqlite3_column_text(s, 0));
+	sqlite3_finalize(s);
+	return v;
+}
+
+static void assert_attr(struct fsp_store *st, const char *key, const char *want)
+{
+	char sql[160];
+	snprintf(sql, sizeof(sql), "SELECT value FROM run_attrs WHERE run=1 AND key='%s'", key);
+	char *v = q_text(st, sql);
+	assert_non_null(v);
+	assert_string_equal(v, want);
+	free(v);
+}
+
+static struct fsp_store *reopen(const char *name)
+{
+	char path[128], err[512];
+	snprintf(path, sizeof(path), "%s/%s", tmpdir, name);
+	struct fsp_store *st = fsp_store_open(path, err, sizeof(err));
+	if (!st)
+		fail_msg("%s", err);
+	return st;
+}
+
+/* The killed run's rows, up to a torn last frame, are stored at the next
+ * open; once (the spill is gone); the histograms are the checkpoint's (a
+ * second in: two bursts) plus the rows after it; the run says it crashed. */
+static void test_crash_recovered_torn_tail(void **state)
+{
+	char sp[160], ck[176];
+	crash_child("crash.db", FSP_RECORD_FULL, 3, 1000, 600, 50);
+	spill_path(sp, sizeof(sp), "crash.db");
+	snprintf(ck, sizeof(ck), "%s-hist", sp);
+	struct stat sb;
+	assert_int_equal(stat(sp, &sb), 0);
+	assert_int_equal(stat(ck, &sb), 0);
+	/* a frame cut short, as a crash in the middle of its write leaves it */
+	int fd = open(sp, O_WRONLY | O_APPEND);
+	assert_true(fd >= 0);
+	char torn[64 + 200];
+	memset(torn, 0x5a, sizeof(torn));
+	uint32_t magic = 0x46525046u, len = 80 * 100;
+	memcpy(torn, &magic, 4);
+	memcpy(torn + 8, &len, 4);
+	assert_int_equal(write(fd, torn, sizeof(torn)), (ssize_t)sizeof(torn));
+	close(fd);
+
+	struct fsp_store *st = reopen("crash.db");
+	assert_int_equal(q_int(st, "SELECT count(*) FROM ops WHERE run=1"), 3000);
+	assert_int_equal(q_int(st, "SELECT count(DISTINCT offset) FROM ops WHERE run=1"), 3000);
+	assert_int_equal(q_int(st, "SELECT recorded FROM runs WHERE id=1"), 3000);
+	assert_int_equal(q_int(st, "SELECT ended_at IS NOT NULL FROM runs WHERE id=1"), 1);
+	assert_int_equal(q_int(st, "SELECT sum(count) FROM hist WHERE run=1 AND layer=0"), 3000);
+	assert_attr(st, "run.end", "crashed");
+	assert_attr(st, "records.seen", "3000");
+	assert_attr(st, "records.lost", "unknown"); /* all seen were stored: none known lost */
+	assert_int_equal(stat(sp, &sb), -1);
+	assert_int_equal(stat(ck, &sb), -1);
+	fsp_store_close(st);
+	st = reopen("crash.db");
+	assert_int_equal(q_int(st, "SELECT count(*) FROM ops WHERE run=1"), 3000);
+	fsp_store_close(st);
+}
+
+/* A damaged frame in the middle: the rows before it are stored, none after. */
+static void test_crash_damaged_frame(void **state)
+{
+	char sp[160];
+	crash_child("damaged.db", FSP_RECORD_FULL, 3, 1000, 60, 50);
+	spill_path(sp, sizeof(sp), "damaged.db");
+	int fd = open(sp, O_RDWR);
+	assert_true(fd >= 0);
+	uint32_t len1;
+	assert_int_equal(pread(fd, &len1, 4, 256 + 8), 4); /* header, then frame 1 */
+	assert_true(len1 > 0 && len1 % 80 == 0);
+	char b = 0;
+	off_t in2 = 256 + 64 + (off_t)len1 + 64 + 7; /* inside frame 2's payload */
+	assert_int_equal(pread(fd, &b, 1, in2), 1);
+	b ^= 0x40;
+	assert_int_equal(pwrite(fd, &b, 1, in2), 1);
+	close(fd);
+
+	struct fsp_store *st = reopen("damaged.db");
+	assert_int_equal(q_int(st, "SELECT count(*) FROM ops WHERE run=1"), len1 / 80);
+	assert_int_equal(q_int(st, "SELECT max(offset) FROM ops WHERE run=1"), len1 / 80 - 1);
+	assert_attr(st, "run.end", "crashed");
+	fsp_store_close(st);
+}
+
+/* --record=hist: no rows, but the histograms of the last checkpoint. */
+static void test_crash_hist_checkpoint(void **state)
+{
+	crash_child("hist-crash.db", FSP_RECORD_HIST, 1, 500, 60, 2300);
+	/* checkpoints replace each other beside the spill, which holds no rows */
+	char sp[160], ck[176];
+	struct stat sb;
+	spill_path(sp, sizeof(sp), "hist-crash.db");
+	snprintf(ck, sizeof(ck), "%s-hist", sp);
+	assert_int_equal(stat(sp, &sb), 0);
+	assert_int_equal(sb.st_size, 256);
+	assert_int_equal(stat(ck, &sb), 0);
+	struct fsp_store *st = reopen("hist-crash.db");
+	assert_int_equal(q_int(st, "SELECT count(*) FROM ops"), 0);
+	assert_int_equal(q_int(st, "SELECT sum(count) FROM hist WHERE run=1 AND layer=0"), 500);
+	assert_int_equal(q_int(st, "SELECT sum(count) FROM hist_bins WHERE run=1 AND layer=2"), 500);
+	assert_attr(st, "run.end", "crashed");
+	assert_attr(st, "records.seen", "500");
+	assert_int_equal(stat(sp, &sb), -1);
+	assert_int_equal(stat(ck, &sb), -1);
+	fsp_store_close(st);
+}
+
+/* The spill of a log that is still open is not touched by another open. */
+static void test_live_spill_left_alone(void **state)
+{
+	int64_t run;
+	struct fsp_store *st = open_store("live.db", &run);
+	struct fsp_oplog *log = fsp_oplog_open(st, run, FSP_RECORD_FULL, 0, 1 << 14);
+	assert_non_null(log);
+	struct fsp_rec r;
+	for (uint64_t i = 0; i < 2000; i++) {
+		make_rec(&r, 0, i);
+		fsp_oplog_add(log, &r);
+	}
+	sleep_ms(60);
+	struct fsp_store *other = reopen("live.db");
+	assert_int_equal(q_int(other, "SELECT count(*) FROM ops"), 0);
+	assert_int_equal(q_int(other, "SELECT count(*) FROM run_attrs WHERE key='run.end'"), 0);
+	fsp_store_close(other);
+	char sp[160];
+	struct stat sb;
+	spill_path(sp, sizeof(sp), "live.db");
+	assert_int_equal(stat(sp, &sb), 0);
+	assert_int_equal(fsp_oplog_close(log), 0);
+	assert_int_equal(q_int(st, "SELECT count(*) FROM ops"), 2000);
+	assert_int_equal(stat(sp, &sb), -1); /* a clean close removes it */
+	fsp_store_close(st);
+}
+
 static void test_mode_parse(void **state)
 {
 	enum fsp_record_mode m;
@@ -626,6 +836,10 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_orphans_adopted, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_two_logs, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_layers_and_device_records, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_crash_recovered_torn_tail, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_crash_damaged_frame, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_crash_hist_checkpoint, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_live_spill_left_alone, setup, teardown),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

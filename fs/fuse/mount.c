@@ -7,7 +7,8 @@
  * prints that error or returns once the mount is ready. The daemon holds an
  * flock on a pid file for as long as it runs, including the final flush of
  * records, so `fsprism umount` can unmount and then wait on that lock until
- * the database is complete.
+ * the database is complete; a new mount of the same mount point waits on it
+ * too (a plain umount does not wait), so umount + mount in a loop works.
  *
  * With --cow / --journal / --store the data of regular files lives in an
  * emulated store (fs/emu/store.h). Its inputs are checked before forking
@@ -1827,6 +1828,26 @@ static void free_opts(struct mount_opts *o)
 	free(o->fuse_opts_buf);
 }
 
+static int wait_daemon_done(int pid_fd, const char *what, const char *mnt);
+
+/*
+ * A daemon of this mount point may still be storing its records (it was
+ * unmounted with a plain umount or fusermount3 -u, which do not wait): wait
+ * for it as `fsprism umount` would, so that a remount in a loop works. 0, or
+ * 1 if it made no progress for UMOUNT_WAIT_S (message printed).
+ */
+static int wait_previous_daemon(const char *mnt)
+{
+	char path[PATH_MAX];
+	pidfile_path(mnt, path, sizeof(path));
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return 0; /* none */
+	int rc = wait_daemon_done(fd, "mount", mnt) < 0 ? 1 : 0;
+	close(fd);
+	return rc;
+}
+
 int cmd_mount(int argc, char **argv)
 {
 	struct mount_opts o;
@@ -1835,6 +1856,10 @@ int cmd_mount(int argc, char **argv)
 	if (rc) {
 		free_opts(&o);
 		return rc < 0 ? 0 : rc;
+	}
+	if (wait_previous_daemon(o.mnt)) {
+		free_opts(&o);
+		return 1;
 	}
 	fuse_set_log_func(capture_fuse_log);
 	umask(0); /* the kernel already applied the caller's umask */
@@ -1964,6 +1989,49 @@ static uint64_t proc_cpu_ticks(long pid)
 	return utime + stime;
 }
 
+/*
+ * The daemon holds an exclusive lock on its pid file (pid_fd) until the
+ * last record is stored. Loading a long run's rows into SQLite can take
+ * minutes, so wait as long as the daemon's CPU time advances; give up only
+ * when it has not for UMOUNT_WAIT_S. 0 once the lock is free, or -1 (the
+ * reason printed as "fsprism CMD: ..."). The mount says it waits if that
+ * lasts over a second.
+ */
+static int wait_daemon_done(int pid_fd, const char *cmd, const char *mnt)
+{
+	long daemon = pidfile_pid(pid_fd);
+	uint64_t cpu_seen = daemon > 0 ? proc_cpu_ticks(daemon) : 0;
+	int told = !strcmp(cmd, "umount"), waited_ms = 0;
+	for (int still_ms = 0; flock(pid_fd, LOCK_SH | LOCK_NB) < 0;
+	     still_ms += 20, waited_ms += 20) {
+		uint64_t cpu = daemon > 0 ? proc_cpu_ticks(daemon) : 0;
+		if (cpu != cpu_seen) {
+			cpu_seen = cpu;
+			still_ms = 0;
+		}
+		if (!told && waited_ms >= 1000) {
+			fprintf(stderr, "fsprism %s: waiting for the previous daemon of %s (pid %ld) "
+				"to store its records\n", cmd, mnt, daemon);
+			told = 1;
+		}
+		if (still_ms >= UMOUNT_WAIT_S * 1000) {
+			if (!strcmp(cmd, "umount"))
+				fprintf(stderr, "fsprism umount: %s unmounted, but its daemon has made no "
+					"progress storing records for %d s; the database is not complete yet\n",
+					mnt, UMOUNT_WAIT_S);
+			else
+				fprintf(stderr, "fsprism %s: the previous daemon of %s (pid %ld) has made no "
+					"progress storing its records for %d s; not mounting\n",
+					cmd, mnt, daemon, UMOUNT_WAIT_S);
+			return -1;
+		}
+		struct timespec ts = { 0, 20 * 1000 * 1000 };
+		nanosleep(&ts, NULL);
+	}
+	flock(pid_fd, LOCK_UN);
+	return 0;
+}
+
 int cmd_umount(int argc, char **argv)
 {
 	if (argc == 2 && (!strcmp(argv[1], "-h") || !strcmp(argv[1], "--help"))) {
@@ -2031,30 +2099,7 @@ int cmd_umount(int argc, char **argv)
 	}
 	if (pid_fd < 0)
 		return 0; /* no daemon pid file (already gone): nothing to wait for */
-	/*
-	 * The daemon holds an exclusive lock until the last record is stored.
-	 * Loading a long run's rows into SQLite can take minutes, so wait as
-	 * long as the daemon's CPU time advances; give up only when it has not
-	 * for UMOUNT_WAIT_S.
-	 */
-	long daemon = pidfile_pid(pid_fd);
-	uint64_t cpu_seen = daemon > 0 ? proc_cpu_ticks(daemon) : 0;
-	for (int still_ms = 0; flock(pid_fd, LOCK_SH | LOCK_NB) < 0; still_ms += 20) {
-		uint64_t cpu = daemon > 0 ? proc_cpu_ticks(daemon) : 0;
-		if (cpu != cpu_seen) {
-			cpu_seen = cpu;
-			still_ms = 0;
-		}
-		if (still_ms >= UMOUNT_WAIT_S * 1000) {
-			fprintf(stderr, "fsprism umount: %s unmounted, but its daemon has made no "
-				"progress storing records for %d s; the database is not complete yet\n",
-				arg, UMOUNT_WAIT_S);
-			close(pid_fd);
-			return 1;
-		}
-		struct timespec ts = { 0, 20 * 1000 * 1000 };
-		nanosleep(&ts, NULL);
-	}
+	int rc = wait_daemon_done(pid_fd, "umount", arg);
 	close(pid_fd);
-	return 0;
+	return rc < 0 ? 1 : 0;
 }

@@ -34,6 +34,8 @@ struct run_hdr {
 	char *started_at, *options;
 	int64_t started_ns, ended_ns; /* ended_ns 0: run did not end cleanly */
 	int64_t recorded, dropped;
+	int crashed;                  /* run.end = crashed: recovered after its process died */
+	char *lost;                   /* records.lost: a number or "unknown" */
 };
 
 /* Layers in the order total = backing + emu + layer. */
@@ -85,6 +87,7 @@ static void hdr_free(struct run_hdr *h)
 	free(h->label);
 	free(h->started_at);
 	free(h->options);
+	free(h->lost);
 }
 
 static void db_error(sqlite3 *db)
@@ -124,6 +127,18 @@ static int load_hdr(sqlite3 *db, int64_t run, struct run_hdr *h)
 		db_error(db);
 	}
 	sqlite3_finalize(s);
+	if (rc == SQLITE_ROW && sqlite3_prepare_v2(db,
+		"SELECT (SELECT value FROM run_attrs WHERE run=?1 AND key='run.end'),"
+		" (SELECT value FROM run_attrs WHERE run=?1 AND key='records.lost')",
+		-1, &s, NULL) == SQLITE_OK) {
+		sqlite3_bind_int64(s, 1, run);
+		if (sqlite3_step(s) == SQLITE_ROW) {
+			const char *end = (const char *)sqlite3_column_text(s, 0);
+			h->crashed = end && !strcmp(end, "crashed");
+			h->lost = col_text(s, 1);
+		}
+		sqlite3_finalize(s);
+	}
 	return rc == SQLITE_ROW ? 1 : rc == SQLITE_DONE ? 0 : -1;
 }
 
@@ -321,6 +336,13 @@ static void print_table(const struct run_hdr *h, const struct op_row *rows,
 			or_dash(h->started_at));
 	fprintf(out, "  recorded %" PRId64 " rows  dropped %" PRId64 " records\n",
 		h->recorded, h->dropped);
+	if (h->crashed) {
+		int known = h->lost && strcmp(h->lost, "unknown");
+		fprintf(out, "run crashed (its process died): rows and histograms recovered up to its "
+			"log's last write; records lost: %s%s%s\n", known ? "at least " : "",
+			known ? h->lost : "unknown",
+			known ? " (and any of its last moments, which are not known)" : "");
+	}
 	if (n == 0) {
 		fprintf(out, "\nno operations in this run's histograms\n");
 		return;
@@ -441,6 +463,8 @@ static void json_num(FILE *out, double v)
 		fprintf(out, "%.3f", v);
 }
 
+static void json_attr_value(FILE *out, const char *v);
+
 static void print_json(const struct run_hdr *h, const struct op_row *rows, size_t n,
 		       const struct view *vw, FILE *out)
 {
@@ -462,8 +486,13 @@ static void print_json(const struct run_hdr *h, const struct op_row *rows, size_
 	json_str(out, h->started_at);
 	fputs(", \"duration_s\": ", out);
 	json_num(out, run_secs(h) > 0 ? run_secs(h) : NAN);
-	fprintf(out, ", \"recorded\": %" PRId64 ", \"dropped\": %" PRId64 "},\n",
+	fprintf(out, ", \"recorded\": %" PRId64 ", \"dropped\": %" PRId64,
 		h->recorded, h->dropped);
+	if (h->crashed) {
+		fputs(", \"end\": \"crashed\", \"records_lost\": ", out);
+		json_attr_value(out, h->lost ? h->lost : "unknown");
+	}
+	fputs("},\n", out);
 	fputs("  \"ops\": [", out);
 	for (size_t i = 0; i < n; i++) {
 		const struct op_row *r = &rows[i];

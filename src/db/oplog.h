@@ -4,10 +4,13 @@
  * Producers (FUSE worker threads, job-engine threads) call fsp_oplog_add()
  * once per operation. Each producer thread owns a lock-free single-producer
  * ring and a set of histograms; the hot path takes no lock and makes no
- * system call. One background writer thread drains the rings into an
- * unlinked spill file beside the database; fsp_oplog_close() loads it into
+ * system call. One background writer thread drains the rings into a spill
+ * file beside the database (DB-fsprism-spill-RUN), with a checkpoint of its
+ * histograms and an fdatasync each second; fsp_oplog_close() loads it into
  * SQLite in large transactions, after the measured operations (rows appear
- * in the database at close, not while the log is open). A record that finds
+ * in the database at close, not while the log is open), and removes it. If
+ * the process dies first, the next fsp_store_open of the database recovers
+ * the run from it (fsp_oplog_recover). A record that finds
  * its ring full, or that cannot be spilled or stored, is dropped and
  * counted; histograms are updated for every operation regardless, so the
  * statistics stay exact under sampling, drops, or --record=hist.
@@ -90,7 +93,21 @@ void fsp_oplog_add(struct fsp_oplog *log, const struct fsp_rec *rec);
 int fsp_oplog_close(struct fsp_oplog *log);
 
 /*
- * The spill file's descriptor (-1 without rows to keep). For tests, which
+ * Recover the runs whose process died with their log open (kill -9, a
+ * crash, power loss): each spill file beside st's database
+ * (DB-fsprism-spill-RUN) that no live log holds, of a run that never
+ * ended, is stored in one transaction: the rows of every whole frame, the
+ * histograms of the last checkpoint and of the rows after it, the counts,
+ * run attributes run.end = crashed and records.lost; then the spill file is
+ * removed. Called by fsp_store_open. Returns the number of runs recovered,
+ * or -1 if one could not be (reason on stderr; its spill stays).
+ */
+int fsp_oplog_recover(struct fsp_store *st);
+/* Does a spill file lie beside the database at db_path? (No lock, no read.) */
+int fsp_oplog_spill_pending(const char *db_path);
+
+/*
+ * The spill file's descriptor (-1 with --record=off). For tests, which
  * put a failing file in its place to check that what cannot be kept is
  * counted as dropped.
  */

@@ -257,6 +257,9 @@ struct fsp_store *fsp_store_open(const char *path, char *err, size_t errlen)
 		goto fail_quiet;
 	}
 	st->db = db;
+	/* runs whose process died with their log open (kill -9, a crash):
+	 * stored now, before anything reads or adds to the database */
+	fsp_oplog_recover(st);
 	return st;
 
 fail:
@@ -293,6 +296,21 @@ sqlite3 *fsp_store_open_existing(const char *path, char *err, size_t errlen)
 	if (!S_ISREG(sb.st_mode)) {
 		set_err(err, errlen, "cannot open database %s: not a regular file", path);
 		return NULL;
+	}
+	/* a run whose process died left its records in a spill file: store
+	 * them first (that needs the database writable; else they wait) */
+	if (fsp_oplog_spill_pending(path) && access(path, W_OK) == 0) {
+		char rerr[512];
+		struct fsp_store *st = fsp_store_open(path, rerr, sizeof(rerr));
+		if (st)
+			fsp_store_close(st);
+		else
+			fprintf(stderr, "fsprism: cannot recover the runs whose records wait "
+				"beside %s: %s\n", path, rerr);
+	} else if (fsp_oplog_spill_pending(path)) {
+		fprintf(stderr, "fsprism: records of a run that did not end wait in a spill file "
+			"beside %s, which is not writable; they are stored once it is opened "
+			"writable\n", path);
 	}
 	/* read-write (so a WAL left by a crash can be recovered), never create;
 	 * fall back to read-only for files we may not write */
@@ -340,15 +358,19 @@ sqlite3 *fsp_store_db(struct fsp_store *st)
 }
 
 /* ISO 8601 UTC with milliseconds, e.g. 2026-11-30T08:41:07.123Z */
-static void iso_utc(char *buf, size_t len)
+static void iso_utc_at(char *buf, size_t len, uint64_t ns)
 {
-	uint64_t ns = fsp_wall_ns();
 	time_t secs = (time_t)(ns / 1000000000ull);
 	struct tm tm;
 	char day[32];
 	gmtime_r(&secs, &tm);
 	strftime(day, sizeof(day), "%Y-%m-%dT%H:%M:%S", &tm);
 	snprintf(buf, len, "%s.%03uZ", day, (unsigned)(ns / 1000000ull % 1000));
+}
+
+static void iso_utc(char *buf, size_t len)
+{
+	iso_utc_at(buf, len, fsp_wall_ns());
 }
 
 /* Is mount point mp a path-component prefix of path? */
@@ -469,11 +491,17 @@ out:
 int fsp_store_end_run(struct fsp_store *st, int64_t run, uint64_t recorded,
 		      uint64_t dropped)
 {
+	return fsp_store_end_run_at(st, run, recorded, dropped, fsp_wall_ns(), fsp_now_ns());
+}
+
+int fsp_store_end_run_at(struct fsp_store *st, int64_t run, uint64_t recorded,
+			 uint64_t dropped, uint64_t wall_ns, uint64_t mono_ns)
+{
 	char ended[48];
 	sqlite3_stmt *s;
 	int ok;
 
-	iso_utc(ended, sizeof(ended));
+	iso_utc_at(ended, sizeof(ended), wall_ns);
 	if (sqlite3_prepare_v2(st->db,
 		"UPDATE runs SET ended_at=?, ended_ns=?, recorded=?, dropped=? WHERE id=?",
 		-1, &s, NULL) != SQLITE_OK) {
@@ -481,7 +509,7 @@ int fsp_store_end_run(struct fsp_store *st, int64_t run, uint64_t recorded,
 		return -1;
 	}
 	sqlite3_bind_text(s, 1, ended, -1, SQLITE_TRANSIENT);
-	sqlite3_bind_int64(s, 2, (int64_t)fsp_now_ns());
+	sqlite3_bind_int64(s, 2, (int64_t)mono_ns);
 	sqlite3_bind_int64(s, 3, (int64_t)recorded);
 	sqlite3_bind_int64(s, 4, (int64_t)dropped);
 	sqlite3_bind_int64(s, 5, run);

@@ -50,6 +50,10 @@ sqlite3 *fsp_store_db(struct fsp_store *st);
 int64_t fsp_store_begin_run(struct fsp_store *st, const struct fsp_run_info *info);
 int fsp_store_end_run(struct fsp_store *st, int64_t run, uint64_t recorded,
 		      uint64_t dropped);
+/* The same with the end's wall-clock and CLOCK_MONOTONIC times given (a
+ * recovered run ends when its log last wrote). */
+int fsp_store_end_run_at(struct fsp_store *st, int64_t run, uint64_t recorded,
+			 uint64_t dropped, uint64_t wall_ns, uint64_t mono_ns);
 int fsp_store_set_attr(struct fsp_store *st, int64_t run, const char *key,
 		       const char *value);
 
