@@ -38,7 +38,6 @@
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
-#include <sqlite3.h>
 #include "src/base/clock.h"
 #include "src/db/oplog.h"
 #include "src/db/store.h"
@@ -486,7 +485,7 @@ static void *writer_main(void *arg)
  */
 static int spill_open(struct fsp_store *store)
 {
-	const char *db = sqlite3_db_filename(fsp_store_db(store), "main");
+	const char *db = fsp_store_filename(store);
 	char dir[4096];
 	if (db && *db) {
 		const char *slash = strrchr(db, '/');

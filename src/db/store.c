@@ -19,22 +19,13 @@
 #include <time.h>
 #include <unistd.h>
 #include "src/base/clock.h"
+#include "src/db/handle.h"
 #include "src/db/schema.h"
 #include "src/sys/mountinfo.h"
 #include "src/db/store.h"
 
 #define INSERT_ROWS 64  /* rows per multi-row INSERT (15 columns: 960 params) */
 #define OPS_COLUMNS 15
-
-struct fsp_store {
-	sqlite3 *db;
-	char *path;
-	sqlite3_stmt *ins_many; /* INSERT_ROWS rows */
-	sqlite3_stmt *ins_one;
-	sqlite3_stmt *hist_ins;
-	sqlite3_stmt *hist_del_bins;
-	sqlite3_stmt *bin_ins;
-};
 
 /* SQLite's limit on parameters per statement is 32766 since 3.32 and 999
  * before: the multi-row insert must fit the older limit. */
@@ -277,7 +268,7 @@ fail_quiet:
 	return NULL;
 }
 
-sqlite3 *fsp_store_open_existing(const char *path, char *err, size_t errlen)
+struct fsp_store *fsp_store_open_readonly(const char *path, char *err, size_t errlen)
 {
 	struct stat sb;
 	sqlite3 *db = NULL;
@@ -317,7 +308,15 @@ sqlite3 *fsp_store_open_existing(const char *path, char *err, size_t errlen)
 		sqlite3_close(db);
 		return NULL;
 	}
-	return db;
+	struct fsp_store *st = calloc(1, sizeof(*st));
+	if (!st || !(st->path = strdup(path))) {
+		free(st);
+		set_err(err, errlen, "cannot open database %s: out of memory", path);
+		sqlite3_close(db);
+		return NULL;
+	}
+	st->db = db;
+	return st;
 }
 
 void fsp_store_close(struct fsp_store *st)
@@ -329,14 +328,22 @@ void fsp_store_close(struct fsp_store *st)
 	sqlite3_finalize(st->hist_ins);
 	sqlite3_finalize(st->hist_del_bins);
 	sqlite3_finalize(st->bin_ins);
+	sqlite3_finalize(st->step_ins);
+	sqlite3_finalize(st->timeline_ins);
+	sqlite3_finalize(st->segment_ins);
 	sqlite3_close(st->db);
 	free(st->path);
 	free(st);
 }
 
-sqlite3 *fsp_store_db(struct fsp_store *st)
+const char *fsp_store_filename(struct fsp_store *st)
 {
-	return st->db;
+	return sqlite3_db_filename(st->db, "main");
+}
+
+const char *fsp_store_errmsg(struct fsp_store *st)
+{
+	return sqlite3_errmsg(st->db);
 }
 
 /* ISO 8601 UTC with milliseconds, e.g. 2026-11-30T08:41:07.123Z */
@@ -520,6 +527,38 @@ int fsp_store_set_attr(struct fsp_store *st, int64_t run, const char *key,
 	return 0;
 }
 
+int fsp_store_adopt_run(struct fsp_store *st, int64_t run, int64_t parent,
+			const char *label)
+{
+	sqlite3_stmt *s;
+	if (sqlite3_prepare_v2(st->db, "UPDATE runs SET parent=?, label=? WHERE id=?",
+			       -1, &s, NULL) != SQLITE_OK)
+		return -1;
+	sqlite3_bind_int64(s, 1, parent);
+	sqlite3_bind_text(s, 2, label, -1, SQLITE_STATIC);
+	sqlite3_bind_int64(s, 3, run);
+	int rc = sqlite3_step(s) == SQLITE_DONE ? 0 : -1;
+	sqlite3_finalize(s);
+	return rc;
+}
+
+int fsp_store_forget_run(struct fsp_store *st, int64_t run)
+{
+	static const char *const tables[] = { "ops", "hist", "hist_bins", "run_attrs" };
+	char sql[128];
+	int rc = 0;
+	for (size_t i = 0; i < sizeof(tables) / sizeof(tables[0]); i++) {
+		snprintf(sql, sizeof(sql), "DELETE FROM %s WHERE %s=%lld", tables[i],
+			 "run", (long long)run);
+		if (exec_sql(st->db, sql) != SQLITE_OK)
+			rc = -1;
+	}
+	snprintf(sql, sizeof(sql), "DELETE FROM runs WHERE id=%lld", (long long)run);
+	if (exec_sql(st->db, sql) != SQLITE_OK)
+		rc = -1;
+	return rc;
+}
+
 int fsp_store_tx_begin(struct fsp_store *st)
 {
 	if (exec_sql(st->db, "BEGIN IMMEDIATE") != SQLITE_OK) {
@@ -689,10 +728,11 @@ int fsp_store_save_hist(struct fsp_store *st, int64_t run, int step, int op,
 	return 0;
 }
 
-int fsp_store_load_hist_db(sqlite3 *db, int64_t run, int step, int op,
-			   int layer, struct fsp_hist *h, uint64_t *bytes,
-			   uint64_t *errors)
+int fsp_store_load_hist(struct fsp_store *st, int64_t run, int step, int op,
+			int layer, struct fsp_hist *h, uint64_t *bytes,
+			uint64_t *errors)
 {
+	sqlite3 *db = st->db;
 	sqlite3_stmt *s;
 	int found = 0;
 
@@ -733,13 +773,6 @@ int fsp_store_load_hist_db(sqlite3 *db, int64_t run, int step, int op,
 	}
 	sqlite3_finalize(s);
 	return rc == SQLITE_DONE ? found : -1;
-}
-
-int fsp_store_load_hist(struct fsp_store *st, int64_t run, int step, int op,
-			int layer, struct fsp_hist *h, uint64_t *bytes,
-			uint64_t *errors)
-{
-	return fsp_store_load_hist_db(st->db, run, step, op, layer, h, bytes, errors);
 }
 
 int fsp_store_save_emu_files(struct fsp_store *st, int64_t run,
@@ -810,6 +843,72 @@ out:
 		return -1;
 	}
 	return fsp_store_tx_commit(st);
+}
+
+int fsp_store_add_step(struct fsp_store *st, int64_t run, const struct fsp_step_row *r)
+{
+	if (prepare_once(st, &st->step_ins,
+		"INSERT INTO steps(run, step, label, access, block_size, qd, read_pct,"
+		" pattern, span_offset, span_size, started_ns, ended_ns, busy_ns,"
+		" read_ios, write_ios, read_bytes, write_bytes, cpu_user_ns, cpu_sys_ns)"
+		" VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)") < 0)
+		return -1;
+	sqlite3_stmt *s = st->step_ins;
+	sqlite3_bind_int64(s, 1, run);
+	sqlite3_bind_int(s, 2, r->step);
+	bind_text_or_null(s, 3, r->label);
+	bind_text_or_null(s, 4, r->access);
+	sqlite3_bind_int64(s, 5, r->block_size);
+	sqlite3_bind_int64(s, 6, r->qd);
+	sqlite3_bind_int64(s, 7, r->read_pct);
+	bind_text_or_null(s, 8, r->pattern);
+	sqlite3_bind_int64(s, 9, (int64_t)r->span_offset);
+	sqlite3_bind_int64(s, 10, (int64_t)r->span_size);
+	sqlite3_bind_int64(s, 11, (int64_t)r->started_ns);
+	sqlite3_bind_int64(s, 12, (int64_t)r->ended_ns);
+	sqlite3_bind_int64(s, 13, (int64_t)r->busy_ns);
+	sqlite3_bind_int64(s, 14, (int64_t)r->read_ios);
+	sqlite3_bind_int64(s, 15, (int64_t)r->write_ios);
+	sqlite3_bind_int64(s, 16, (int64_t)r->read_bytes);
+	sqlite3_bind_int64(s, 17, (int64_t)r->write_bytes);
+	sqlite3_bind_int64(s, 18, (int64_t)r->cpu_user_ns);
+	sqlite3_bind_int64(s, 19, (int64_t)r->cpu_sys_ns);
+	return step_reset(st, s);
+}
+
+int fsp_store_add_timeline(struct fsp_store *st, int64_t run, int step,
+			   const struct fsp_timeline_row *t)
+{
+	if (prepare_once(st, &st->timeline_ins,
+		"INSERT INTO timeline(run, step, t_ns, read_bytes, write_bytes, read_ios,"
+		" write_ios) VALUES(?,?,?,?,?,?,?)") < 0)
+		return -1;
+	sqlite3_stmt *s = st->timeline_ins;
+	sqlite3_bind_int64(s, 1, run);
+	sqlite3_bind_int(s, 2, step);
+	sqlite3_bind_int64(s, 3, (int64_t)t->t_ns);
+	sqlite3_bind_int64(s, 4, (int64_t)t->read_bytes);
+	sqlite3_bind_int64(s, 5, (int64_t)t->write_bytes);
+	sqlite3_bind_int64(s, 6, (int64_t)t->read_ios);
+	sqlite3_bind_int64(s, 7, (int64_t)t->write_ios);
+	return step_reset(st, s);
+}
+
+int fsp_store_add_segment(struct fsp_store *st, int64_t run, int step,
+			  const struct fsp_segment_row *g)
+{
+	if (prepare_once(st, &st->segment_ins,
+		"INSERT INTO segments(run, step, segment, offset, bytes, ns)"
+		" VALUES(?,?,?,?,?,?)") < 0)
+		return -1;
+	sqlite3_stmt *s = st->segment_ins;
+	sqlite3_bind_int64(s, 1, run);
+	sqlite3_bind_int(s, 2, step);
+	sqlite3_bind_int64(s, 3, (int64_t)g->segment);
+	sqlite3_bind_int64(s, 4, (int64_t)g->offset);
+	sqlite3_bind_int64(s, 5, (int64_t)g->bytes);
+	sqlite3_bind_int64(s, 6, (int64_t)g->ns);
+	return step_reset(st, s);
 }
 
 int fsp_store_build_indexes(struct fsp_store *st)
