@@ -26,6 +26,7 @@
 #include <sqlite3.h>
 #include "src/db/schema.h"
 #include "src/cli/stats.h"
+#include "src/db/results.h"
 #include "src/db/store.h"
 
 static char tmpdir[64];
