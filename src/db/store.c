@@ -845,6 +845,13 @@ out:
 	return fsp_store_tx_commit(st);
 }
 
+/* Parameters first.. of s: the n values of v, in order. */
+static void bind_u64s(sqlite3_stmt *s, int first, const uint64_t *v, int n)
+{
+	for (int i = 0; i < n; i++)
+		sqlite3_bind_int64(s, first + i, (int64_t)v[i]);
+}
+
 int fsp_store_add_step(struct fsp_store *st, int64_t run, const struct fsp_step_row *r)
 {
 	if (prepare_once(st, &st->step_ins,
@@ -862,17 +869,10 @@ int fsp_store_add_step(struct fsp_store *st, int64_t run, const struct fsp_step_
 	sqlite3_bind_int64(s, 6, r->qd);
 	sqlite3_bind_int64(s, 7, r->read_pct);
 	bind_text_or_null(s, 8, r->pattern);
-	sqlite3_bind_int64(s, 9, (int64_t)r->span_offset);
-	sqlite3_bind_int64(s, 10, (int64_t)r->span_size);
-	sqlite3_bind_int64(s, 11, (int64_t)r->started_ns);
-	sqlite3_bind_int64(s, 12, (int64_t)r->ended_ns);
-	sqlite3_bind_int64(s, 13, (int64_t)r->busy_ns);
-	sqlite3_bind_int64(s, 14, (int64_t)r->read_ios);
-	sqlite3_bind_int64(s, 15, (int64_t)r->write_ios);
-	sqlite3_bind_int64(s, 16, (int64_t)r->read_bytes);
-	sqlite3_bind_int64(s, 17, (int64_t)r->write_bytes);
-	sqlite3_bind_int64(s, 18, (int64_t)r->cpu_user_ns);
-	sqlite3_bind_int64(s, 19, (int64_t)r->cpu_sys_ns);
+	const uint64_t v[] = { r->span_offset, r->span_size, r->started_ns, r->ended_ns,
+			       r->busy_ns, r->read_ios, r->write_ios, r->read_bytes,
+			       r->write_bytes, r->cpu_user_ns, r->cpu_sys_ns };
+	bind_u64s(s, 9, v, 11);
 	return step_reset(st, s);
 }
 
@@ -886,11 +886,9 @@ int fsp_store_add_timeline(struct fsp_store *st, int64_t run, int step,
 	sqlite3_stmt *s = st->timeline_ins;
 	sqlite3_bind_int64(s, 1, run);
 	sqlite3_bind_int(s, 2, step);
-	sqlite3_bind_int64(s, 3, (int64_t)t->t_ns);
-	sqlite3_bind_int64(s, 4, (int64_t)t->read_bytes);
-	sqlite3_bind_int64(s, 5, (int64_t)t->write_bytes);
-	sqlite3_bind_int64(s, 6, (int64_t)t->read_ios);
-	sqlite3_bind_int64(s, 7, (int64_t)t->write_ios);
+	const uint64_t v[] = { t->t_ns, t->read_bytes, t->write_bytes, t->read_ios,
+			       t->write_ios };
+	bind_u64s(s, 3, v, 5);
 	return step_reset(st, s);
 }
 
@@ -904,10 +902,8 @@ int fsp_store_add_segment(struct fsp_store *st, int64_t run, int step,
 	sqlite3_stmt *s = st->segment_ins;
 	sqlite3_bind_int64(s, 1, run);
 	sqlite3_bind_int(s, 2, step);
-	sqlite3_bind_int64(s, 3, (int64_t)g->segment);
-	sqlite3_bind_int64(s, 4, (int64_t)g->offset);
-	sqlite3_bind_int64(s, 5, (int64_t)g->bytes);
-	sqlite3_bind_int64(s, 6, (int64_t)g->ns);
+	const uint64_t v[] = { g->segment, g->offset, g->bytes, g->ns };
+	bind_u64s(s, 3, v, 4);
 	return step_reset(st, s);
 }
 
