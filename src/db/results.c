@@ -111,7 +111,8 @@ void fsp_run_row_free(struct fsp_run_row *h)
 	free(h->options);
 }
 
-/* The id of a one-row query with a text and an integer parameter; 0 if none. */
+/* The id of a one-row query with two parameters: text as parameter text_at
+ * (1 or 2), num as the other one. 0 if there is no row. */
 static int64_t id_query(struct fsp_store *st, const char *sql, int text_at,
 			const char *text, int64_t num)
 {
