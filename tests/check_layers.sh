@@ -1,7 +1,8 @@
 #!/bin/sh
 # check_layers.sh - the dependency rule of docs/architecture.md, checked on the
 # source tree: every include names its folder, a layer includes only the
-# layers it may, and only the results database (src/db/) calls sqlite3.
+# layers it may, and only the results database (src/db/) calls sqlite3 or
+# sees the inside of its handle (src/db/handle.h).
 # Needs no root and no build.
 #
 # KNOWN lists the crossings the code still has, each with what removes it.
@@ -32,10 +33,6 @@ allowed() {
 KNOWN="
 fs/fuse/mount.c -> src/cli/cli.h|the mount command's parsing moves to src/cli/mount.c
 fs/fuse/mount.c -> bench/engine/profile.h|size and duration parsing moves to src/base/units
-fs/fuse/mount.c calls sqlite3|its run lookup moves behind src/db/store.h
-src/cli/compare.c calls sqlite3|its queries move to src/db
-src/cli/run.c calls sqlite3|its inserts move to src/db
-src/cli/stats.c calls sqlite3|its queries move to src/db
 "
 
 found=$(mktemp)
@@ -70,6 +67,10 @@ for f in $files; do
 			continue
 		fi
 		to=$(layer_of "$inc")
+		if [ "$inc" = src/db/handle.h ] && [ "$from" != src/db ]; then
+			echo "$f -> $inc" >>"$found"
+			continue
+		fi
 		[ "$to" = "$from" ] && continue
 		case " $may " in
 		*" $to "*) ;;

@@ -28,6 +28,7 @@
 #include <time.h>
 #include <unistd.h>
 #include <cmocka.h>
+#include <sqlite3.h>
 #include "src/db/oplog.h"
 #include "src/db/store.h"
 
@@ -69,12 +70,18 @@ static int64_t q_int(struct fsp_store *st, const char *fmt, ...)
 	va_start(ap, fmt);
 	vsnprintf(sql, sizeof(sql), fmt, ap);
 	va_end(ap);
+	/* a connection of the test's own on the store's file */
+	sqlite3 *db = NULL;
+	assert_int_equal(sqlite3_open_v2(fsp_store_filename(st), &db, SQLITE_OPEN_READWRITE,
+					 NULL), SQLITE_OK);
+	sqlite3_busy_timeout(db, 10000);
 	sqlite3_stmt *s;
 	int64_t v = -12345;
-	assert_int_equal(sqlite3_prepare_v2(fsp_store_db(st), sql, -1, &s, NULL), SQLITE_OK);
+	assert_int_equal(sqlite3_prepare_v2(db, sql, -1, &s, NULL), SQLITE_OK);
 	if (sqlite3_step(s) == SQLITE_ROW)
 		v = sqlite3_column_int64(s, 0);
 	sqlite3_finalize(s);
+	sqlite3_close(db);
 	return v;
 }
 
@@ -656,12 +663,18 @@ static void spill_path(char *out, size_t len, const char *name)
 
 static char *q_text(struct fsp_store *st, const char *sql)
 {
+	/* a connection of the test's own on the store's file, as q_int */
+	sqlite3 *db = NULL;
+	assert_int_equal(sqlite3_open_v2(fsp_store_filename(st), &db, SQLITE_OPEN_READWRITE,
+					 NULL), SQLITE_OK);
+	sqlite3_busy_timeout(db, 10000);
 	sqlite3_stmt *s;
 	char *v = NULL;
-	assert_int_equal(sqlite3_prepare_v2(fsp_store_db(st), sql, -1, &s, NULL), SQLITE_OK);
+	assert_int_equal(sqlite3_prepare_v2(db, sql, -1, &s, NULL), SQLITE_OK);
 	if (sqlite3_step(s) == SQLITE_ROW && sqlite3_column_text(s, 0))
 		v = strdup((const char *)sqlite3_column_text(s, 0));
 	sqlite3_finalize(s);
+	sqlite3_close(db);
 	return v;
 }
 

@@ -23,8 +23,10 @@
 #include <unistd.h>
 #include <dirent.h>
 #include <cmocka.h>
+#include <sqlite3.h>
 #include "src/db/schema.h"
 #include "src/cli/stats.h"
+#include "src/db/results.h"
 #include "src/db/store.h"
 
 static char tmpdir[64];
@@ -51,6 +53,15 @@ static void path_in(char *buf, size_t len, const char *name)
 	snprintf(buf, len, "%s/%s", tmpdir, name);
 }
 
+/* A connection of the test's own on path, to look at what the store wrote. */
+static sqlite3 *peek(const char *path)
+{
+	sqlite3 *db = NULL;
+	assert_int_equal(sqlite3_open_v2(path, &db, SQLITE_OPEN_READWRITE, NULL), SQLITE_OK);
+	sqlite3_busy_timeout(db, 10000);
+	return db;
+}
+
 static int64_t q_int(sqlite3 *db, const char *sql)
 {
 	sqlite3_stmt *s;
@@ -68,7 +79,7 @@ static void test_create_reopen(void **state)
 	path_in(path, sizeof(path), "new.db");
 	struct fsp_store *st = fsp_store_open(path, err, sizeof(err));
 	assert_non_null(st);
-	sqlite3 *db = fsp_store_db(st);
+	sqlite3 *db = peek(path);
 	assert_int_equal(q_int(db, "PRAGMA user_version"), FSP_SCHEMA_VERSION);
 	assert_int_equal(q_int(db, "SELECT count(*) FROM op_names"), FSP_OP__COUNT);
 	assert_int_equal(q_int(db, "SELECT count(*) FROM layer_names"), FSP_LAYER__COUNT);
@@ -90,11 +101,12 @@ static void test_create_reopen(void **state)
 	assert_int_equal(fsp_store_end_run(st, run, 10, 3), 0);
 	assert_int_equal(fsp_store_end_run(st, run + 100, 10, 3), -1); /* no such run */
 	fsp_store_close(st);
+	sqlite3_close(db);
 
 	/* reopen: same schema, the run is still there, nothing re-created */
 	st = fsp_store_open(path, err, sizeof(err));
 	assert_non_null(st);
-	db = fsp_store_db(st);
+	db = peek(path);
 	assert_int_equal(q_int(db, "SELECT count(*) FROM runs"), 1);
 	sqlite3_stmt *s;
 	assert_int_equal(sqlite3_prepare_v2(db,
@@ -121,15 +133,16 @@ static void test_create_reopen(void **state)
 	sqlite3_finalize(s);
 	assert_int_equal(q_int(db, "SELECT value FROM run_attrs WHERE key='threads'"), 4);
 	fsp_store_close(st);
+	sqlite3_close(db);
 
 	/* the reader open sees the same database and never creates one */
-	sqlite3 *rd = fsp_store_open_existing(path, err, sizeof(err));
+	struct fsp_store *rd = fsp_store_open_readonly(path, err, sizeof(err));
 	assert_non_null(rd);
-	assert_int_equal(q_int(rd, "SELECT count(*) FROM runs"), 1);
-	sqlite3_close(rd);
+	assert_int_equal(fsp_store_latest_run(rd), run);
+	fsp_store_close(rd);
 	char missing[128];
 	path_in(missing, sizeof(missing), "missing.db");
-	assert_null(fsp_store_open_existing(missing, err, sizeof(err)));
+	assert_null(fsp_store_open_readonly(missing, err, sizeof(err)));
 	assert_non_null(strstr(err, "no database at"));
 	assert_non_null(strstr(err, missing));
 	assert_int_equal(access(missing, F_OK), -1);
@@ -157,8 +170,9 @@ static void test_run_on_block_device(void **state)
 	assert_non_null(st);
 	struct fsp_run_info info = { .kind = "run", .backing_path = dev };
 	int64_t run = fsp_store_begin_run(st, &info);
+	sqlite3 *db = peek(path);
 	sqlite3_stmt *s;
-	assert_int_equal(sqlite3_prepare_v2(fsp_store_db(st),
+	assert_int_equal(sqlite3_prepare_v2(db,
 		"SELECT backing_device, backing_fstype IS NULL FROM runs WHERE id=?",
 		-1, &s, NULL), SQLITE_OK);
 	sqlite3_bind_int64(s, 1, run);
@@ -168,6 +182,7 @@ static void test_run_on_block_device(void **state)
 	assert_string_equal(sqlite3_column_text(s, 0), real);
 	assert_int_equal(sqlite3_column_int(s, 1), 1);
 	sqlite3_finalize(s);
+	sqlite3_close(db);
 	fsp_store_close(st);
 }
 
@@ -200,7 +215,7 @@ static void test_version_mismatch(void **state)
 	assert_int_equal(q_int(db, "SELECT count(*) FROM sqlite_master"), 1);
 	sqlite3_close(db);
 	err[0] = 0;
-	assert_null(fsp_store_open_existing(path, err, sizeof(err)));
+	assert_null(fsp_store_open_readonly(path, err, sizeof(err)));
 	assert_non_null(strstr(err, "99"));
 
 	/* tables but no version: someone else's database */
@@ -246,7 +261,7 @@ static void test_v1_refused(void **state)
 	assert_null(fsp_store_open(path, err, sizeof(err)));
 	assert_string_equal(err, expect);
 	err[0] = 0;
-	assert_null(fsp_store_open_existing(path, err, sizeof(err)));
+	assert_null(fsp_store_open_readonly(path, err, sizeof(err)));
 	assert_string_equal(err, expect);
 
 	assert_int_equal(sqlite3_open(path, &db), SQLITE_OK);
@@ -396,8 +411,9 @@ static void test_recs_roundtrip(void **state)
 	assert_int_equal(fsp_store_tx_commit(st), 0);
 	assert_int_equal(fsp_store_build_indexes(st), 0);
 
+	sqlite3 *db = peek(path);
 	sqlite3_stmt *s;
-	assert_int_equal(sqlite3_prepare_v2(fsp_store_db(st),
+	assert_int_equal(sqlite3_prepare_v2(db,
 		"SELECT run, step, op, node, pid, offset, length, bytes, result,"
 		" start_ns, total_ns, backing_ns, layer_ns, emu_ns, cause_ns"
 		" FROM ops ORDER BY rowid",
@@ -434,6 +450,7 @@ static void test_recs_roundtrip(void **state)
 	assert_true(clamped > N / 4); /* the clamp was exercised, by emu too */
 	assert_true(causes > 0); /* device rows with a cause were exercised */
 	free(r);
+	sqlite3_close(db);
 	fsp_store_close(st);
 }
 
@@ -478,16 +495,17 @@ static void test_hist_roundtrip(void **state)
 	char sql[160];
 	snprintf(sql, sizeof(sql), "SELECT count(*) FROM hist_bins WHERE run=%lld",
 		 (long long)run);
-	assert_int_equal(q_int(fsp_store_db(st), sql), nonempty);
+	sqlite3 *db = peek(path);
+	assert_int_equal(q_int(db, sql), nonempty);
 	/* bins carry their bucket bounds */
-	assert_int_equal(q_int(fsp_store_db(st),
-		"SELECT count(*) FROM hist_bins WHERE hi_ns < lo_ns"), 0);
+	assert_int_equal(q_int(db, "SELECT count(*) FROM hist_bins WHERE hi_ns < lo_ns"), 0);
+	sqlite3_close(db);
 	/* the helper compare uses reads the same quantiles */
 	double us = -1;
-	assert_int_equal(fsp_stats_quantile_us(fsp_store_db(st), run, 3, FSP_OP_READ,
+	assert_int_equal(fsp_stats_quantile_us(st, run, 3, FSP_OP_READ,
 					       FSP_LAYER_BACKING, 0.99, &us), 0);
 	assert_true(us == (double)fsp_hist_quantile(h, 0.99) / 1e3);
-	assert_int_equal(fsp_stats_quantile_us(fsp_store_db(st), run, 3, FSP_OP_WRITE,
+	assert_int_equal(fsp_stats_quantile_us(st, run, 3, FSP_OP_WRITE,
 					       FSP_LAYER_BACKING, 0.99, &us), 1);
 	assert_int_equal(fsp_store_load_hist(st, run, 3, FSP_OP_READ, FSP_LAYER_LAYER,
 					     back, &bytes, &errors), 0);
@@ -512,7 +530,7 @@ static void test_emu_files_roundtrip(void **state)
 	path_in(path, sizeof(path), "emu.db");
 	struct fsp_store *st = fsp_store_open(path, err, sizeof(err));
 	assert_non_null(st);
-	sqlite3 *db = fsp_store_db(st);
+	sqlite3 *db = peek(path);
 	struct fsp_run_info info = { .kind = "mount" };
 	int64_t run = fsp_store_begin_run(st, &info), other = fsp_store_begin_run(st, &info);
 	assert_true(run > 0 && other > run);
@@ -609,6 +627,7 @@ static void test_emu_files_roundtrip(void **state)
 	assert_int_equal(fsp_store_tx_begin(st), 0);
 	assert_int_equal(fsp_store_tx_commit(st), 0);
 	free(a);
+	sqlite3_close(db);
 	fsp_store_close(st);
 }
 

@@ -1729,16 +1729,7 @@ static void forget_failed_run(struct daemon *d)
 	struct fsp_store *st = fsp_store_open(path, NULL, 0);
 	if (!st)
 		return;
-	static const char *const tables[] = { "ops", "hist", "hist_bins", "run_attrs" };
-	sqlite3 *db = fsp_store_db(st);
-	char sql[128];
-	for (size_t i = 0; i < sizeof(tables) / sizeof(tables[0]); i++) {
-		snprintf(sql, sizeof(sql), "DELETE FROM %s WHERE %s=%lld", tables[i],
-			 "run", (long long)d->run);
-		sqlite3_exec(db, sql, NULL, NULL, NULL);
-	}
-	snprintf(sql, sizeof(sql), "DELETE FROM runs WHERE id=%lld", (long long)d->run);
-	sqlite3_exec(db, sql, NULL, NULL, NULL);
+	fsp_store_forget_run(st, d->run);
 	fsp_store_close(st);
 }
 

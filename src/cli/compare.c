@@ -46,7 +46,6 @@
 #include <time.h>
 #include <unistd.h>
 #include <linux/loop.h>
-#include <sqlite3.h>
 #include "src/sys/mountinfo.h"
 #include "src/cli/cli.h"
 #include "src/base/clock.h"
@@ -56,6 +55,7 @@
 #include "src/base/ops.h"
 #include "bench/engine/profile.h"
 #include "src/cli/stats.h"
+#include "src/db/results.h"
 #include "src/db/store.h"
 #include "src/sys/target.h"
 
@@ -687,39 +687,6 @@ static int run_target(const struct opts *o, const char *db, int64_t parent,
 	return rc ? -1 : 0;
 }
 
-/* The mount's runs row: newest kind='mount' row for our backing dir. */
-static int64_t find_mount_run(sqlite3 *db, const char *backing, int64_t after)
-{
-	sqlite3_stmt *s;
-	int64_t id = 0;
-	if (sqlite3_prepare_v2(db, "SELECT id FROM runs WHERE kind='mount' AND "
-			       "backing_path=? AND id>? ORDER BY id DESC LIMIT 1",
-			       -1, &s, NULL) != SQLITE_OK)
-		return 0;
-	sqlite3_bind_text(s, 1, backing, -1, SQLITE_STATIC);
-	sqlite3_bind_int64(s, 2, after);
-	if (sqlite3_step(s) == SQLITE_ROW)
-		id = sqlite3_column_int64(s, 0);
-	sqlite3_finalize(s);
-	return id;
-}
-
-/* label: "fsprism-fuse" or "emu-fuse" */
-static int adopt_mount_run(sqlite3 *db, int64_t mount_run, int64_t parent,
-			   const char *label)
-{
-	sqlite3_stmt *s;
-	if (sqlite3_prepare_v2(db, "UPDATE runs SET parent=?, label=? WHERE id=?",
-			       -1, &s, NULL) != SQLITE_OK)
-		return -1;
-	sqlite3_bind_int64(s, 1, parent);
-	sqlite3_bind_text(s, 2, label, -1, SQLITE_STATIC);
-	sqlite3_bind_int64(s, 3, mount_run);
-	int rc = sqlite3_step(s) == SQLITE_DONE ? 0 : -1;
-	sqlite3_finalize(s);
-	return rc;
-}
-
 /* ---- the report --------------------------------------------------------- */
 
 struct step_row {
@@ -737,22 +704,6 @@ struct target_result {
 	int nrows;
 };
 
-static int64_t child_run(sqlite3 *db, int64_t parent, const char *label)
-{
-	sqlite3_stmt *s;
-	int64_t id = 0;
-	if (sqlite3_prepare_v2(db, "SELECT id FROM runs WHERE parent=? AND label=? "
-			       "AND kind='run' ORDER BY id DESC LIMIT 1", -1, &s,
-			       NULL) != SQLITE_OK)
-		return 0;
-	sqlite3_bind_int64(s, 1, parent);
-	sqlite3_bind_text(s, 2, label, -1, SQLITE_STATIC);
-	if (sqlite3_step(s) == SQLITE_ROW)
-		id = sqlite3_column_int64(s, 0);
-	sqlite3_finalize(s);
-	return id;
-}
-
 /* Quantile in µs of one step's op (total layer), -1 if absent. */
 static double step_quantile(struct fsp_store *st, struct fsp_hist *h,
 			    int64_t run, int step, int op, double q)
@@ -764,41 +715,44 @@ static double step_quantile(struct fsp_store *st, struct fsp_hist *h,
 	return (double)fsp_hist_quantile(h, q) / 1000.0;
 }
 
+/* One engine run's steps being loaded, with their quantiles. */
+struct target_load {
+	struct fsp_store *st;
+	struct fsp_hist *h;
+	struct target_result *tr;
+};
+
+static int add_step_row(void *arg, const struct fsp_step_row *sr)
+{
+	struct target_load *ld = arg;
+	struct target_result *tr = ld->tr;
+	struct step_row *r = realloc(tr->rows, sizeof *r * (size_t)(tr->nrows + 1));
+	if (!r)
+		return 1;
+	tr->rows = r;
+	r = &tr->rows[tr->nrows++];
+	memset(r, 0, sizeof *r);
+	r->step = sr->step;
+	snprintf(r->label, sizeof r->label, "%s", sr->label ? sr->label : "");
+	snprintf(r->access, sizeof r->access, "%s", sr->access ? sr->access : "");
+	r->bs = sr->block_size;
+	r->qd = sr->qd;
+	r->read_pct = sr->read_pct;
+	int64_t busy = (int64_t)sr->busy_ns;
+	int64_t bytes = (int64_t)(sr->read_bytes + sr->write_bytes);
+	r->mbps = busy > 0 ? (double)bytes / 1e6 / ((double)busy / 1e9) : 0;
+	r->p50r = step_quantile(ld->st, ld->h, tr->run, r->step, FSP_OP_READ, 0.50);
+	r->p99r = step_quantile(ld->st, ld->h, tr->run, r->step, FSP_OP_READ, 0.99);
+	r->p50w = step_quantile(ld->st, ld->h, tr->run, r->step, FSP_OP_WRITE, 0.50);
+	r->p99w = step_quantile(ld->st, ld->h, tr->run, r->step, FSP_OP_WRITE, 0.99);
+	return 0;
+}
+
 static void load_target(struct fsp_store *st, struct fsp_hist *h,
 			struct target_result *tr)
 {
-	sqlite3 *db = fsp_store_db(st);
-	sqlite3_stmt *s;
-	if (sqlite3_prepare_v2(db, "SELECT step, label, access, block_size, qd, "
-			       "read_pct, busy_ns, read_bytes, write_bytes FROM "
-			       "steps WHERE run=? ORDER BY step", -1, &s,
-			       NULL) != SQLITE_OK)
-		return;
-	sqlite3_bind_int64(s, 1, tr->run);
-	while (sqlite3_step(s) == SQLITE_ROW) {
-		struct step_row *r = realloc(tr->rows, sizeof *r * (size_t)(tr->nrows + 1));
-		if (!r)
-			break;
-		tr->rows = r;
-		r = &tr->rows[tr->nrows++];
-		memset(r, 0, sizeof *r);
-		r->step = sqlite3_column_int(s, 0);
-		const unsigned char *lab = sqlite3_column_text(s, 1);
-		const unsigned char *acc = sqlite3_column_text(s, 2);
-		snprintf(r->label, sizeof r->label, "%s", lab ? (const char *)lab : "");
-		snprintf(r->access, sizeof r->access, "%s", acc ? (const char *)acc : "");
-		r->bs = sqlite3_column_int64(s, 3);
-		r->qd = sqlite3_column_int64(s, 4);
-		r->read_pct = sqlite3_column_int64(s, 5);
-		int64_t busy = sqlite3_column_int64(s, 6);
-		int64_t bytes = sqlite3_column_int64(s, 7) + sqlite3_column_int64(s, 8);
-		r->mbps = busy > 0 ? (double)bytes / 1e6 / ((double)busy / 1e9) : 0;
-		r->p50r = step_quantile(st, h, tr->run, r->step, FSP_OP_READ, 0.50);
-		r->p99r = step_quantile(st, h, tr->run, r->step, FSP_OP_READ, 0.99);
-		r->p50w = step_quantile(st, h, tr->run, r->step, FSP_OP_WRITE, 0.50);
-		r->p99w = step_quantile(st, h, tr->run, r->step, FSP_OP_WRITE, 0.99);
-	}
-	sqlite3_finalize(s);
+	struct target_load ld = { .st = st, .h = h, .tr = tr };
+	fsp_store_each_step(st, tr->run, add_step_row, &ld);
 }
 
 static const struct step_row *find_step(const struct target_result *tr, int step)
@@ -877,87 +831,6 @@ static void print_steps(FILE *out, const struct opts *o,
 	fputc('\n', out);
 }
 
-/* Merge op's histograms of one layer over all steps of a run. */
-static int merged_hist(struct fsp_store *st, int64_t run, int op, int layer,
-		       struct fsp_hist *acc, struct fsp_hist *tmp)
-{
-	sqlite3 *db = fsp_store_db(st);
-	sqlite3_stmt *s;
-	fsp_hist_init(acc);
-	if (sqlite3_prepare_v2(db, "SELECT DISTINCT step FROM hist WHERE run=? "
-			       "AND op=? AND layer=?", -1, &s, NULL) != SQLITE_OK)
-		return -1;
-	sqlite3_bind_int64(s, 1, run);
-	sqlite3_bind_int(s, 2, op);
-	sqlite3_bind_int(s, 3, layer);
-	int steps[1024], n = 0;
-	while (n < 1024 && sqlite3_step(s) == SQLITE_ROW)
-		steps[n++] = sqlite3_column_int(s, 0);
-	sqlite3_finalize(s);
-	for (int i = 0; i < n; i++) {
-		uint64_t bytes, errors;
-		if (fsp_store_load_hist(st, run, steps[i], op, layer, tmp, &bytes,
-					&errors) == 1)
-			fsp_hist_merge(acc, tmp);
-	}
-	return 0;
-}
-
-/* The engine run's steps as [start, end] windows on CLOCK_MONOTONIC. */
-static int step_windows(sqlite3 *db, int64_t run, int64_t (*win)[2], int max)
-{
-	sqlite3_stmt *s;
-	int n = 0;
-	if (sqlite3_prepare_v2(db, "SELECT started_ns, ended_ns FROM steps WHERE "
-			       "run=? ORDER BY step", -1, &s, NULL) != SQLITE_OK)
-		return 0;
-	sqlite3_bind_int64(s, 1, run);
-	while (n < max && sqlite3_step(s) == SQLITE_ROW) {
-		win[n][0] = sqlite3_column_int64(s, 0);
-		win[n][1] = sqlite3_column_int64(s, 1);
-		n++;
-	}
-	sqlite3_finalize(s);
-	return n;
-}
-
-/*
- * Per-layer histograms of op from the mount's op rows that started inside
- * one of the windows: the FUSE requests of the measured steps only, not of
- * the target file's preparation. Returns the number of rows used, -1 if
- * the query failed.
- */
-static int64_t windowed_layers(sqlite3 *db, int64_t mount_run, int op,
-			       int64_t (*win)[2], int nwin,
-			       struct fsp_hist h[FSP_LAYER__COUNT])
-{
-	sqlite3_stmt *s;
-	int64_t n = 0;
-	for (int l = 0; l < FSP_LAYER__COUNT; l++)
-		fsp_hist_init(&h[l]);
-	if (sqlite3_prepare_v2(db, "SELECT start_ns, total_ns, backing_ns, layer_ns, "
-			       "emu_ns FROM ops WHERE run=? AND op=?", -1, &s,
-			       NULL) != SQLITE_OK)
-		return -1;
-	sqlite3_bind_int64(s, 1, mount_run);
-	sqlite3_bind_int(s, 2, op);
-	while (sqlite3_step(s) == SQLITE_ROW) {
-		int64_t t = sqlite3_column_int64(s, 0);
-		int in = 0;
-		for (int i = 0; i < nwin && !in; i++)
-			in = t >= win[i][0] && t <= win[i][1];
-		if (!in)
-			continue;
-		fsp_hist_add(&h[FSP_LAYER_TOTAL], (uint64_t)sqlite3_column_int64(s, 1));
-		fsp_hist_add(&h[FSP_LAYER_BACKING], (uint64_t)sqlite3_column_int64(s, 2));
-		fsp_hist_add(&h[FSP_LAYER_LAYER], (uint64_t)sqlite3_column_int64(s, 3));
-		fsp_hist_add(&h[FSP_LAYER_EMU], (uint64_t)sqlite3_column_int64(s, 4));
-		n++;
-	}
-	sqlite3_finalize(s);
-	return n;
-}
-
 static void print_hist_row(FILE *out, int op, const char *name,
 			   const struct fsp_hist *h)
 {
@@ -985,24 +858,18 @@ static void print_hist_row(FILE *out, int op, const char *name,
 static void print_layers(FILE *out, struct fsp_store *st, int t,
 			 int64_t engine_run, int64_t mount_run)
 {
-	sqlite3 *db = fsp_store_db(st);
 	struct fsp_hist *h = malloc(sizeof *h * FSP_LAYER__COUNT);
-	struct fsp_hist *tmp = malloc(sizeof *tmp);
 	int64_t win[256][2];
-	int nwin = step_windows(db, engine_run, win, 256);
+	int nwin = fsp_store_step_windows(st, engine_run, win, 256);
 	int64_t recorded = 0, dropped = 0;
-	sqlite3_stmt *s;
-	if (!h || !tmp)
+	struct fsp_run_row mr;
+	if (!h)
 		goto done;
-	if (sqlite3_prepare_v2(db, "SELECT recorded, dropped FROM runs WHERE id=?",
-			       -1, &s, NULL) == SQLITE_OK) {
-		sqlite3_bind_int64(s, 1, mount_run);
-		if (sqlite3_step(s) == SQLITE_ROW) {
-			recorded = sqlite3_column_int64(s, 0);
-			dropped = sqlite3_column_int64(s, 1);
-		}
-		sqlite3_finalize(s);
+	if (fsp_store_load_run(st, mount_run, &mr) == 1) {
+		recorded = mr.recorded;
+		dropped = mr.dropped;
 	}
+	fsp_run_row_free(&mr);
 	int use_rows = recorded > 0 && nwin > 0;
 	fprintf(out, "\n%s target, per layer (engine run %" PRId64
 		", FUSE log of mount run %" PRId64 "; latency in us)\n",
@@ -1029,16 +896,16 @@ static void print_layers(FILE *out, struct fsp_store *st, int t,
 		       "every layer has a row in the split");
 	for (size_t i = 0; i < 2; i++) {
 		int op = ops[i];
-		merged_hist(st, engine_run, op, FSP_LAYER_TOTAL, &h[0], tmp);
+		fsp_store_load_hist_merged(st, engine_run, op, FSP_LAYER_TOTAL, &h[0]);
 		if (!h[0].count)
 			continue;
 		double engine_mean = fsp_hist_mean(&h[0]) / 1000.0;
 		print_hist_row(out, op, "engine (app)", &h[0]);
 		if (use_rows) {
-			windowed_layers(db, mount_run, op, win, nwin, h);
+			fsp_store_windowed_layers(st, mount_run, op, win, nwin, h);
 		} else {
 			for (int l = 0; l < FSP_LAYER__COUNT; l++)
-				merged_hist(st, mount_run, op, l, &h[l], tmp);
+				fsp_store_load_hist_merged(st, mount_run, op, l, &h[l]);
 		}
 		if (!h[FSP_LAYER_TOTAL].count)
 			continue;
@@ -1054,23 +921,15 @@ static void print_layers(FILE *out, struct fsp_store *st, int t,
 	}
 done:
 	free(h);
-	free(tmp);
 }
 
 /* A run attribute into buf ("-" if absent). */
-static const char *run_attr(sqlite3 *db, int64_t run, const char *key,
+static const char *run_attr(struct fsp_store *st, int64_t run, const char *key,
 			    char *buf, size_t len)
 {
-	sqlite3_stmt *s;
-	snprintf(buf, len, "-");
-	if (sqlite3_prepare_v2(db, "SELECT value FROM run_attrs WHERE run=? AND key=?",
-			       -1, &s, NULL) != SQLITE_OK)
-		return buf;
-	sqlite3_bind_int64(s, 1, run);
-	sqlite3_bind_text(s, 2, key, -1, SQLITE_STATIC);
-	if (sqlite3_step(s) == SQLITE_ROW && sqlite3_column_text(s, 0))
-		snprintf(buf, len, "%s", (const char *)sqlite3_column_text(s, 0));
-	sqlite3_finalize(s);
+	char *v = fsp_store_attr(st, run, key);
+	snprintf(buf, len, "%s", v ? v : "-");
+	free(v);
 	return buf;
 }
 
@@ -1089,23 +948,23 @@ static void print_ratio(FILE *out, uint64_t a, uint64_t b)
  * them), over the whole mount: preparing the target file, the measured
  * steps and the commit at unmount.
  */
-static void print_emu_device(FILE *out, sqlite3 *db, int64_t mount_run)
+static void print_emu_device(FILE *out, struct fsp_store *st, int64_t mount_run)
 {
 	struct fsp_emu_acct a;
 	char cow[32], journal[32], alloc[32], store[PATH_MAX];
-	if (fsp_stats_emu_acct(db, mount_run, &a)) {
+	if (fsp_stats_emu_acct(st, mount_run, &a)) {
 		fprintf(out, "\nemu target, device level: cannot read mount run %"
-			PRId64 " (%s)\n", mount_run, sqlite3_errmsg(db));
+			PRId64 " (%s)\n", mount_run, fsp_store_errmsg(st));
 		return;
 	}
 	fprintf(out, "\nemu target, device level (mount run %" PRId64 ", whole mount "
 		"including preparing the file; as in 'fsprism stats DB --run %" PRId64
 		"')\n", mount_run, mount_run);
 	fprintf(out, "  store %s  cow %s  journal %s  alloc %s\n",
-		run_attr(db, mount_run, "emu.store", store, sizeof store),
-		run_attr(db, mount_run, "emu.cow", cow, sizeof cow),
-		run_attr(db, mount_run, "emu.journal", journal, sizeof journal),
-		run_attr(db, mount_run, "emu.alloc", alloc, sizeof alloc));
+		run_attr(st, mount_run, "emu.store", store, sizeof store),
+		run_attr(st, mount_run, "emu.cow", cow, sizeof cow),
+		run_attr(st, mount_run, "emu.journal", journal, sizeof journal),
+		run_attr(st, mount_run, "emu.alloc", alloc, sizeof alloc));
 	char sz[32];
 	fmt_size(a.user_write_bytes, sz, sizeof sz);
 	fprintf(out, "  user bytes written %" PRIu64 " (%s), device bytes written %"
@@ -1144,7 +1003,6 @@ static void report(FILE *out, struct fsp_store *st, const struct opts *o,
 		   const char *device, int64_t cmp_run,
 		   const int64_t mount_run[T__COUNT])
 {
-	sqlite3 *db = fsp_store_db(st);
 	struct target_result tr[T__COUNT];
 	struct fsp_hist *h = malloc(sizeof *h);
 	memset(tr, 0, sizeof tr);
@@ -1153,7 +1011,7 @@ static void report(FILE *out, struct fsp_store *st, const struct opts *o,
 	for (int t = 0; t < T__COUNT; t++) {
 		if (!o->want[t])
 			continue;
-		tr[t].run = child_run(db, cmp_run, target_label[t]);
+		tr[t].run = fsp_store_child_run(st, cmp_run, target_label[t]);
 		if (tr[t].run)
 			load_target(st, h, &tr[t]);
 	}
@@ -1183,9 +1041,9 @@ static void report(FILE *out, struct fsp_store *st, const struct opts *o,
 		char cow[32], journal[32], alloc[32];
 		fprintf(out, "emu: fsprism mount --cow=%s --journal=%s --alloc=%s with "
 			"all of %s as its store\n",
-			run_attr(db, mount_run[T_EMU], "emu.cow", cow, sizeof cow),
-			run_attr(db, mount_run[T_EMU], "emu.journal", journal, sizeof journal),
-			run_attr(db, mount_run[T_EMU], "emu.alloc", alloc, sizeof alloc),
+			run_attr(st, mount_run[T_EMU], "emu.cow", cow, sizeof cow),
+			run_attr(st, mount_run[T_EMU], "emu.journal", journal, sizeof journal),
+			run_attr(st, mount_run[T_EMU], "emu.alloc", alloc, sizeof alloc),
 			device);
 	}
 	print_steps(out, o, tr);
@@ -1193,7 +1051,7 @@ static void report(FILE *out, struct fsp_store *st, const struct opts *o,
 		if (tr[t].run && mount_run[t])
 			print_layers(out, st, t, tr[t].run, mount_run[t]);
 	if (tr[T_EMU].run && mount_run[T_EMU])
-		print_emu_device(out, db, mount_run[T_EMU]);
+		print_emu_device(out, st, mount_run[T_EMU]);
 	for (int t = 0; t < T__COUNT; t++)
 		free(tr[t].rows);
 	free(h);
@@ -1552,7 +1410,6 @@ static int record_compare(struct compare *c, int argc, char **argv)
  */
 static int measure_mount(struct compare *c, int t)
 {
-	sqlite3 *db = fsp_store_db(c->st);
 	struct setup *su = &c->su;
 	struct fuse_mnt *m = t == T_EMU ? &su->emu : &su->fuse;
 	char *extra[12];
@@ -1597,12 +1454,12 @@ static int measure_mount(struct compare *c, int t)
 	char label[32];
 	snprintf(label, sizeof label, "%s-fuse", target_label[t]);
 	for (int i = 0; i < 30 && !c->mount_run[t]; i++) {
-		c->mount_run[t] = find_mount_run(db, m->backing, c->run);
+		c->mount_run[t] = fsp_store_find_mount_run(c->st, m->backing, c->run);
 		if (!c->mount_run[t])
 			sleep_ms(100);
 	}
 	if (c->mount_run[t])
-		adopt_mount_run(db, c->mount_run[t], c->run, label);
+		fsp_store_adopt_run(c->st, c->mount_run[t], c->run, label);
 	char file[PATH_MAX + 16];
 	snprintf(file, sizeof file, "%s/target.dat", m->dir);
 	int r = run_target(&c->o, c->db, c->run, t, file, c->show);
@@ -1616,9 +1473,9 @@ static int measure_mount(struct compare *c, int t)
 		return -1;
 	}
 	if (!c->mount_run[t]) {
-		c->mount_run[t] = find_mount_run(db, m->backing, c->run);
+		c->mount_run[t] = fsp_store_find_mount_run(c->st, m->backing, c->run);
 		if (c->mount_run[t])
-			adopt_mount_run(db, c->mount_run[t], c->run, label);
+			fsp_store_adopt_run(c->st, c->mount_run[t], c->run, label);
 	}
 	return r;
 }

@@ -554,101 +554,54 @@ static void show_progress(void *arg, uint64_t busy_ns, uint64_t bytes)
 
 /* ---- storing ---------------------------------------------------------------------- */
 
-static int exec_stmt(sqlite3 *db, sqlite3_stmt *s)
-{
-	int rc = sqlite3_step(s);
-	sqlite3_reset(s);
-	sqlite3_clear_bindings(s);
-	if (rc != SQLITE_DONE) {
-		fprintf(stderr, "fsprism run: database: %s\n", sqlite3_errmsg(db));
-		return -1;
-	}
-	return 0;
-}
-
 static int store_steps(struct fsp_store *st, int64_t run, const struct fsp_params *p,
 		       const struct step *steps, unsigned nsteps)
 {
-	sqlite3 *db = fsp_store_db(st);
-	sqlite3_stmt *ss = NULL, *ts = NULL, *gs = NULL;
-	int rc = -1;
 	char pat[32];
 	fsp_pattern_format(&p->pattern, pat, sizeof(pat));
-	if (sqlite3_prepare_v2(db,
-		"INSERT INTO steps(run, step, label, access, block_size, qd, read_pct,"
-		" pattern, span_offset, span_size, started_ns, ended_ns, busy_ns,"
-		" read_ios, write_ios, read_bytes, write_bytes, cpu_user_ns, cpu_sys_ns)"
-		" VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)", -1, &ss, NULL) != SQLITE_OK ||
-	    sqlite3_prepare_v2(db,
-		"INSERT INTO timeline(run, step, t_ns, read_bytes, write_bytes, read_ios,"
-		" write_ios) VALUES(?,?,?,?,?,?,?)", -1, &ts, NULL) != SQLITE_OK ||
-	    sqlite3_prepare_v2(db,
-		"INSERT INTO segments(run, step, segment, offset, bytes, ns)"
-		" VALUES(?,?,?,?,?,?)", -1, &gs, NULL) != SQLITE_OK) {
-		fprintf(stderr, "fsprism run: database: %s\n", sqlite3_errmsg(db));
-		goto out;
-	}
 	if (fsp_store_tx_begin(st) != 0)
-		goto out;
+		return -1;
 	for (unsigned i = 0; i < nsteps; i++) {
 		const struct step *s = &steps[i];
 		const struct fsp_step_result *r = &s->res;
 		if (!s->ran)
 			continue;
-		sqlite3_bind_int64(ss, 1, run);
-		sqlite3_bind_int(ss, 2, (int)i);
-		sqlite3_bind_text(ss, 3, s->label, -1, SQLITE_TRANSIENT);
-		sqlite3_bind_text(ss, 4, p->access == FSP_ACCESS_SEQ ? "seq" : "random", -1,
-				  SQLITE_STATIC);
-		sqlite3_bind_int64(ss, 5, p->bs);
-		sqlite3_bind_int64(ss, 6, s->qd);
-		sqlite3_bind_int64(ss, 7, s->read_pct);
-		sqlite3_bind_text(ss, 8, pat, -1, SQLITE_TRANSIENT);
-		sqlite3_bind_int64(ss, 9, (int64_t)p->offset);
-		sqlite3_bind_int64(ss, 10, (int64_t)p->span);
-		sqlite3_bind_int64(ss, 11, (int64_t)r->started_ns);
-		sqlite3_bind_int64(ss, 12, (int64_t)r->ended_ns);
-		sqlite3_bind_int64(ss, 13, (int64_t)r->busy_ns);
-		sqlite3_bind_int64(ss, 14, (int64_t)r->read_ios);
-		sqlite3_bind_int64(ss, 15, (int64_t)r->write_ios);
-		sqlite3_bind_int64(ss, 16, (int64_t)r->read_bytes);
-		sqlite3_bind_int64(ss, 17, (int64_t)r->write_bytes);
-		sqlite3_bind_int64(ss, 18, (int64_t)r->cpu_user_ns);
-		sqlite3_bind_int64(ss, 19, (int64_t)r->cpu_sys_ns);
-		if (exec_stmt(db, ss))
+		struct fsp_step_row row = {
+			.step = (int)i, .label = s->label,
+			.access = p->access == FSP_ACCESS_SEQ ? "seq" : "random",
+			.block_size = p->bs, .qd = s->qd, .read_pct = s->read_pct,
+			.pattern = pat, .span_offset = p->offset, .span_size = p->span,
+			.started_ns = r->started_ns, .ended_ns = r->ended_ns,
+			.busy_ns = r->busy_ns, .read_ios = r->read_ios,
+			.write_ios = r->write_ios, .read_bytes = r->read_bytes,
+			.write_bytes = r->write_bytes, .cpu_user_ns = r->cpu_user_ns,
+			.cpu_sys_ns = r->cpu_sys_ns,
+		};
+		if (fsp_store_add_step(st, run, &row))
 			goto rollback;
 		for (size_t b = 0; b < r->ntimeline; b++) {
 			const struct fsp_timeline_bucket *tb = &r->timeline[b];
-			sqlite3_bind_int64(ts, 1, run);
-			sqlite3_bind_int(ts, 2, (int)i);
-			sqlite3_bind_int64(ts, 3, (int64_t)(r->started_ns + b * p->timeline_ns));
-			sqlite3_bind_int64(ts, 4, (int64_t)tb->read_bytes);
-			sqlite3_bind_int64(ts, 5, (int64_t)tb->write_bytes);
-			sqlite3_bind_int64(ts, 6, (int64_t)tb->read_ios);
-			sqlite3_bind_int64(ts, 7, (int64_t)tb->write_ios);
-			if (exec_stmt(db, ts))
+			struct fsp_timeline_row t = {
+				.t_ns = r->started_ns + b * p->timeline_ns,
+				.read_bytes = tb->read_bytes, .write_bytes = tb->write_bytes,
+				.read_ios = tb->read_ios, .write_ios = tb->write_ios,
+			};
+			if (fsp_store_add_timeline(st, run, (int)i, &t))
 				goto rollback;
 		}
 		for (size_t g = 0; g < r->nsegments; g++) {
-			sqlite3_bind_int64(gs, 1, run);
-			sqlite3_bind_int(gs, 2, (int)i);
-			sqlite3_bind_int64(gs, 3, (int64_t)g);
-			sqlite3_bind_int64(gs, 4, (int64_t)r->segments[g].offset);
-			sqlite3_bind_int64(gs, 5, (int64_t)r->segments[g].bytes);
-			sqlite3_bind_int64(gs, 6, (int64_t)r->segments[g].ns);
-			if (exec_stmt(db, gs))
+			struct fsp_segment_row seg = {
+				.segment = g, .offset = r->segments[g].offset,
+				.bytes = r->segments[g].bytes, .ns = r->segments[g].ns,
+			};
+			if (fsp_store_add_segment(st, run, (int)i, &seg))
 				goto rollback;
 		}
 	}
-	rc = fsp_store_tx_commit(st);
-	goto out;
+	return fsp_store_tx_commit(st);
 rollback:
-	sqlite3_exec(db, "ROLLBACK", NULL, NULL, NULL);
-out:
-	sqlite3_finalize(ss);
-	sqlite3_finalize(ts);
-	sqlite3_finalize(gs);
-	return rc;
+	fsp_store_tx_rollback(st);
+	return -1;
 }
 
 static void set_attr_u64(struct fsp_store *st, int64_t run, const char *key, uint64_t v)

@@ -21,22 +21,13 @@
 #include "src/base/hist.h"
 #include "src/base/ops.h"
 #include "src/cli/stats.h"
+#include "src/db/results.h"
 #include "src/db/store.h"
 
 #define NQUANT 4
 static const double quants[NQUANT] = { 0.50, 0.90, 0.99, 0.999 };
 static const char *const quant_names[NQUANT] = { "p50", "p90", "p99", "p99.9" };
 static const char *const quant_keys[NQUANT] = { "p50", "p90", "p99", "p999" };
-
-struct run_hdr {
-	int64_t id;
-	char *kind, *backing_path, *device, *fstype, *record_mode, *label;
-	char *started_at, *options;
-	int64_t started_ns, ended_ns; /* ended_ns 0: run did not end cleanly */
-	int64_t recorded, dropped;
-	int crashed;                  /* run.end = crashed: recovered after its process died */
-	char *lost;                   /* records.lost: a number or "unknown" */
-};
 
 /* Layers in the order total = backing + emu + layer. */
 static const int layer_order[FSP_LAYER__COUNT] = {
@@ -71,95 +62,25 @@ struct op_row {
 	struct layer_stat layer[FSP_LAYER__COUNT];
 };
 
-static char *col_text(sqlite3_stmt *s, int i)
+static void db_error(struct fsp_store *st)
 {
-	const unsigned char *t = sqlite3_column_text(s, i);
-	return t ? strdup((const char *)t) : NULL;
-}
-
-static void hdr_free(struct run_hdr *h)
-{
-	free(h->kind);
-	free(h->backing_path);
-	free(h->device);
-	free(h->fstype);
-	free(h->record_mode);
-	free(h->label);
-	free(h->started_at);
-	free(h->options);
-	free(h->lost);
-}
-
-static void db_error(sqlite3 *db)
-{
-	fprintf(stderr, "fsprism stats: database error: %s\n", sqlite3_errmsg(db));
+	fprintf(stderr, "fsprism stats: database error: %s\n", fsp_store_errmsg(st));
 }
 
 /* 1 found, 0 no such run, -1 error. */
-static int load_hdr(sqlite3 *db, int64_t run, struct run_hdr *h)
+static int load_hdr(struct fsp_store *st, int64_t run, struct fsp_run_row *h)
 {
-	sqlite3_stmt *s;
-	memset(h, 0, sizeof(*h));
-	if (sqlite3_prepare_v2(db,
-		"SELECT id, kind, backing_path, backing_device, backing_fstype,"
-		" record_mode, label, started_at, options, started_ns, ended_ns,"
-		" recorded, dropped FROM runs WHERE id=?", -1, &s, NULL) != SQLITE_OK) {
-		db_error(db);
-		return -1;
-	}
-	sqlite3_bind_int64(s, 1, run);
-	int rc = sqlite3_step(s);
-	if (rc == SQLITE_ROW) {
-		h->id = sqlite3_column_int64(s, 0);
-		h->kind = col_text(s, 1);
-		h->backing_path = col_text(s, 2);
-		h->device = col_text(s, 3);
-		h->fstype = col_text(s, 4);
-		h->record_mode = col_text(s, 5);
-		h->label = col_text(s, 6);
-		h->started_at = col_text(s, 7);
-		h->options = col_text(s, 8);
-		h->started_ns = sqlite3_column_int64(s, 9);
-		h->ended_ns = sqlite3_column_int64(s, 10);
-		h->recorded = sqlite3_column_int64(s, 11);
-		h->dropped = sqlite3_column_int64(s, 12);
-	} else if (rc != SQLITE_DONE) {
-		db_error(db);
-	}
-	sqlite3_finalize(s);
-	if (rc == SQLITE_ROW && sqlite3_prepare_v2(db,
-		"SELECT (SELECT value FROM run_attrs WHERE run=?1 AND key='run.end'),"
-		" (SELECT value FROM run_attrs WHERE run=?1 AND key='records.lost')",
-		-1, &s, NULL) == SQLITE_OK) {
-		sqlite3_bind_int64(s, 1, run);
-		if (sqlite3_step(s) == SQLITE_ROW) {
-			const char *end = (const char *)sqlite3_column_text(s, 0);
-			h->crashed = end && !strcmp(end, "crashed");
-			h->lost = col_text(s, 1);
-		}
-		sqlite3_finalize(s);
-	}
-	return rc == SQLITE_ROW ? 1 : rc == SQLITE_DONE ? 0 : -1;
+	int rc = fsp_store_load_run(st, run, h);
+	if (rc < 0)
+		db_error(st);
+	return rc;
 }
 
-static double run_secs(const struct run_hdr *h)
+static double run_secs(const struct fsp_run_row *h)
 {
 	if (!h->ended_ns || h->ended_ns <= h->started_ns)
 		return 0;
 	return (double)(h->ended_ns - h->started_ns) / 1e9;
-}
-
-int64_t fsp_stats_latest_run(sqlite3 *db)
-{
-	sqlite3_stmt *s;
-	int64_t id = -1;
-	if (sqlite3_prepare_v2(db, "SELECT coalesce(max(id), 0) FROM runs", -1, &s,
-			       NULL) != SQLITE_OK)
-		return -1;
-	if (sqlite3_step(s) == SQLITE_ROW)
-		id = sqlite3_column_int64(s, 0);
-	sqlite3_finalize(s);
-	return id;
 }
 
 static void fill_layer(struct layer_stat *ls, const struct fsp_hist *h)
@@ -172,13 +93,13 @@ static void fill_layer(struct layer_stat *ls, const struct fsp_hist *h)
 	ls->max = h->count ? (double)h->max / 1e3 : 0;
 }
 
-int fsp_stats_quantile_us(sqlite3 *db, int64_t run, int step, int op,
+int fsp_stats_quantile_us(struct fsp_store *st, int64_t run, int step, int op,
 			  int layer, double q, double *us)
 {
 	struct fsp_hist *h = malloc(sizeof(*h));
 	if (!h)
 		return -1;
-	int rc = fsp_store_load_hist_db(db, run, step, op, layer, h, NULL, NULL);
+	int rc = fsp_store_load_hist(st, run, step, op, layer, h, NULL, NULL);
 	if (rc == 1)
 		*us = (double)fsp_hist_quantile(h, q) / 1e3;
 	free(h);
@@ -186,102 +107,82 @@ int fsp_stats_quantile_us(sqlite3 *db, int64_t run, int step, int op,
 }
 
 /* Step durations and labels from the steps table (absent for mounts). */
-static void step_info(sqlite3 *db, int64_t run, int step, double *secs, char **label)
+static void step_info(struct fsp_store *st, int64_t run, int step, double *secs,
+		      char **label)
 {
-	sqlite3_stmt *s;
-	*label = NULL;
-	if (sqlite3_prepare_v2(db,
-		"SELECT label, started_ns, ended_ns FROM steps WHERE run=? AND step=?",
-		-1, &s, NULL) != SQLITE_OK)
-		return;
-	sqlite3_bind_int64(s, 1, run);
-	sqlite3_bind_int(s, 2, step);
-	if (sqlite3_step(s) == SQLITE_ROW) {
-		*label = col_text(s, 0);
-		int64_t a = sqlite3_column_int64(s, 1), b = sqlite3_column_int64(s, 2);
-		if (b > a)
-			*secs = (double)(b - a) / 1e9;
-	}
-	sqlite3_finalize(s);
+	int64_t a, b;
+	if (fsp_store_step_span(st, run, step, label, &a, &b) == 1 && b > a)
+		*secs = (double)(b - a) / 1e9;
 }
 
-/* All (step, op) rows of a run, in step then op order. */
-static int load_rows(sqlite3 *db, const struct run_hdr *hdr, struct op_row **rowsp,
-		     size_t *np)
-{
-	sqlite3_stmt *s;
-	struct op_row *rows = NULL;
-	size_t n = 0, cap = 0;
-	struct fsp_hist *h = malloc(sizeof(*h));
-	int rc;
+/* The rows being loaded: one per (step, op), its layers from the histograms. */
+struct rows_load {
+	struct fsp_store *st;
+	const struct fsp_run_row *hdr;
+	struct fsp_hist *h;
+	struct op_row *rows;
+	size_t n, cap;
+	int failed;
+};
 
-	*rowsp = NULL;
-	*np = 0;
-	if (!h)
-		return -1;
-	if (sqlite3_prepare_v2(db,
-		"SELECT DISTINCT step, op FROM hist WHERE run=? ORDER BY step, op",
-		-1, &s, NULL) != SQLITE_OK) {
-		db_error(db);
-		free(h);
-		return -1;
-	}
-	sqlite3_bind_int64(s, 1, hdr->id);
-	while ((rc = sqlite3_step(s)) == SQLITE_ROW) {
-		if (n == cap) {
-			cap = cap ? 2 * cap : 16;
-			struct op_row *r = realloc(rows, cap * sizeof(*rows));
-			if (!r)
-				break;
-			rows = r;
+static int add_row(void *arg, int step, int op)
+{
+	struct rows_load *ld = arg;
+	if (ld->n == ld->cap) {
+		size_t cap = ld->cap ? 2 * ld->cap : 16;
+		struct op_row *r = realloc(ld->rows, cap * sizeof(*r));
+		if (!r) {
+			ld->failed = 1;
+			return 1;
 		}
-		struct op_row *r = &rows[n];
-		memset(r, 0, sizeof(*r));
-		r->step = sqlite3_column_int(s, 0);
-		r->op = sqlite3_column_int(s, 1);
-		r->secs = run_secs(hdr);
-		step_info(db, hdr->id, r->step, &r->secs, &r->step_label);
-		n++;
-		for (int l = 0; l < FSP_LAYER__COUNT; l++) {
-			uint64_t bytes, errors;
-			int found = fsp_store_load_hist_db(db, hdr->id, r->step, r->op, l,
-							   h, &bytes, &errors);
-			if (found < 0) {
-				rc = SQLITE_ERROR;
-				goto out;
-			}
-			if (found)
-				fill_layer(&r->layer[l], h);
-			if (l == FSP_LAYER_TOTAL) {
-				r->count = h->count;
-				r->bytes = bytes;
-				r->errors = errors;
-			}
-		}
+		ld->rows = r;
+		ld->cap = cap;
 	}
-out:
-	sqlite3_finalize(s);
-	free(h);
-	*rowsp = rows;
-	*np = n;
-	if (rc != SQLITE_DONE) {
-		db_error(db);
-		return -1;
+	struct op_row *r = &ld->rows[ld->n];
+	memset(r, 0, sizeof(*r));
+	r->step = step;
+	r->op = op;
+	r->secs = run_secs(ld->hdr);
+	step_info(ld->st, ld->hdr->id, r->step, &r->secs, &r->step_label);
+	ld->n++;
+	for (int l = 0; l < FSP_LAYER__COUNT; l++) {
+		uint64_t bytes, errors;
+		int found = fsp_store_load_hist(ld->st, ld->hdr->id, r->step, r->op, l,
+						ld->h, &bytes, &errors);
+		if (found < 0) {
+			ld->failed = 1;
+			return 1;
+		}
+		if (found)
+			fill_layer(&r->layer[l], ld->h);
+		if (l == FSP_LAYER_TOTAL) {
+			r->count = ld->h->count;
+			r->bytes = bytes;
+			r->errors = errors;
+		}
 	}
 	return 0;
 }
 
-static int64_t count_query(sqlite3 *db, const char *sql, int64_t run)
+/* All (step, op) rows of a run, in step then op order. */
+static int load_rows(struct fsp_store *st, const struct fsp_run_row *hdr,
+		     struct op_row **rowsp, size_t *np)
 {
-	sqlite3_stmt *s;
-	int64_t v = 0;
-	if (sqlite3_prepare_v2(db, sql, -1, &s, NULL) != SQLITE_OK)
-		return 0;
-	sqlite3_bind_int64(s, 1, run);
-	if (sqlite3_step(s) == SQLITE_ROW)
-		v = sqlite3_column_int64(s, 0);
-	sqlite3_finalize(s);
-	return v;
+	struct rows_load ld = { .st = st, .hdr = hdr, .h = malloc(sizeof(*ld.h)) };
+
+	*rowsp = NULL;
+	*np = 0;
+	if (!ld.h)
+		return -1;
+	int rc = fsp_store_each_hist_key(st, hdr->id, add_row, &ld);
+	free(ld.h);
+	*rowsp = ld.rows;
+	*np = ld.n;
+	if (rc < 0 || ld.failed) {
+		db_error(st);
+		return -1;
+	}
+	return 0;
 }
 
 static double mb_per_s(const struct op_row *r)
@@ -320,7 +221,7 @@ static const char *or_dash(const char *s)
 	return s && *s ? s : "-";
 }
 
-static void print_table(const struct run_hdr *h, const struct op_row *rows,
+static void print_table(const struct fsp_run_row *h, const struct op_row *rows,
 			size_t n, const struct view *vw, FILE *out)
 {
 	double secs = run_secs(h);
@@ -409,7 +310,7 @@ static void print_table(const struct run_hdr *h, const struct op_row *rows,
 		vw->show_steps ? "step" : "run");
 }
 
-static void print_csv(const struct run_hdr *h, const struct op_row *rows, size_t n,
+static void print_csv(const struct fsp_run_row *h, const struct op_row *rows, size_t n,
 		      const struct view *vw, FILE *out)
 {
 	fprintf(out, "run,step,op,layer,count,bytes,mb_per_s,errors,mean_us");
@@ -465,7 +366,7 @@ static void json_num(FILE *out, double v)
 
 static void json_attr_value(FILE *out, const char *v);
 
-static void print_json(const struct run_hdr *h, const struct op_row *rows, size_t n,
+static void print_json(const struct fsp_run_row *h, const struct op_row *rows, size_t n,
 		       const struct view *vw, FILE *out)
 {
 	fprintf(out, "{\n  \"run\": {\"id\": %" PRId64 ", \"kind\": ", h->id);
@@ -549,43 +450,6 @@ const char *fsp_stats_emu_kind_name(int k)
 	return k >= 0 && k < NKINDS ? dev_kinds[k].name : "?";
 }
 
-/* count and bytes of op over all steps of a run (0, 0 if absent). */
-static int op_totals(sqlite3 *db, int64_t run, int op, uint64_t *count, uint64_t *bytes)
-{
-	sqlite3_stmt *s;
-	*count = *bytes = 0;
-	if (sqlite3_prepare_v2(db,
-		"SELECT coalesce(sum(count), 0), coalesce(sum(bytes), 0) FROM hist"
-		" WHERE run=? AND op=? AND layer=?", -1, &s, NULL) != SQLITE_OK)
-		return -1;
-	sqlite3_bind_int64(s, 1, run);
-	sqlite3_bind_int(s, 2, op);
-	sqlite3_bind_int(s, 3, FSP_LAYER_TOTAL);
-	int rc = sqlite3_step(s);
-	if (rc == SQLITE_ROW) {
-		*count = (uint64_t)sqlite3_column_int64(s, 0);
-		*bytes = (uint64_t)sqlite3_column_int64(s, 1);
-	}
-	sqlite3_finalize(s);
-	return rc == SQLITE_ROW ? 0 : -1;
-}
-
-/* A run attribute as text (malloc'd), NULL if absent. */
-static char *attr_text(sqlite3 *db, int64_t run, const char *key)
-{
-	sqlite3_stmt *s;
-	char *v = NULL;
-	if (sqlite3_prepare_v2(db, "SELECT value FROM run_attrs WHERE run=? AND key=?",
-			       -1, &s, NULL) != SQLITE_OK)
-		return NULL;
-	sqlite3_bind_int64(s, 1, run);
-	sqlite3_bind_text(s, 2, key, -1, SQLITE_STATIC);
-	if (sqlite3_step(s) == SQLITE_ROW)
-		v = col_text(s, 0);
-	sqlite3_finalize(s);
-	return v;
-}
-
 /* Is s a whole unsigned decimal number? */
 static int parse_u64(const char *s, uint64_t *v)
 {
@@ -601,53 +465,40 @@ static int parse_u64(const char *s, uint64_t *v)
 }
 
 /* 1 and *v if the attribute is present and a number, else 0. */
-static int attr_u64(sqlite3 *db, int64_t run, const char *key, uint64_t *v)
+static int attr_u64(struct fsp_store *st, int64_t run, const char *key, uint64_t *v)
 {
-	char *t = attr_text(db, run, key);
+	char *t = fsp_store_attr(st, run, key);
 	int ok = parse_u64(t, v);
 	free(t);
 	return ok;
 }
 
-/* Does the run come from a mount with the emulation on? */
-static int is_emulated(sqlite3 *db, int64_t run)
-{
-	char sql[320];
-	snprintf(sql, sizeof(sql),
-		 "SELECT (SELECT count(*) FROM hist WHERE run=?1 AND op>=%d AND op<=%d)"
-		 " + (SELECT count(*) FROM emu_files WHERE run=?1)"
-		 " + (SELECT count(*) FROM run_attrs WHERE run=?1 AND key LIKE 'emu.%%')",
-		 FSP_OP_DEV_READ, FSP_OP_DEV_FLUSH);
-	return count_query(db, sql, run) > 0;
-}
-
-int fsp_stats_emu_acct(sqlite3 *db, int64_t run, struct fsp_emu_acct *a)
+int fsp_stats_emu_acct(struct fsp_store *st, int64_t run, struct fsp_emu_acct *a)
 {
 	uint64_t c, b;
 	memset(a, 0, sizeof(*a));
-	if (op_totals(db, run, FSP_OP_WRITE, &c, &b) < 0)
+	if (fsp_store_op_totals(st, run, FSP_OP_WRITE, &c, &b) < 0)
 		return -1;
 	a->user_write_bytes = b;
-	if (op_totals(db, run, FSP_OP_COPY_FILE_RANGE, &c, &b) < 0)
+	if (fsp_store_op_totals(st, run, FSP_OP_COPY_FILE_RANGE, &c, &b) < 0)
 		return -1;
 	a->user_write_bytes += b;
 	for (int k = 0; k < NKINDS; k++) {
-		if (op_totals(db, run, dev_kinds[k].op, &a->writes[k], &a->bytes[k]) < 0)
+		if (fsp_store_op_totals(st, run, dev_kinds[k].op, &a->writes[k],
+					&a->bytes[k]) < 0)
 			return -1;
 		a->write_count += a->writes[k];
 		a->write_bytes += a->bytes[k];
 	}
-	if (op_totals(db, run, FSP_OP_DEV_READ, &a->reads, &a->read_bytes) < 0 ||
-	    op_totals(db, run, FSP_OP_DEV_FLUSH, &a->flushes, &b) < 0 ||
-	    op_totals(db, run, FSP_OP_FSYNC, &a->fsyncs, &b) < 0)
+	if (fsp_store_op_totals(st, run, FSP_OP_DEV_READ, &a->reads, &a->read_bytes) < 0 ||
+	    fsp_store_op_totals(st, run, FSP_OP_DEV_FLUSH, &a->flushes, &b) < 0 ||
+	    fsp_store_op_totals(st, run, FSP_OP_FSYNC, &a->fsyncs, &b) < 0)
 		return -1;
-	a->have_ios = attr_u64(db, run, "dev.ios", &a->ios);
-	a->have_seq = attr_u64(db, run, "dev.seq_ios", &a->seq_ios);
-	a->have_streams = attr_u64(db, run, "dev.streams_x1000", &a->streams_x1000);
-	a->have_fua = attr_u64(db, run, "dev.fua_writes", &a->fua_writes);
-	a->files = (uint64_t)count_query(db, "SELECT count(*) FROM emu_files WHERE run=?", run);
-	a->extents = (uint64_t)count_query(db,
-		"SELECT coalesce(sum(extents), 0) FROM emu_files WHERE run=?", run);
+	a->have_ios = attr_u64(st, run, "dev.ios", &a->ios);
+	a->have_seq = attr_u64(st, run, "dev.seq_ios", &a->seq_ios);
+	a->have_streams = attr_u64(st, run, "dev.streams_x1000", &a->streams_x1000);
+	a->have_fua = attr_u64(st, run, "dev.fua_writes", &a->fua_writes);
+	fsp_store_emu_file_totals(st, run, &a->files, &a->extents);
 	return 0;
 }
 
@@ -675,8 +526,29 @@ static void fmt_ratio(char *buf, size_t len, double v)
 		snprintf(buf, len, "%.3f", v);
 }
 
+/* The emu.* attributes print_store_attrs has not said in its sentences. */
+struct other_attrs {
+	FILE *out;
+	const char *const *known;
+	int nknown;
+	int first;
+};
+
+static int print_other_attr(void *arg, const char *k, const char *val)
+{
+	struct other_attrs *o = arg;
+	int is_known = 0;
+	for (int i = 0; i < o->nknown && !is_known; i++)
+		is_known = k && !strcmp(k, o->known[i]);
+	if (is_known || !k)
+		return 0;
+	fprintf(o->out, "%s %s=%s", o->first ? "  also:" : "", k, val ? val : "");
+	o->first = 0;
+	return 0;
+}
+
 /* The store's state at mount (emu.* attributes), as sentences. */
-static void print_store_attrs(sqlite3 *db, int64_t run, FILE *out)
+static void print_store_attrs(struct fsp_store *st, int64_t run, FILE *out)
 {
 	static const char *const known[] = {
 		"emu.store", "emu.cow", "emu.journal", "emu.alloc", "emu.formatted",
@@ -687,7 +559,7 @@ static void print_store_attrs(sqlite3 *db, int64_t run, FILE *out)
 	       R_DISC, DAMAGED, BITMAP, NKNOWN };
 	char *v[NKNOWN];
 	for (int i = 0; i < NKNOWN; i++)
-		v[i] = attr_text(db, run, known[i]);
+		v[i] = fsp_store_attr(st, run, known[i]);
 
 	if (v[STORE] || v[COW] || v[JOURNAL] || v[ALLOC])
 		fprintf(out, "  store %s  cow %s  journal %s  alloc %s\n", or_dash(v[STORE]),
@@ -713,94 +585,59 @@ static void print_store_attrs(sqlite3 *db, int64_t run, FILE *out)
 		free(v[i]);
 
 	/* any other emu.* attribute, so that nothing the mount said is hidden */
-	sqlite3_stmt *s;
-	if (sqlite3_prepare_v2(db, "SELECT key, value FROM run_attrs WHERE run=?"
-			       " AND key LIKE 'emu.%' ORDER BY key", -1, &s, NULL) != SQLITE_OK)
-		return;
-	sqlite3_bind_int64(s, 1, run);
-	int first = 1;
-	while (sqlite3_step(s) == SQLITE_ROW) {
-		const char *k = (const char *)sqlite3_column_text(s, 0);
-		int is_known = 0;
-		for (int i = 0; i < NKNOWN && !is_known; i++)
-			is_known = k && !strcmp(k, known[i]);
-		if (is_known || !k)
-			continue;
-		const char *val = (const char *)sqlite3_column_text(s, 1);
-		fprintf(out, "%s %s=%s", first ? "  also:" : "", k, val ? val : "");
-		first = 0;
-	}
-	if (!first)
+	struct other_attrs o = { .out = out, .known = known, .nknown = NKNOWN, .first = 1 };
+	fsp_store_each_attr(st, run, FSP_ATTRS_EMU, print_other_attr, &o);
+	if (!o.first)
 		fputc('\n', out);
-	sqlite3_finalize(s);
 }
-
-/* Files and their extents: one statement shared by table and JSON. */
-static sqlite3_stmt *files_query(sqlite3 *db, int64_t run)
-{
-	sqlite3_stmt *s;
-	if (sqlite3_prepare_v2(db,
-		"SELECT obj, path, size, allocated, extents FROM emu_files WHERE run=?"
-		" ORDER BY coalesce(path, '') = '', path, obj", -1, &s, NULL) != SQLITE_OK)
-		return NULL;
-	sqlite3_bind_int64(s, 1, run);
-	return s;
-}
-
-static sqlite3_stmt *extents_query(sqlite3 *db, int64_t run)
-{
-	sqlite3_stmt *s;
-	if (sqlite3_prepare_v2(db,
-		"SELECT e.obj, f.path, e.logical, e.physical, e.length, f.size, f.extents"
-		" FROM emu_extents e LEFT JOIN emu_files f ON f.run = e.run AND f.obj = e.obj"
-		" WHERE e.run=? ORDER BY coalesce(f.path, '') = '', f.path, e.obj, e.logical",
-		-1, &s, NULL) != SQLITE_OK)
-		return NULL;
-	sqlite3_bind_int64(s, 1, run);
-	return s;
-}
-
-#define U64(s, i) ((uint64_t)sqlite3_column_int64((s), (i)))
 
 /* A file's path for the table: NULL and "" (no path known) say so. */
-static const char *path_or_none(sqlite3_stmt *s, int i)
+static const char *path_or_none(const char *p)
 {
-	const char *p = (const char *)sqlite3_column_text(s, i);
 	return p && *p ? p : "(no path)";
 }
 
-/* FIEMAP-style listing per file, in bytes, laid out like `filefrag -v`. */
-static int print_extents_table(sqlite3 *db, int64_t run, FILE *out)
+/* The extent listing under way: the object whose extents are being listed. */
+struct extent_list {
+	FILE *out;
+	int any;
+	int64_t cur;
+	unsigned ext;
+};
+
+static int print_extent_row(void *arg, const struct fsp_emu_file *f,
+			    const struct fsp_emu_extent *e)
 {
-	sqlite3_stmt *s = extents_query(db, run);
-	if (!s)
-		return -1;
+	struct extent_list *x = arg;
+	FILE *out = x->out;
+	int64_t obj = (int64_t)f->obj;
+	if (!x->any || obj != x->cur) {
+		fprintf(out, "%s%s (obj %" PRIu64 "): size %" PRIu64 ", %" PRIu64
+			" extents\n", x->any ? "\n" : "", path_or_none(f->path), (uint64_t)obj,
+			f->size, (uint64_t)f->nextents);
+		fprintf(out, " %4s: %25s: %25s: %12s:\n", "ext", "logical_offset",
+			"physical_offset", "length");
+		x->cur = obj;
+		x->ext = 0;
+		x->any = 1;
+	}
+	uint64_t lo = e->logical, ph = e->physical, len = e->length;
+	uint64_t last = len ? len - 1 : 0;
+	fprintf(out, " %4u: %12" PRIu64 "..%11" PRIu64 ": %12" PRIu64 "..%11" PRIu64
+		": %12" PRIu64 ":\n", x->ext++, lo, lo + last, ph, ph + last, len);
+	return 0;
+}
+
+/* FIEMAP-style listing per file, in bytes, laid out like `filefrag -v`. */
+static int print_extents_table(struct fsp_store *st, int64_t run, FILE *out)
+{
+	struct extent_list x = { .out = out, .cur = -1 };
 	fprintf(out, "\nExtents (FIEMAP style: byte offsets, physically contiguous runs joined;"
 		" physical = offset on the store)\n");
-	int rc, any = 0;
-	int64_t cur = -1;
-	unsigned ext = 0;
-	while ((rc = sqlite3_step(s)) == SQLITE_ROW) {
-		int64_t obj = sqlite3_column_int64(s, 0);
-		if (!any || obj != cur) {
-			fprintf(out, "%s%s (obj %" PRIu64 "): size %" PRIu64 ", %" PRIu64
-				" extents\n", any ? "\n" : "", path_or_none(s, 1), (uint64_t)obj,
-				U64(s, 5), U64(s, 6));
-			fprintf(out, " %4s: %25s: %25s: %12s:\n", "ext", "logical_offset",
-				"physical_offset", "length");
-			cur = obj;
-			ext = 0;
-			any = 1;
-		}
-		uint64_t lo = U64(s, 2), ph = U64(s, 3), len = U64(s, 4);
-		uint64_t last = len ? len - 1 : 0;
-		fprintf(out, " %4u: %12" PRIu64 "..%11" PRIu64 ": %12" PRIu64 "..%11" PRIu64
-			": %12" PRIu64 ":\n", ext++, lo, lo + last, ph, ph + last, len);
-	}
-	sqlite3_finalize(s);
-	if (!any && rc == SQLITE_DONE)
+	int rc = fsp_store_each_emu_extent(st, run, print_extent_row, &x);
+	if (!x.any && rc == 0)
 		fprintf(out, "no extents recorded for this run\n");
-	return rc == SQLITE_DONE ? 0 : -1;
+	return rc;
 }
 
 void fsp_stats_print_fua(FILE *out, const struct fsp_emu_acct *a)
@@ -810,12 +647,30 @@ void fsp_stats_print_fua(FILE *out, const struct fsp_emu_acct *a)
 			"counted in the flushes above)\n", a->fua_writes);
 }
 
-static int print_emulation_table(sqlite3 *db, int64_t run, const struct fsp_emu_acct *a,
-				 unsigned flags, FILE *out)
+/* One row of the files table, after its heading. */
+struct file_list {
+	FILE *out;
+	int any;
+};
+
+static int print_file_row(void *arg, const struct fsp_emu_file *f)
+{
+	struct file_list *l = arg;
+	if (!l->any)
+		fprintf(l->out, "  %12s %14s %14s %8s  %s\n", "obj", "size", "allocated",
+			"extents", "path");
+	l->any = 1;
+	fprintf(l->out, "  %12" PRIu64 " %14" PRIu64 " %14" PRIu64 " %8" PRIu64 "  %s\n",
+		f->obj, f->size, f->allocated, (uint64_t)f->nextents, path_or_none(f->path));
+	return 0;
+}
+
+static int print_emulation_table(struct fsp_store *st, int64_t run,
+				 const struct fsp_emu_acct *a, unsigned flags, FILE *out)
 {
 	char b[32], r[32];
 	fprintf(out, "\nEmulation (device-level accounting of the copy-on-write / journaling store)\n");
-	print_store_attrs(db, run, out);
+	print_store_attrs(st, run, out);
 	fmt_bytes(b, sizeof(b), a->user_write_bytes);
 	fprintf(out, "  user bytes written (write + copy_file_range): %" PRIu64 " (%s)\n",
 		a->user_write_bytes, b);
@@ -849,28 +704,15 @@ static int print_emulation_table(sqlite3 *db, int64_t run, const struct fsp_emu_
 		fprintf(out, "  device IOs: not recorded (no dev.* attributes: the mount did not end cleanly?)\n");
 	}
 
-	sqlite3_stmt *s = files_query(db, run);
-	if (!s)
-		return -1;
 	fprintf(out, "  files %" PRIu64 ", extents %" PRIu64, a->files, a->extents);
 	if (a->files)
 		fprintf(out, " (%.2f per file)", (double)a->extents / (double)a->files);
 	fputc('\n', out);
-	int rc;
-	int any = 0;
-	while ((rc = sqlite3_step(s)) == SQLITE_ROW) {
-		if (!any)
-			fprintf(out, "  %12s %14s %14s %8s  %s\n", "obj", "size", "allocated",
-				"extents", "path");
-		any = 1;
-		fprintf(out, "  %12" PRIu64 " %14" PRIu64 " %14" PRIu64 " %8" PRIu64 "  %s\n",
-			U64(s, 0), U64(s, 2), U64(s, 3), U64(s, 4), path_or_none(s, 1));
-	}
-	sqlite3_finalize(s);
-	if (rc != SQLITE_DONE)
+	struct file_list l = { .out = out };
+	if (fsp_store_each_emu_file(st, run, print_file_row, &l) < 0)
 		return -1;
 	if (flags & FSP_STATS_EXTENTS)
-		return print_extents_table(db, run, out);
+		return print_extents_table(st, run, out);
 	return 0;
 }
 
@@ -884,30 +726,61 @@ static void json_attr_value(FILE *out, const char *v)
 		json_str(out, v);
 }
 
-/* A JSON array of {"obj", "path", cols[0..2]} objects, one per row of s
- * (columns obj, path, then three integers); finalizes s. */
-static int json_obj_rows(FILE *out, sqlite3_stmt *s, const char *const cols[3])
+/* A JSON array of {"obj", "path", cols[0..2]} objects, one per file or extent. */
+struct json_rows {
+	FILE *out;
+	const char *const *cols;
+	int first;
+};
+
+static void json_obj_row(struct json_rows *j, uint64_t obj, const char *path,
+			 const uint64_t v[3])
 {
-	int rc, first = 1;
-	if (!s)
-		return -1;
-	fputc('[', out);
-	while ((rc = sqlite3_step(s)) == SQLITE_ROW) {
-		fprintf(out, "%s\n      {\"obj\": %" PRIu64 ", \"path\": ", first ? "" : ",",
-			U64(s, 0));
-		first = 0;
-		json_str(out, (const char *)sqlite3_column_text(s, 1));
-		for (int c = 0; c < 3; c++)
-			fprintf(out, ", \"%s\": %" PRIu64, cols[c], U64(s, 2 + c));
-		fputc('}', out);
-	}
-	sqlite3_finalize(s);
-	fputs(first ? "]" : "\n    ]", out);
-	return rc == SQLITE_DONE ? 0 : -1;
+	fprintf(j->out, "%s\n      {\"obj\": %" PRIu64 ", \"path\": ", j->first ? "" : ",",
+		obj);
+	j->first = 0;
+	json_str(j->out, path);
+	for (int c = 0; c < 3; c++)
+		fprintf(j->out, ", \"%s\": %" PRIu64, j->cols[c], v[c]);
+	fputc('}', j->out);
 }
 
-static int print_emulation_json(sqlite3 *db, int64_t run, const struct fsp_emu_acct *a,
-				unsigned flags, FILE *out)
+static int json_file_row(void *arg, const struct fsp_emu_file *f)
+{
+	const uint64_t v[3] = { f->size, f->allocated, f->nextents };
+	json_obj_row(arg, f->obj, f->path, v);
+	return 0;
+}
+
+static int json_extent_row(void *arg, const struct fsp_emu_file *f,
+			   const struct fsp_emu_extent *e)
+{
+	const uint64_t v[3] = { e->logical, e->physical, e->length };
+	json_obj_row(arg, f->obj, f->path, v);
+	return 0;
+}
+
+/* ends the array a walk filled; the walk's result */
+static int json_rows_end(struct json_rows *j, int rc)
+{
+	fputs(j->first ? "]" : "\n    ]", j->out);
+	return rc;
+}
+
+/* One "key": value of the JSON attributes object. */
+static int json_attr(void *arg, const char *key, const char *value)
+{
+	struct json_rows *j = arg;
+	fputs(j->first ? "" : ", ", j->out);
+	j->first = 0;
+	json_str(j->out, key);
+	fputs(": ", j->out);
+	json_attr_value(j->out, value);
+	return 0;
+}
+
+static int print_emulation_json(struct fsp_store *st, int64_t run,
+				const struct fsp_emu_acct *a, unsigned flags, FILE *out)
 {
 	fprintf(out, ",\n  \"emulation\": {\"user_write_bytes\": %" PRIu64 ",\n"
 		"    \"write_amplification\": {", a->user_write_bytes);
@@ -943,32 +816,23 @@ static int print_emulation_json(sqlite3 *db, int64_t run, const struct fsp_emu_a
 	json_num(out, streams(a));
 	fputs("},\n    \"attributes\": {", out);
 
-	sqlite3_stmt *s;
-	int rc, first = 1;
-	if (sqlite3_prepare_v2(db, "SELECT key, value FROM run_attrs WHERE run=? AND"
-			       " (key LIKE 'emu.%' OR key LIKE 'dev.%') ORDER BY key",
-			       -1, &s, NULL) != SQLITE_OK)
-		return -1;
-	sqlite3_bind_int64(s, 1, run);
-	while ((rc = sqlite3_step(s)) == SQLITE_ROW) {
-		fputs(first ? "" : ", ", out);
-		first = 0;
-		json_str(out, (const char *)sqlite3_column_text(s, 0));
-		fputs(": ", out);
-		json_attr_value(out, (const char *)sqlite3_column_text(s, 1));
-	}
-	sqlite3_finalize(s);
-	if (rc != SQLITE_DONE)
+	struct json_rows attrs = { .out = out, .first = 1 };
+	if (fsp_store_each_attr(st, run, FSP_ATTRS_EMU | FSP_ATTRS_DEV, json_attr, &attrs) < 0)
 		return -1;
 
 	static const char *const file_cols[3] = { "size", "allocated", "extents" };
 	static const char *const extent_cols[3] = { "logical", "physical", "length" };
 	fputs("},\n    \"files\": ", out);
-	if (json_obj_rows(out, files_query(db, run), file_cols) < 0)
+	struct json_rows files = { .out = out, .cols = file_cols, .first = 1 };
+	fputc('[', out);
+	if (json_rows_end(&files, fsp_store_each_emu_file(st, run, json_file_row, &files)) < 0)
 		return -1;
 	if (flags & FSP_STATS_EXTENTS) {
 		fputs(",\n    \"extents\": ", out);
-		if (json_obj_rows(out, extents_query(db, run), extent_cols) < 0)
+		struct json_rows ext = { .out = out, .cols = extent_cols, .first = 1 };
+		fputc('[', out);
+		if (json_rows_end(&ext, fsp_store_each_emu_extent(st, run, json_extent_row,
+								   &ext)) < 0)
 			return -1;
 	}
 	fputs("}", out);
@@ -980,10 +844,10 @@ static int valid_format(const char *f)
 	return !strcmp(f, "table") || !strcmp(f, "csv") || !strcmp(f, "json");
 }
 
-int fsp_stats_print(sqlite3 *db, int64_t run, const char *format, unsigned flags,
+int fsp_stats_print(struct fsp_store *st, int64_t run, const char *format, unsigned flags,
 		    FILE *out)
 {
-	struct run_hdr hdr;
+	struct fsp_run_row hdr;
 	struct op_row *rows = NULL;
 	size_t n = 0;
 	int rc;
@@ -995,34 +859,30 @@ int fsp_stats_print(sqlite3 *db, int64_t run, const char *format, unsigned flags
 			format);
 		return -1;
 	}
-	rc = load_hdr(db, run, &hdr);
+	rc = load_hdr(st, run, &hdr);
 	if (rc == 0)
 		fprintf(stderr, "fsprism stats: no run %" PRId64 " in %s\n", run,
-			sqlite3_db_filename(db, "main"));
+			fsp_store_filename(st));
 	if (rc <= 0) {
-		hdr_free(&hdr);
+		fsp_run_row_free(&hdr);
 		return -1;
 	}
 	rc = -1;
-	if (load_rows(db, &hdr, &rows, &n) == 0) {
+	if (load_rows(st, &hdr, &rows, &n) == 0) {
 		struct view vw = { .flags = flags, .op_width = 15 };
 		struct fsp_emu_acct acct;
-		char sql[160];
-		vw.show_steps =
-			count_query(db, "SELECT count(DISTINCT step) FROM hist WHERE run=?", run) > 1 ||
-			count_query(db, "SELECT count(*) FROM steps WHERE run=?", run) > 0;
-		vw.emulation = is_emulated(db, run);
+		vw.show_steps = fsp_store_count_hist_steps(st, run) > 1 ||
+			fsp_store_count_steps(st, run) > 0;
+		vw.emulation = fsp_store_is_emulated(st, run) > 0;
 		/* runs without the emulation store all-zero emu histograms: not shown */
-		snprintf(sql, sizeof(sql), "SELECT count(*) FROM hist WHERE run=? AND layer=%d"
-			 " AND max_ns > 0", FSP_LAYER_EMU);
-		vw.show_emu = vw.emulation || count_query(db, sql, run) > 0;
+		vw.show_emu = vw.emulation || fsp_store_emu_layer_used(st, run) > 0;
 		for (size_t i = 0; i < n; i++) {
 			int len = (int)strlen(fsp_op_name(rows[i].op));
 			if (len > vw.op_width)
 				vw.op_width = len;
 		}
-		if (vw.emulation && fsp_stats_emu_acct(db, run, &acct) < 0) {
-			db_error(db);
+		if (vw.emulation && fsp_stats_emu_acct(st, run, &acct) < 0) {
+			db_error(st);
 			goto out;
 		}
 		int erc = 0;
@@ -1031,18 +891,18 @@ int fsp_stats_print(sqlite3 *db, int64_t run, const char *format, unsigned flags
 		} else if (!strcmp(format, "json")) {
 			print_json(&hdr, rows, n, &vw, out);
 			if (vw.emulation)
-				erc = print_emulation_json(db, run, &acct, flags, out);
+				erc = print_emulation_json(st, run, &acct, flags, out);
 			fputs("\n}\n", out);
 		} else {
 			print_table(&hdr, rows, n, &vw, out);
 			if (vw.emulation)
-				erc = print_emulation_table(db, run, &acct, flags, out);
+				erc = print_emulation_table(st, run, &acct, flags, out);
 			else if (flags & FSP_STATS_EXTENTS)
 				fprintf(out, "\nno emulated files in this run (mount without"
 					" --cow/--journal/--store)\n");
 		}
 		if (erc < 0)
-			db_error(db);
+			db_error(st);
 		else
 			rc = 0;
 	}
@@ -1050,7 +910,7 @@ out:
 	for (size_t i = 0; i < n; i++)
 		free(rows[i].step_label);
 	free(rows);
-	hdr_free(&hdr);
+	fsp_run_row_free(&hdr);
 	return rc;
 }
 
@@ -1138,25 +998,24 @@ int cmd_stats(int argc, char **argv)
 		fprintf(stderr, "fsprism stats: --run needs a positive run id, not '%s'\n", run_arg);
 		return 2;
 	}
-	sqlite3 *db = fsp_store_open_existing(path, err, sizeof(err));
-	if (!db) {
+	struct fsp_store *st = fsp_store_open_readonly(path, err, sizeof(err));
+	if (!st) {
 		fprintf(stderr, "fsprism stats: %s\n", err);
 		return 1;
 	}
 	if (!run_arg) {
-		run = fsp_stats_latest_run(db);
+		run = fsp_store_latest_run(st);
 		if (run <= 0) {
 			if (run == 0)
 				fprintf(stderr, "fsprism stats: no runs in %s\n", path);
 			else
-				fprintf(stderr, "fsprism stats: database error: %s\n",
-					sqlite3_errmsg(db));
-			sqlite3_close(db);
+				db_error(st);
+			fsp_store_close(st);
 			return 1;
 		}
 	}
-	int rc = fsp_stats_print(db, run, format, flags, stdout);
-	sqlite3_close(db);
+	int rc = fsp_stats_print(st, run, format, flags, stdout);
+	fsp_store_close(st);
 	if (rc == 0 && fflush(stdout) != 0) {
 		fprintf(stderr, "fsprism stats: cannot write output: %s\n", strerror(errno));
 		return 1;

@@ -10,10 +10,8 @@
 
 #include <stdint.h>
 #include <stdio.h>
-#include <sqlite3.h>
 
-/* The newest run in db (highest id), 0 if there is none, -1 on error. */
-int64_t fsp_stats_latest_run(sqlite3 *db);
+struct fsp_store;
 
 /* fsp_stats_print flags */
 #define FSP_STATS_EXTENTS 1u /* list every emulated file's extents (table, json) */
@@ -26,8 +24,8 @@ int64_t fsp_stats_latest_run(sqlite3 *db);
  * layer and dev_* ops only). Returns 0, or -1 with a one-line reason on
  * stderr (unknown run, unknown format, database error).
  */
-int fsp_stats_print(sqlite3 *db, int64_t run, const char *format, unsigned flags,
-		    FILE *out);
+int fsp_stats_print(struct fsp_store *st, int64_t run, const char *format,
+		    unsigned flags, FILE *out);
 
 /*
  * The emulation's device-level accounting of one run: what the Emulation
@@ -55,13 +53,13 @@ const char *fsp_stats_emu_kind_name(int k);
 void fsp_stats_print_fua(FILE *out, const struct fsp_emu_acct *a);
 
 /* Fill *a from run's histograms, dev.* attributes and emu_files. 0 or -1. */
-int fsp_stats_emu_acct(sqlite3 *db, int64_t run, struct fsp_emu_acct *a);
+int fsp_stats_emu_acct(struct fsp_store *st, int64_t run, struct fsp_emu_acct *a);
 
 /*
  * Quantile q (0..1) of (step, op, layer) of a run, in microseconds.
  * Returns 0 and sets *us, 1 if that histogram does not exist, -1 on error.
  */
-int fsp_stats_quantile_us(sqlite3 *db, int64_t run, int step, int op,
+int fsp_stats_quantile_us(struct fsp_store *st, int64_t run, int step, int op,
 			  int layer, double q, double *us);
 
 #endif

@@ -47,6 +47,7 @@
 #include <sqlite3.h>
 #include <zlib.h>
 #include "src/base/clock.h"
+#include "src/db/handle.h"
 #include "src/db/oplog.h"
 #include "src/db/store.h"
 
@@ -766,7 +767,7 @@ static uint32_t head_crc(const struct spill_head *h)
  */
 static int spill_open(struct fsp_oplog *log)
 {
-	const char *db = sqlite3_db_filename(fsp_store_db(log->store), "main");
+	const char *db = fsp_store_filename(log->store);
 	int fd;
 	if (db && *db) {
 		size_t n = strlen(db) + sizeof(SPILL_SUFFIX) + 24;
@@ -819,7 +820,7 @@ static int spill_open(struct fsp_oplog *log)
 	h.run = log->run;
 	h.created_wall_ns = fsp_wall_ns();
 	sqlite3_stmt *s;
-	if (sqlite3_prepare_v2(fsp_store_db(log->store),
+	if (sqlite3_prepare_v2(log->store->db,
 			       "SELECT started_ns FROM runs WHERE id=?", -1, &s, NULL) == SQLITE_OK) {
 		sqlite3_bind_int64(s, 1, log->run);
 		if (sqlite3_step(s) == SQLITE_ROW)
@@ -1224,7 +1225,7 @@ static int recover_spill(struct fsp_store *st, const char *path, int fd)
 {
 	char ckpt[PATH_MAX + NAME_MAX + 8];
 	snprintf(ckpt, sizeof(ckpt), "%s-hist", path);
-	sqlite3 *db = fsp_store_db(st);
+	sqlite3 *db = st->db;
 	struct stat sb;
 	struct spill_head h;
 	if (fstat(fd, &sb) < 0 || (uint64_t)sb.st_size < sizeof(h))
@@ -1403,7 +1404,7 @@ static int recover_one(const char *path, void *arg)
 
 int fsp_oplog_recover(struct fsp_store *st)
 {
-	const char *db = sqlite3_db_filename(fsp_store_db(st), "main");
+	const char *db = fsp_store_filename(st);
 	if (!db || !*db)
 		return 0;
 	struct recover_ctx rc = { st, 0, 0 };

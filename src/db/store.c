@@ -19,22 +19,13 @@
 #include <time.h>
 #include <unistd.h>
 #include "src/base/clock.h"
+#include "src/db/handle.h"
 #include "src/db/schema.h"
 #include "src/sys/mountinfo.h"
 #include "src/db/store.h"
 
 #define INSERT_ROWS 64  /* rows per multi-row INSERT (15 columns: 960 params) */
 #define OPS_COLUMNS 15
-
-struct fsp_store {
-	sqlite3 *db;
-	char *path;
-	sqlite3_stmt *ins_many; /* INSERT_ROWS rows */
-	sqlite3_stmt *ins_one;
-	sqlite3_stmt *hist_ins;
-	sqlite3_stmt *hist_del_bins;
-	sqlite3_stmt *bin_ins;
-};
 
 /* SQLite's limit on parameters per statement is 32766 since 3.32 and 999
  * before: the multi-row insert must fit the older limit. */
@@ -280,7 +271,7 @@ fail_quiet:
 	return NULL;
 }
 
-sqlite3 *fsp_store_open_existing(const char *path, char *err, size_t errlen)
+struct fsp_store *fsp_store_open_readonly(const char *path, char *err, size_t errlen)
 {
 	struct stat sb;
 	sqlite3 *db = NULL;
@@ -335,7 +326,15 @@ sqlite3 *fsp_store_open_existing(const char *path, char *err, size_t errlen)
 		sqlite3_close(db);
 		return NULL;
 	}
-	return db;
+	struct fsp_store *st = calloc(1, sizeof(*st));
+	if (!st || !(st->path = strdup(path))) {
+		free(st);
+		set_err(err, errlen, "cannot open database %s: out of memory", path);
+		sqlite3_close(db);
+		return NULL;
+	}
+	st->db = db;
+	return st;
 }
 
 void fsp_store_close(struct fsp_store *st)
@@ -347,14 +346,22 @@ void fsp_store_close(struct fsp_store *st)
 	sqlite3_finalize(st->hist_ins);
 	sqlite3_finalize(st->hist_del_bins);
 	sqlite3_finalize(st->bin_ins);
+	sqlite3_finalize(st->step_ins);
+	sqlite3_finalize(st->timeline_ins);
+	sqlite3_finalize(st->segment_ins);
 	sqlite3_close(st->db);
 	free(st->path);
 	free(st);
 }
 
-sqlite3 *fsp_store_db(struct fsp_store *st)
+const char *fsp_store_filename(struct fsp_store *st)
 {
-	return st->db;
+	return sqlite3_db_filename(st->db, "main");
+}
+
+const char *fsp_store_errmsg(struct fsp_store *st)
+{
+	return sqlite3_errmsg(st->db);
 }
 
 /* ISO 8601 UTC with milliseconds, e.g. 2026-11-30T08:41:07.123Z */
@@ -548,6 +555,38 @@ int fsp_store_set_attr(struct fsp_store *st, int64_t run, const char *key,
 	return 0;
 }
 
+int fsp_store_adopt_run(struct fsp_store *st, int64_t run, int64_t parent,
+			const char *label)
+{
+	sqlite3_stmt *s;
+	if (sqlite3_prepare_v2(st->db, "UPDATE runs SET parent=?, label=? WHERE id=?",
+			       -1, &s, NULL) != SQLITE_OK)
+		return -1;
+	sqlite3_bind_int64(s, 1, parent);
+	sqlite3_bind_text(s, 2, label, -1, SQLITE_STATIC);
+	sqlite3_bind_int64(s, 3, run);
+	int rc = sqlite3_step(s) == SQLITE_DONE ? 0 : -1;
+	sqlite3_finalize(s);
+	return rc;
+}
+
+int fsp_store_forget_run(struct fsp_store *st, int64_t run)
+{
+	static const char *const tables[] = { "ops", "hist", "hist_bins", "run_attrs" };
+	char sql[128];
+	int rc = 0;
+	for (size_t i = 0; i < sizeof(tables) / sizeof(tables[0]); i++) {
+		snprintf(sql, sizeof(sql), "DELETE FROM %s WHERE %s=%lld", tables[i],
+			 "run", (long long)run);
+		if (exec_sql(st->db, sql) != SQLITE_OK)
+			rc = -1;
+	}
+	snprintf(sql, sizeof(sql), "DELETE FROM runs WHERE id=%lld", (long long)run);
+	if (exec_sql(st->db, sql) != SQLITE_OK)
+		rc = -1;
+	return rc;
+}
+
 int fsp_store_tx_begin(struct fsp_store *st)
 {
 	if (exec_sql(st->db, "BEGIN IMMEDIATE") != SQLITE_OK) {
@@ -717,10 +756,11 @@ int fsp_store_save_hist(struct fsp_store *st, int64_t run, int step, int op,
 	return 0;
 }
 
-int fsp_store_load_hist_db(sqlite3 *db, int64_t run, int step, int op,
-			   int layer, struct fsp_hist *h, uint64_t *bytes,
-			   uint64_t *errors)
+int fsp_store_load_hist(struct fsp_store *st, int64_t run, int step, int op,
+			int layer, struct fsp_hist *h, uint64_t *bytes,
+			uint64_t *errors)
 {
+	sqlite3 *db = st->db;
 	sqlite3_stmt *s;
 	int found = 0;
 
@@ -761,13 +801,6 @@ int fsp_store_load_hist_db(sqlite3 *db, int64_t run, int step, int op,
 	}
 	sqlite3_finalize(s);
 	return rc == SQLITE_DONE ? found : -1;
-}
-
-int fsp_store_load_hist(struct fsp_store *st, int64_t run, int step, int op,
-			int layer, struct fsp_hist *h, uint64_t *bytes,
-			uint64_t *errors)
-{
-	return fsp_store_load_hist_db(st->db, run, step, op, layer, h, bytes, errors);
 }
 
 int fsp_store_save_emu_files(struct fsp_store *st, int64_t run,
@@ -838,6 +871,68 @@ out:
 		return -1;
 	}
 	return fsp_store_tx_commit(st);
+}
+
+/* Parameters first.. of s: the n values of v, in order. */
+static void bind_u64s(sqlite3_stmt *s, int first, const uint64_t *v, int n)
+{
+	for (int i = 0; i < n; i++)
+		sqlite3_bind_int64(s, first + i, (int64_t)v[i]);
+}
+
+int fsp_store_add_step(struct fsp_store *st, int64_t run, const struct fsp_step_row *r)
+{
+	if (prepare_once(st, &st->step_ins,
+		"INSERT INTO steps(run, step, label, access, block_size, qd, read_pct,"
+		" pattern, span_offset, span_size, started_ns, ended_ns, busy_ns,"
+		" read_ios, write_ios, read_bytes, write_bytes, cpu_user_ns, cpu_sys_ns)"
+		" VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)") < 0)
+		return -1;
+	sqlite3_stmt *s = st->step_ins;
+	sqlite3_bind_int64(s, 1, run);
+	sqlite3_bind_int(s, 2, r->step);
+	bind_text_or_null(s, 3, r->label);
+	bind_text_or_null(s, 4, r->access);
+	sqlite3_bind_int64(s, 5, r->block_size);
+	sqlite3_bind_int64(s, 6, r->qd);
+	sqlite3_bind_int64(s, 7, r->read_pct);
+	bind_text_or_null(s, 8, r->pattern);
+	const uint64_t v[] = { r->span_offset, r->span_size, r->started_ns, r->ended_ns,
+			       r->busy_ns, r->read_ios, r->write_ios, r->read_bytes,
+			       r->write_bytes, r->cpu_user_ns, r->cpu_sys_ns };
+	bind_u64s(s, 9, v, 11);
+	return step_reset(st, s);
+}
+
+int fsp_store_add_timeline(struct fsp_store *st, int64_t run, int step,
+			   const struct fsp_timeline_row *t)
+{
+	if (prepare_once(st, &st->timeline_ins,
+		"INSERT INTO timeline(run, step, t_ns, read_bytes, write_bytes, read_ios,"
+		" write_ios) VALUES(?,?,?,?,?,?,?)") < 0)
+		return -1;
+	sqlite3_stmt *s = st->timeline_ins;
+	sqlite3_bind_int64(s, 1, run);
+	sqlite3_bind_int(s, 2, step);
+	const uint64_t v[] = { t->t_ns, t->read_bytes, t->write_bytes, t->read_ios,
+			       t->write_ios };
+	bind_u64s(s, 3, v, 5);
+	return step_reset(st, s);
+}
+
+int fsp_store_add_segment(struct fsp_store *st, int64_t run, int step,
+			  const struct fsp_segment_row *g)
+{
+	if (prepare_once(st, &st->segment_ins,
+		"INSERT INTO segments(run, step, segment, offset, bytes, ns)"
+		" VALUES(?,?,?,?,?,?)") < 0)
+		return -1;
+	sqlite3_stmt *s = st->segment_ins;
+	sqlite3_bind_int64(s, 1, run);
+	sqlite3_bind_int(s, 2, step);
+	const uint64_t v[] = { g->segment, g->offset, g->bytes, g->ns };
+	bind_u64s(s, 3, v, 4);
+	return step_reset(st, s);
 }
 
 int fsp_store_build_indexes(struct fsp_store *st)

@@ -5,13 +5,16 @@
  * it in WAL mode, creates the schema in a new file, refuses one with an
  * unknown schema version, and offers the batched inserts that the oplog
  * writer thread uses. A store handle is used by one thread at a time.
+ *
+ * The handle is the only way to the database: this header has the
+ * writers, results.h the readers (stats, compare); only src/db calls
+ * sqlite3.
  */
 #ifndef FSP_STORE_H
 #define FSP_STORE_H
 
 #include <stddef.h>
 #include <stdint.h>
-#include <sqlite3.h>
 #include "src/base/hist.h"
 #include "src/db/oplog.h"
 
@@ -35,7 +38,21 @@ struct fsp_run_info {
  * fsprism knows version 2").
  */
 struct fsp_store *fsp_store_open(const char *path, char *err, size_t errlen);
+
+/*
+ * Open a database that must already exist, for reading (stats): never
+ * creates one and never changes its schema, and checks its schema version.
+ * The file is opened read-write when it may be written (so that a WAL left
+ * by a crash is recovered), else read-only. NULL + one-line reason in err
+ * ("no database at PATH", "database PATH has schema version 7, ...").
+ */
+struct fsp_store *fsp_store_open_readonly(const char *path, char *err, size_t errlen);
 void fsp_store_close(struct fsp_store *st);
+
+/* The database file's absolute path ("" for an in-memory database). */
+const char *fsp_store_filename(struct fsp_store *st);
+/* SQLite's message for the handle's last failed call. */
+const char *fsp_store_errmsg(struct fsp_store *st);
 
 /*
  * Can path be opened for writing, or created? 0, or -1 with a one-line
@@ -44,7 +61,6 @@ void fsp_store_close(struct fsp_store *st);
  * before it forks).
  */
 int fsp_store_check_writable(const char *path, char *err, size_t errlen);
-sqlite3 *fsp_store_db(struct fsp_store *st);
 
 /* Insert a run (host, kernel, version, start time filled in). Returns its id, or -1. */
 int64_t fsp_store_begin_run(struct fsp_store *st, const struct fsp_run_info *info);
@@ -56,6 +72,16 @@ int fsp_store_end_run_at(struct fsp_store *st, int64_t run, uint64_t recorded,
 			 uint64_t dropped, uint64_t wall_ns, uint64_t mono_ns);
 int fsp_store_set_attr(struct fsp_store *st, int64_t run, const char *key,
 		       const char *value);
+
+/* Make run part of parent under label (compare adopts its mounts' runs). 0 or -1. */
+int fsp_store_adopt_run(struct fsp_store *st, int64_t run, int64_t parent,
+			const char *label);
+
+/*
+ * Remove a run whose start failed: its runs row, attributes, histograms and
+ * op rows (a start writes nothing else). 0, or -1 if a delete failed.
+ */
+int fsp_store_forget_run(struct fsp_store *st, int64_t run);
 
 /* "fsprism ARGV..." as stored in runs.options (malloc'd; NULL if out of memory). */
 char *fsp_store_cmdline(int argc, char **argv);
@@ -118,20 +144,36 @@ struct fsp_emu_file {
 int fsp_store_save_emu_files(struct fsp_store *st, int64_t run,
 			     const struct fsp_emu_file *f, size_t n);
 
+/*
+ * One measured step of an engine run (the steps table), and its timeline
+ * buckets and segments. fsp_store_add_* insert one row each; call them
+ * inside a transaction (fsp_store_tx_begin). 0, or -1 with the reason on
+ * stderr.
+ */
+struct fsp_step_row {
+	int step;
+	const char *label, *access, *pattern;
+	int64_t block_size, qd, read_pct;
+	uint64_t span_offset, span_size;
+	uint64_t started_ns, ended_ns, busy_ns; /* CLOCK_MONOTONIC */
+	uint64_t read_ios, write_ios, read_bytes, write_bytes;
+	uint64_t cpu_user_ns, cpu_sys_ns;
+};
+int fsp_store_add_step(struct fsp_store *st, int64_t run, const struct fsp_step_row *r);
+/* One timeline bucket of a step, starting at t_ns. */
+struct fsp_timeline_row {
+	uint64_t t_ns, read_bytes, write_bytes, read_ios, write_ios;
+};
+int fsp_store_add_timeline(struct fsp_store *st, int64_t run, int step,
+			   const struct fsp_timeline_row *t);
+/* One fill segment or burst of a step: bytes done in ns of busy time. */
+struct fsp_segment_row {
+	uint64_t segment, offset, bytes, ns;
+};
+int fsp_store_add_segment(struct fsp_store *st, int64_t run, int step,
+			  const struct fsp_segment_row *g);
+
 /* Build the indexes that are deferred until after capture. */
 int fsp_store_build_indexes(struct fsp_store *st);
-
-/*
- * Helpers for readers (stats, compare), which work on a plain connection.
- *
- * fsp_store_open_existing: open a database that must already exist, without
- * ever creating one, and check its schema version. NULL + one-line reason
- * in err ("no database at PATH", "database PATH has schema version 7, ...").
- */
-sqlite3 *fsp_store_open_existing(const char *path, char *err, size_t errlen);
-/* fsp_store_load_hist on a plain connection. */
-int fsp_store_load_hist_db(sqlite3 *db, int64_t run, int step, int op,
-			   int layer, struct fsp_hist *h, uint64_t *bytes,
-			   uint64_t *errors);
 
 #endif

@@ -1,0 +1,451 @@
+/*
+ * results.c - the readers of the results database (see results.h): each
+ * function one query, or one question answered by a few, on the store's
+ * connection. The writers are in store.c.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "src/db/handle.h"
+#include "src/db/results.h"
+
+/* A statement on st with run bound to parameter 1; NULL if it does not prepare. */
+static sqlite3_stmt *prepare_run(struct fsp_store *st, const char *sql, int64_t run)
+{
+	sqlite3_stmt *s;
+	if (sqlite3_prepare_v2(st->db, sql, -1, &s, NULL) != SQLITE_OK)
+		return NULL;
+	sqlite3_bind_int64(s, 1, run);
+	return s;
+}
+
+static char *col_text(sqlite3_stmt *s, int i)
+{
+	const unsigned char *t = sqlite3_column_text(s, i);
+	return t ? strdup((const char *)t) : NULL;
+}
+
+static const char *col_str(sqlite3_stmt *s, int i)
+{
+	return (const char *)sqlite3_column_text(s, i);
+}
+
+static uint64_t col_u64(sqlite3_stmt *s, int i)
+{
+	return (uint64_t)sqlite3_column_int64(s, i);
+}
+
+/* The one integer of a one-row query on run: dflt if there is no row, -1 on error. */
+static int64_t run_int(struct fsp_store *st, const char *sql, int64_t run, int64_t dflt)
+{
+	sqlite3_stmt *s = prepare_run(st, sql, run);
+	if (!s)
+		return -1;
+	int rc = sqlite3_step(s);
+	int64_t v = rc == SQLITE_ROW ? sqlite3_column_int64(s, 0) :
+		rc == SQLITE_DONE ? dflt : -1;
+	sqlite3_finalize(s);
+	return v;
+}
+
+/* The end of a walk over s: finalized; 0 when done or stopped, -1 on error. */
+static int walk_end(sqlite3_stmt *s, int rc)
+{
+	sqlite3_finalize(s);
+	return rc == SQLITE_DONE || rc == SQLITE_ROW ? 0 : -1;
+}
+
+/* ---- runs ----------------------------------------------------------------- */
+
+int64_t fsp_store_latest_run(struct fsp_store *st)
+{
+	sqlite3_stmt *s;
+	int64_t id = -1;
+	if (sqlite3_prepare_v2(st->db, "SELECT coalesce(max(id), 0) FROM runs", -1, &s,
+			       NULL) != SQLITE_OK)
+		return -1;
+	if (sqlite3_step(s) == SQLITE_ROW)
+		id = sqlite3_column_int64(s, 0);
+	sqlite3_finalize(s);
+	return id;
+}
+
+int fsp_store_load_run(struct fsp_store *st, int64_t run, struct fsp_run_row *h)
+{
+	memset(h, 0, sizeof(*h));
+	sqlite3_stmt *s = prepare_run(st,
+		"SELECT id, kind, backing_path, backing_device, backing_fstype,"
+		" record_mode, label, started_at, options, started_ns, ended_ns,"
+		" recorded, dropped FROM runs WHERE id=?", run);
+	if (!s)
+		return -1;
+	int rc = sqlite3_step(s);
+	if (rc == SQLITE_ROW) {
+		h->id = sqlite3_column_int64(s, 0);
+		h->kind = col_text(s, 1);
+		h->backing_path = col_text(s, 2);
+		h->device = col_text(s, 3);
+		h->fstype = col_text(s, 4);
+		h->record_mode = col_text(s, 5);
+		h->label = col_text(s, 6);
+		h->started_at = col_text(s, 7);
+		h->options = col_text(s, 8);
+		h->started_ns = sqlite3_column_int64(s, 9);
+		h->ended_ns = sqlite3_column_int64(s, 10);
+		h->recorded = sqlite3_column_int64(s, 11);
+		h->dropped = sqlite3_column_int64(s, 12);
+	}
+	sqlite3_finalize(s);
+	if (rc == SQLITE_ROW) {
+		char *end = fsp_store_attr(st, run, "run.end");
+		h->crashed = end && !strcmp(end, "crashed");
+		free(end);
+		h->lost = fsp_store_attr(st, run, "records.lost");
+	}
+	return rc == SQLITE_ROW ? 1 : rc == SQLITE_DONE ? 0 : -1;
+}
+
+void fsp_run_row_free(struct fsp_run_row *h)
+{
+	free(h->kind);
+	free(h->backing_path);
+	free(h->device);
+	free(h->fstype);
+	free(h->record_mode);
+	free(h->label);
+	free(h->started_at);
+	free(h->options);
+	free(h->lost);
+}
+
+/* The id of a one-row query with two parameters: text as parameter text_at
+ * (1 or 2), num as the other one. 0 if there is no row. */
+static int64_t id_query(struct fsp_store *st, const char *sql, int text_at,
+			const char *text, int64_t num)
+{
+	sqlite3_stmt *s;
+	int64_t id = 0;
+	if (sqlite3_prepare_v2(st->db, sql, -1, &s, NULL) != SQLITE_OK)
+		return 0;
+	sqlite3_bind_text(s, text_at, text, -1, SQLITE_STATIC);
+	sqlite3_bind_int64(s, 3 - text_at, num);
+	if (sqlite3_step(s) == SQLITE_ROW)
+		id = sqlite3_column_int64(s, 0);
+	sqlite3_finalize(s);
+	return id;
+}
+
+int64_t fsp_store_find_mount_run(struct fsp_store *st, const char *backing_path,
+				 int64_t after)
+{
+	return id_query(st, "SELECT id FROM runs WHERE kind='mount' AND "
+			"backing_path=? AND id>? ORDER BY id DESC LIMIT 1", 1,
+			backing_path, after);
+}
+
+int64_t fsp_store_child_run(struct fsp_store *st, int64_t parent, const char *label)
+{
+	return id_query(st, "SELECT id FROM runs WHERE parent=? AND label=? "
+			"AND kind='run' ORDER BY id DESC LIMIT 1", 2, label, parent);
+}
+
+/* ---- attributes ----------------------------------------------------------- */
+
+char *fsp_store_attr(struct fsp_store *st, int64_t run, const char *key)
+{
+	sqlite3_stmt *s = prepare_run(st, "SELECT value FROM run_attrs WHERE run=? AND key=?",
+				      run);
+	char *v = NULL;
+	if (!s)
+		return NULL;
+	sqlite3_bind_text(s, 2, key, -1, SQLITE_STATIC);
+	if (sqlite3_step(s) == SQLITE_ROW)
+		v = col_text(s, 0);
+	sqlite3_finalize(s);
+	return v;
+}
+
+int fsp_store_each_attr(struct fsp_store *st, int64_t run, unsigned which,
+			int (*fn)(void *arg, const char *key, const char *value),
+			void *arg)
+{
+	static const char *const sql[4] = {
+		[FSP_ATTRS_EMU] = "SELECT key, value FROM run_attrs WHERE run=?"
+			" AND key LIKE 'emu.%' ORDER BY key",
+		[FSP_ATTRS_DEV] = "SELECT key, value FROM run_attrs WHERE run=?"
+			" AND key LIKE 'dev.%' ORDER BY key",
+		[FSP_ATTRS_EMU | FSP_ATTRS_DEV] = "SELECT key, value FROM run_attrs WHERE run=? AND"
+			" (key LIKE 'emu.%' OR key LIKE 'dev.%') ORDER BY key",
+	};
+	if (which >= 4 || !sql[which])
+		return -1;
+	sqlite3_stmt *s = prepare_run(st, sql[which], run);
+	if (!s)
+		return -1;
+	int rc;
+	while ((rc = sqlite3_step(s)) == SQLITE_ROW)
+		if (fn(arg, col_str(s, 0), col_str(s, 1)))
+			break;
+	return walk_end(s, rc);
+}
+
+/* ---- steps ---------------------------------------------------------------- */
+
+int fsp_store_each_step(struct fsp_store *st, int64_t run,
+			int (*fn)(void *arg, const struct fsp_step_row *r), void *arg)
+{
+	sqlite3_stmt *s = prepare_run(st,
+		"SELECT step, label, access, block_size, qd, read_pct, pattern,"
+		" span_offset, span_size, started_ns, ended_ns, busy_ns, read_ios,"
+		" write_ios, read_bytes, write_bytes, cpu_user_ns, cpu_sys_ns"
+		" FROM steps WHERE run=? ORDER BY step", run);
+	if (!s)
+		return -1;
+	int rc;
+	while ((rc = sqlite3_step(s)) == SQLITE_ROW) {
+		struct fsp_step_row r = {
+			.step = sqlite3_column_int(s, 0),
+			.label = col_str(s, 1),
+			.access = col_str(s, 2),
+			.block_size = sqlite3_column_int64(s, 3),
+			.qd = sqlite3_column_int64(s, 4),
+			.read_pct = sqlite3_column_int64(s, 5),
+			.pattern = col_str(s, 6),
+			.span_offset = col_u64(s, 7),
+			.span_size = col_u64(s, 8),
+			.started_ns = col_u64(s, 9),
+			.ended_ns = col_u64(s, 10),
+			.busy_ns = col_u64(s, 11),
+			.read_ios = col_u64(s, 12),
+			.write_ios = col_u64(s, 13),
+			.read_bytes = col_u64(s, 14),
+			.write_bytes = col_u64(s, 15),
+			.cpu_user_ns = col_u64(s, 16),
+			.cpu_sys_ns = col_u64(s, 17),
+		};
+		if (fn(arg, &r))
+			break;
+	}
+	return walk_end(s, rc);
+}
+
+int fsp_store_step_span(struct fsp_store *st, int64_t run, int step, char **label,
+			int64_t *started_ns, int64_t *ended_ns)
+{
+	sqlite3_stmt *s = prepare_run(st,
+		"SELECT label, started_ns, ended_ns FROM steps WHERE run=? AND step=?", run);
+	*label = NULL;
+	*started_ns = *ended_ns = 0;
+	if (!s)
+		return -1;
+	sqlite3_bind_int(s, 2, step);
+	int rc = sqlite3_step(s);
+	if (rc == SQLITE_ROW) {
+		*label = col_text(s, 0);
+		*started_ns = sqlite3_column_int64(s, 1);
+		*ended_ns = sqlite3_column_int64(s, 2);
+	}
+	sqlite3_finalize(s);
+	return rc == SQLITE_ROW ? 1 : rc == SQLITE_DONE ? 0 : -1;
+}
+
+int fsp_store_step_windows(struct fsp_store *st, int64_t run, int64_t (*win)[2], int max)
+{
+	sqlite3_stmt *s = prepare_run(st, "SELECT started_ns, ended_ns FROM steps WHERE "
+				      "run=? ORDER BY step", run);
+	int n = 0;
+	if (!s)
+		return 0;
+	while (n < max && sqlite3_step(s) == SQLITE_ROW) {
+		win[n][0] = sqlite3_column_int64(s, 0);
+		win[n][1] = sqlite3_column_int64(s, 1);
+		n++;
+	}
+	sqlite3_finalize(s);
+	return n;
+}
+
+int64_t fsp_store_count_steps(struct fsp_store *st, int64_t run)
+{
+	return run_int(st, "SELECT count(*) FROM steps WHERE run=?", run, 0);
+}
+
+/* ---- histograms ----------------------------------------------------------- */
+
+int fsp_store_each_hist_key(struct fsp_store *st, int64_t run,
+			    int (*fn)(void *arg, int step, int op), void *arg)
+{
+	sqlite3_stmt *s = prepare_run(st,
+		"SELECT DISTINCT step, op FROM hist WHERE run=? ORDER BY step, op", run);
+	if (!s)
+		return -1;
+	int rc;
+	while ((rc = sqlite3_step(s)) == SQLITE_ROW)
+		if (fn(arg, sqlite3_column_int(s, 0), sqlite3_column_int(s, 1)))
+			break;
+	return walk_end(s, rc);
+}
+
+int64_t fsp_store_count_hist_steps(struct fsp_store *st, int64_t run)
+{
+	return run_int(st, "SELECT count(DISTINCT step) FROM hist WHERE run=?", run, 0);
+}
+
+int fsp_store_load_hist_merged(struct fsp_store *st, int64_t run, int op, int layer,
+			       struct fsp_hist *acc)
+{
+	fsp_hist_init(acc);
+	sqlite3_stmt *s = prepare_run(st, "SELECT DISTINCT step FROM hist WHERE run=? "
+				      "AND op=? AND layer=?", run);
+	if (!s)
+		return -1;
+	sqlite3_bind_int(s, 2, op);
+	sqlite3_bind_int(s, 3, layer);
+	int steps[1024], n = 0;
+	while (n < 1024 && sqlite3_step(s) == SQLITE_ROW)
+		steps[n++] = sqlite3_column_int(s, 0);
+	sqlite3_finalize(s);
+	struct fsp_hist *tmp = malloc(sizeof(*tmp));
+	if (!tmp)
+		return -1;
+	for (int i = 0; i < n; i++) {
+		uint64_t bytes, errors;
+		if (fsp_store_load_hist(st, run, steps[i], op, layer, tmp, &bytes,
+					&errors) == 1)
+			fsp_hist_merge(acc, tmp);
+	}
+	free(tmp);
+	return 0;
+}
+
+int fsp_store_op_totals(struct fsp_store *st, int64_t run, int op, uint64_t *count,
+			uint64_t *bytes)
+{
+	*count = *bytes = 0;
+	sqlite3_stmt *s = prepare_run(st,
+		"SELECT coalesce(sum(count), 0), coalesce(sum(bytes), 0) FROM hist"
+		" WHERE run=? AND op=? AND layer=?", run);
+	if (!s)
+		return -1;
+	sqlite3_bind_int(s, 2, op);
+	sqlite3_bind_int(s, 3, FSP_LAYER_TOTAL);
+	int rc = sqlite3_step(s);
+	if (rc == SQLITE_ROW) {
+		*count = col_u64(s, 0);
+		*bytes = col_u64(s, 1);
+	}
+	sqlite3_finalize(s);
+	return rc == SQLITE_ROW ? 0 : -1;
+}
+
+int fsp_store_emu_layer_used(struct fsp_store *st, int64_t run)
+{
+	char sql[160];
+	snprintf(sql, sizeof(sql), "SELECT count(*) FROM hist WHERE run=? AND layer=%d"
+		 " AND max_ns > 0", FSP_LAYER_EMU);
+	int64_t n = run_int(st, sql, run, 0);
+	return n < 0 ? -1 : n > 0;
+}
+
+/* ---- op rows -------------------------------------------------------------- */
+
+int64_t fsp_store_windowed_layers(struct fsp_store *st, int64_t run, int op,
+				  int64_t (*win)[2], int nwin,
+				  struct fsp_hist h[FSP_LAYER__COUNT])
+{
+	int64_t n = 0;
+	for (int l = 0; l < FSP_LAYER__COUNT; l++)
+		fsp_hist_init(&h[l]);
+	sqlite3_stmt *s = prepare_run(st, "SELECT start_ns, total_ns, backing_ns, layer_ns, "
+				      "emu_ns FROM ops WHERE run=? AND op=?", run);
+	if (!s)
+		return -1;
+	sqlite3_bind_int(s, 2, op);
+	while (sqlite3_step(s) == SQLITE_ROW) {
+		int64_t t = sqlite3_column_int64(s, 0);
+		int in = 0;
+		for (int i = 0; i < nwin && !in; i++)
+			in = t >= win[i][0] && t <= win[i][1];
+		if (!in)
+			continue;
+		fsp_hist_add(&h[FSP_LAYER_TOTAL], col_u64(s, 1));
+		fsp_hist_add(&h[FSP_LAYER_BACKING], col_u64(s, 2));
+		fsp_hist_add(&h[FSP_LAYER_LAYER], col_u64(s, 3));
+		fsp_hist_add(&h[FSP_LAYER_EMU], col_u64(s, 4));
+		n++;
+	}
+	sqlite3_finalize(s);
+	return n;
+}
+
+/* ---- the emulation -------------------------------------------------------- */
+
+int fsp_store_is_emulated(struct fsp_store *st, int64_t run)
+{
+	char sql[320];
+	snprintf(sql, sizeof(sql),
+		 "SELECT (SELECT count(*) FROM hist WHERE run=?1 AND op>=%d AND op<=%d)"
+		 " + (SELECT count(*) FROM emu_files WHERE run=?1)"
+		 " + (SELECT count(*) FROM run_attrs WHERE run=?1 AND key LIKE 'emu.%%')",
+		 FSP_OP_DEV_READ, FSP_OP_DEV_FLUSH);
+	int64_t n = run_int(st, sql, run, 0);
+	return n < 0 ? -1 : n > 0;
+}
+
+int fsp_store_emu_file_totals(struct fsp_store *st, int64_t run, uint64_t *files,
+			      uint64_t *extents)
+{
+	int64_t f = run_int(st, "SELECT count(*) FROM emu_files WHERE run=?", run, 0);
+	int64_t e = run_int(st, "SELECT coalesce(sum(extents), 0) FROM emu_files WHERE run=?",
+			    run, 0);
+	*files = f > 0 ? (uint64_t)f : 0;
+	*extents = e > 0 ? (uint64_t)e : 0;
+	return f < 0 || e < 0 ? -1 : 0;
+}
+
+int fsp_store_each_emu_file(struct fsp_store *st, int64_t run,
+			    int (*fn)(void *arg, const struct fsp_emu_file *f), void *arg)
+{
+	sqlite3_stmt *s = prepare_run(st,
+		"SELECT obj, path, size, allocated, extents FROM emu_files WHERE run=?"
+		" ORDER BY coalesce(path, '') = '', path, obj", run);
+	if (!s)
+		return -1;
+	int rc;
+	while ((rc = sqlite3_step(s)) == SQLITE_ROW) {
+		struct fsp_emu_file f = {
+			.obj = col_u64(s, 0), .path = col_str(s, 1), .size = col_u64(s, 2),
+			.allocated = col_u64(s, 3), .nextents = (size_t)col_u64(s, 4),
+		};
+		if (fn(arg, &f))
+			break;
+	}
+	return walk_end(s, rc);
+}
+
+int fsp_store_each_emu_extent(struct fsp_store *st, int64_t run,
+			      int (*fn)(void *arg, const struct fsp_emu_file *f,
+					const struct fsp_emu_extent *e),
+			      void *arg)
+{
+	sqlite3_stmt *s = prepare_run(st,
+		"SELECT e.obj, f.path, e.logical, e.physical, e.length, f.size, f.extents"
+		" FROM emu_extents e LEFT JOIN emu_files f ON f.run = e.run AND f.obj = e.obj"
+		" WHERE e.run=? ORDER BY coalesce(f.path, '') = '', f.path, e.obj, e.logical",
+		run);
+	if (!s)
+		return -1;
+	int rc;
+	while ((rc = sqlite3_step(s)) == SQLITE_ROW) {
+		struct fsp_emu_file f = {
+			.obj = col_u64(s, 0), .path = col_str(s, 1), .size = col_u64(s, 5),
+			.nextents = (size_t)col_u64(s, 6),
+		};
+		struct fsp_emu_extent e = {
+			.logical = col_u64(s, 2), .physical = col_u64(s, 3), .length = col_u64(s, 4),
+		};
+		if (fn(arg, &f, &e))
+			break;
+	}
+	return walk_end(s, rc);
+}

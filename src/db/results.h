@@ -1,0 +1,134 @@
+/*
+ * results.h - reading the results database back: the questions `fsprism
+ * stats` and `fsprism compare` ask of it (runs, attributes, steps,
+ * histograms, op rows inside time windows, emulated files and extents),
+ * each a function named by what it answers, on a store handle (store.h;
+ * a reader opens it with fsp_store_open_readonly).
+ *
+ * Lists are walked with a callback: the rows stream out in the order
+ * stated, and the callback may ask the store other questions meanwhile.
+ * A callback returns 0 to go on, anything else to stop the walk. The
+ * walks return 0 (done or stopped) or -1 on a database error
+ * (fsp_store_errmsg says which). Strings handed to a callback live until
+ * it returns.
+ */
+#ifndef FSP_DB_RESULTS_H
+#define FSP_DB_RESULTS_H
+
+#include <stdint.h>
+#include "src/base/hist.h"
+#include "src/base/ops.h"
+#include "src/db/store.h"
+
+/* ---- runs ----------------------------------------------------------------- */
+
+/* The newest run (highest id), 0 if there is none, -1 on error. */
+int64_t fsp_store_latest_run(struct fsp_store *st);
+
+/* A runs row; strings malloc'd (NULL where the column is). */
+struct fsp_run_row {
+	int64_t id;
+	char *kind, *backing_path;
+	char *device, *fstype;        /* backing_device, backing_fstype */
+	char *record_mode, *label, *started_at, *options;
+	int64_t started_ns, ended_ns; /* ended_ns 0: run did not end cleanly */
+	int64_t recorded, dropped;
+	int crashed;                  /* run.end = crashed: recovered after its process died */
+	char *lost;                   /* records.lost: a number or "unknown" */
+};
+/* 1 found, 0 no such run, -1 error. *r is zeroed first; free it either way. */
+int fsp_store_load_run(struct fsp_store *st, int64_t run, struct fsp_run_row *r);
+void fsp_run_row_free(struct fsp_run_row *r);
+
+/* The newest mount run on backing_path with an id above after; 0 if none. */
+int64_t fsp_store_find_mount_run(struct fsp_store *st, const char *backing_path,
+				 int64_t after);
+/* The newest engine run (kind 'run') of parent labelled label; 0 if none. */
+int64_t fsp_store_child_run(struct fsp_store *st, int64_t parent, const char *label);
+
+/* ---- attributes ----------------------------------------------------------- */
+
+/* A run attribute's value (malloc'd), NULL if absent, NULL-valued or on error. */
+char *fsp_store_attr(struct fsp_store *st, int64_t run, const char *key);
+
+/* Which attributes fsp_store_each_attr walks, by key prefix. */
+#define FSP_ATTRS_EMU 1u /* emu.*: the emulated store's state at mount */
+#define FSP_ATTRS_DEV 2u /* dev.*: the emulation's device counters */
+/* run's attributes of the kinds in which (at least one), in key order. */
+int fsp_store_each_attr(struct fsp_store *st, int64_t run, unsigned which,
+			int (*fn)(void *arg, const char *key, const char *value),
+			void *arg);
+
+/* ---- steps ---------------------------------------------------------------- */
+
+/* run's steps (the columns of struct fsp_step_row), in step order. */
+int fsp_store_each_step(struct fsp_store *st, int64_t run,
+			int (*fn)(void *arg, const struct fsp_step_row *r), void *arg);
+/*
+ * One step's label (malloc'd, NULL if none) and its start and end
+ * (CLOCK_MONOTONIC ns). 1 found, 0 no such step (mounts have none), -1 error.
+ */
+int fsp_store_step_span(struct fsp_store *st, int64_t run, int step, char **label,
+			int64_t *started_ns, int64_t *ended_ns);
+/* run's steps as [started_ns, ended_ns] windows, in step order, at most max. */
+int fsp_store_step_windows(struct fsp_store *st, int64_t run, int64_t (*win)[2], int max);
+/* Rows of run in the steps table; -1 on error. */
+int64_t fsp_store_count_steps(struct fsp_store *st, int64_t run);
+
+/* ---- histograms ----------------------------------------------------------- */
+
+/* The (step, op) pairs run has histograms of, in step then op order. */
+int fsp_store_each_hist_key(struct fsp_store *st, int64_t run,
+			    int (*fn)(void *arg, int step, int op), void *arg);
+/* Distinct steps among run's histograms; -1 on error. */
+int64_t fsp_store_count_hist_steps(struct fsp_store *st, int64_t run);
+/*
+ * op's histogram of one layer merged over all steps of run (at most 1024
+ * steps) into *acc; an absent one leaves acc empty. 0, -1 on error.
+ */
+int fsp_store_load_hist_merged(struct fsp_store *st, int64_t run, int op, int layer,
+			       struct fsp_hist *acc);
+/* count and bytes of op (total layer) over all steps of run; 0, 0 if absent. 0 or -1. */
+int fsp_store_op_totals(struct fsp_store *st, int64_t run, int op, uint64_t *count,
+			uint64_t *bytes);
+/* Has run an emu-layer histogram that is not all zero? 1, 0, -1 on error. */
+int fsp_store_emu_layer_used(struct fsp_store *st, int64_t run);
+
+/* ---- op rows -------------------------------------------------------------- */
+
+/*
+ * Per-layer histograms h[FSP_LAYER_*] of op from run's op rows that started
+ * inside one of the windows [win[i][0], win[i][1]]. Returns the number of
+ * rows used, -1 if the query failed.
+ */
+int64_t fsp_store_windowed_layers(struct fsp_store *st, int64_t run, int op,
+				  int64_t (*win)[2], int nwin,
+				  struct fsp_hist h[FSP_LAYER__COUNT]);
+
+/* ---- the emulation -------------------------------------------------------- */
+
+/*
+ * Does run come from a mount with the emulation on (device ops in its
+ * histograms, emulated files, or emu.* attributes)? 1, 0, -1 on error.
+ */
+int fsp_store_is_emulated(struct fsp_store *st, int64_t run);
+/* Emulated files of run and their extents in all (0, 0 on error). 0 or -1. */
+int fsp_store_emu_file_totals(struct fsp_store *st, int64_t run, uint64_t *files,
+			      uint64_t *extents);
+/*
+ * run's emulated files (f->ext NULL; f->nextents from emu_files), files
+ * with a path first, by path, then by object.
+ */
+int fsp_store_each_emu_file(struct fsp_store *st, int64_t run,
+			    int (*fn)(void *arg, const struct fsp_emu_file *f), void *arg);
+/*
+ * run's extents with their file (path NULL, size and nextents 0 for an
+ * extent whose object has no emu_files row), in the file order above, then
+ * by logical offset.
+ */
+int fsp_store_each_emu_extent(struct fsp_store *st, int64_t run,
+			      int (*fn)(void *arg, const struct fsp_emu_file *f,
+					const struct fsp_emu_extent *e),
+			      void *arg);
+
+#endif
