@@ -115,7 +115,7 @@ int do_commit(struct emu_store *st, struct emu_cx *cx, int flush_anyway)
 	/* nodes that are no longer referenced */
 	for (size_t i = 0; !rc && i < c.freed.n; i++)
 		rc = st->mode->journaled ? defer_free(st, c.freed.v[i], 1)
-					 : emu_alloc_free(st->alloc, c.freed.v[i], 1);
+				 : emu_alloc_free(st->alloc, c.freed.v[i], 1);
 	int slot = st->mode->cow_meta ? 1 - st->root_slot : 0;
 	if (!rc)
 		rc = commit_bitmap(st, &c, slot);

@@ -178,7 +178,7 @@ int free_nodes(struct emu_store *st, const uint64_t *nodes, size_t n)
 	int rc = 0;
 	for (size_t i = 0; !rc && i < n; i++)
 		rc = st->mode->journaled ? defer_free(st, nodes[i], 1)
-					     : emu_alloc_free(st->alloc, nodes[i], 1);
+					 : emu_alloc_free(st->alloc, nodes[i], 1);
 	return rc;
 }
 

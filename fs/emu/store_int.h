@@ -295,7 +295,7 @@ int alloc_new(struct emu_store *st);
 int mount_store(struct emu_store *st, struct emu_cx *cx, struct emu_store_info *info,
 		char *err, size_t errlen);
 
-/* ---- hot helpers, inline as they were in one file ---- */
+/* ---- on every request's path: inline ---- */
 
 /* the IO gate: a commit waits for IO in flight and holds new IO back */
 static inline void gate_enter(struct emu_store *st)
@@ -315,6 +315,7 @@ static inline void gate_leave(struct emu_store *st)
 	pthread_mutex_unlock(&st->gate_lock);
 }
 
+/* the object table (under st->lock) */
 static inline size_t hslot(const struct emu_store *st, uint64_t id)
 {
 	return (size_t)((id * 0x9e3779b97f4a7c15ull) >> 20) & (st->hcap - 1);
@@ -350,6 +351,7 @@ static inline void obj_put(struct emu_store *st, struct obj *o)
 		obj_destroy(o);
 }
 
+/* the pending home writes (under st->lock) */
 static inline struct pend **pend_slot(struct emu_store *st, uint64_t pblk)
 {
 	if (!st->pend_cap)
@@ -365,6 +367,5 @@ static inline struct pend *pend_find(struct emu_store *st, uint64_t pblk)
 	struct pend **pp = pend_slot(st, pblk);
 	return pp ? *pp : NULL;
 }
-
 
 #endif
