@@ -185,7 +185,11 @@ int free_nodes(struct emu_store *st, const uint64_t *nodes, size_t n)
 /* The object map: every object's (id, gen, first index node), sorted by
  * id, in nodes of OMAP_ENT-byte entries; only nodes whose content changed
  * are written. Under st->lock. */
-int cmp_omap(const void *a, const void *b)
+struct omap_ent {
+	uint64_t id, oid, gen, index;
+};
+
+static int cmp_omap(const void *a, const void *b)
 {
 	const struct omap_ent *x = a, *y = b;
 	return x->id < y->id ? -1 : x->id > y->id;

@@ -166,28 +166,6 @@ int emu_store_obj_size(struct emu_store *st, uint64_t id, uint64_t *size, uint64
 	return o ? 0 : -ENOENT;
 }
 
-int emu_store_foreach_obj(struct emu_store *st,
-			  int (*fn)(void *ctx, uint64_t obj, uint64_t gen, uint64_t size),
-			  void *ctx)
-{
-	pthread_mutex_lock(&st->lock);
-	size_t n = 0;
-	struct omap_ent *v = malloc((st->nobj ? st->nobj : 1) * sizeof(*v));
-	if (v)
-		for (size_t i = 0; i < st->hcap; i++)
-			for (struct obj *o = st->htab[i]; o; o = o->hnext)
-				v[n++] = (struct omap_ent){ o->id, o->oid, o->gen, o->size };
-	pthread_mutex_unlock(&st->lock);
-	if (!v)
-		return -ENOMEM;
-	qsort(v, n, sizeof(*v), cmp_omap);
-	int rc = 0;
-	for (size_t i = 0; !rc && i < n; i++)
-		rc = fn(ctx, v[i].id, v[i].gen, v[i].index);
-	free(v);
-	return rc;
-}
-
 uint64_t emu_store_uuid(const struct emu_store *st)
 {
 	return st->uuid;
@@ -223,6 +201,22 @@ int emu_store_list(struct emu_store *st, struct emu_obj_ident **out, size_t *n)
 	*out = v;
 	*n = k;
 	return 0;
+}
+
+/* The walk over a snapshot (fn may call the store). */
+int emu_store_foreach_obj(struct emu_store *st,
+			  int (*fn)(void *ctx, uint64_t obj, uint64_t gen, uint64_t size),
+			  void *ctx)
+{
+	struct emu_obj_ident *v;
+	size_t n;
+	int rc = emu_store_list(st, &v, &n);
+	if (rc)
+		return rc;
+	for (size_t i = 0; !rc && i < n; i++)
+		rc = fn(ctx, v[i].key, v[i].gen, v[i].size);
+	free(v);
+	return rc;
 }
 
 int emu_store_rebind(struct emu_store *st, struct emu_obj_ident *bind, size_t n,

@@ -204,11 +204,6 @@ struct commit {
 	int err;
 };
 
-/* An object-map entry (meta.c), also what the walks sort (objects.c). */
-struct omap_ent {
-	uint64_t id, oid, gen, index;
-};
-
 /*
  * The commit modes. do_commit (commit.c) builds one transaction: the changed
  * nodes of every dirty object, the object map, the bitmap of the root's slot
@@ -266,7 +261,6 @@ void node_seal(struct emu_store *st, uint8_t *b, uint32_t magic, uint64_t obj,
 	       uint32_t count);
 int node_check(const struct emu_store *st, uint8_t *b, uint32_t magic, uint64_t obj);
 int cmp_u64(const void *a, const void *b);
-int cmp_omap(const void *a, const void *b);
 int commit_obj(struct emu_store *st, struct commit *c, struct obj *o);
 int free_nodes(struct emu_store *st, const uint64_t *nodes, size_t n);
 int commit_omap(struct emu_store *st, struct commit *c, uint64_t **out_nodes,
