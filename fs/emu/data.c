@@ -14,6 +14,8 @@
 #include "src/base/clock.h"
 #include "fs/emu/store_int.h"
 
+/* ---- freeing blocks ---- */
+
 static void free_blocks(void *arg, uint64_t pblk, uint64_t len)
 {
 	struct release_ctx *rc = arg;
@@ -55,6 +57,8 @@ void release_range(void *arg, uint64_t pblk, uint64_t len, uint64_t txid)
 	if (r && !rc->err)
 		rc->err = r;
 }
+
+/* ---- reading and writing ---- */
 
 /* Read blocks [pblk, pblk+n) of file data into buf, honouring blocks that
  * wait in the journal=data pending table. */

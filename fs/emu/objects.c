@@ -11,6 +11,7 @@
 #include <string.h>
 #include "fs/emu/store_int.h"
 
+/* Double the table (64 slots at first), rehashing every object. */
 int htab_grow(struct emu_store *st)
 {
 	size_t ncap = st->hcap ? st->hcap * 2 : 64;
