@@ -5,6 +5,7 @@
 # device operations (the device-level accounting stats prints is checked
 # against the same numbers computed here from the op rows), one written by
 # a real fsprism mount, and every bad input.
+FSP_ROOT_LATER=1 # everything before the real mount needs no root
 . "$TESTS_SRCDIR/lib.sh"
 
 SCHEMA_H="$TESTS_SRCDIR/../src/db/schema.h"
@@ -446,6 +447,7 @@ expect_fail "database without runs" 1 "^fsprism stats: no runs in $T/empty.db\$"
 	"$FSPRISM" stats "$T/empty.db"
 
 # --- a database written by a real mount -------------------------------------
+fsp_need_root
 if "$FSPRISM" mount --help > /dev/null 2>&1; then
 	mkdir -p "$T/back" "$T/mnt"
 	if fsp_mount "$T/back" "$T/mnt" --log "$T/mount.db" --record full; then

@@ -21,7 +21,17 @@ fsp_skip() {
 	exit 0
 }
 
-if [ "$(id -u)" != 0 ]; then
+# A script whose first part needs no root sets FSP_ROOT_LATER=1 before
+# sourcing this file and calls fsp_need_root where the part that needs root
+# begins; without root the checks so far count and the rest is skipped.
+# Any other script needs root from the start.
+fsp_need_root() {
+	[ "$(id -u)" = 0 ] && return 0
+	echo "# the rest of $0 needs root (FUSE mounts, loop devices): not run"
+	fsp_done
+	exit $?
+}
+if [ "$(id -u)" != 0 ] && [ "${FSP_ROOT_LATER:-0}" != 1 ]; then
 	fsp_skip "$0 needs root (FUSE mounts, loop devices)"
 fi
 
