@@ -99,10 +99,4 @@ int fsp_params_check(const struct fsp_params *p, char *err, size_t errlen);
  */
 int fsp_params_check_memory(const struct fsp_params *p, char *err, size_t errlen);
 
-/* Parsers shared with the job file: sizes (4k, 1G, 512), durations (300ms, 2s, 1m). */
-int fsp_parse_size(const char *s, uint64_t *out);
-int fsp_parse_duration(const char *s, uint64_t *ns);
-void fsp_format_size(uint64_t v, char *buf, size_t len);
-void fsp_format_duration(uint64_t ns, char *buf, size_t len);
-
 #endif

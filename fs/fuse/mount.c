@@ -47,7 +47,7 @@
 #include "fs/fuse/fuse_fs.h"
 #include "fs/fuse/inode.h"
 #include "src/db/oplog.h"
-#include "bench/engine/profile.h"
+#include "src/base/units.h"
 #include "src/db/store.h"
 #include "src/sys/target.h"
 

@@ -54,6 +54,7 @@
 #include "src/base/hist.h"
 #include "bench/engine/jobfile.h"
 #include "src/base/ops.h"
+#include "src/base/units.h"
 #include "bench/engine/profile.h"
 #include "src/cli/stats.h"
 #include "src/db/store.h"
@@ -156,14 +157,6 @@ static void usage(FILE *f)
 }
 
 /* ---- small helpers ------------------------------------------------------ */
-
-static void fmt_size(uint64_t b, char *buf, size_t len)
-{
-	if (b >= (1ull << 30))
-		snprintf(buf, len, "%.1f GiB", (double)b / (1ull << 30));
-	else
-		snprintf(buf, len, "%.0f MiB", (double)b / (1ull << 20));
-}
 
 /* Is an executable named `name` on $PATH (or in the sbin dirs)? */
 static int have_program(const char *name)
@@ -340,8 +333,8 @@ static int make_image(struct setup *su, const struct opts *o)
 	if (!statvfs(su->workdir, &vfs) &&
 	    (uint64_t)vfs.f_bavail * vfs.f_frsize < o->image_size) {
 		char need[32], have[32];
-		fmt_size(o->image_size, need, sizeof need);
-		fmt_size((uint64_t)vfs.f_bavail * vfs.f_frsize, have, sizeof have);
+		fsp_format_bytes(o->image_size, need, sizeof need);
+		fsp_format_bytes((uint64_t)vfs.f_bavail * vfs.f_frsize, have, sizeof have);
 		fail("not enough space in %s for a %s image (%s free; use --size "
 		     "or TMPDIR)", tmp, need, have);
 		return -1;
@@ -1107,7 +1100,7 @@ static void print_emu_device(FILE *out, sqlite3 *db, int64_t mount_run)
 		run_attr(db, mount_run, "emu.journal", journal, sizeof journal),
 		run_attr(db, mount_run, "emu.alloc", alloc, sizeof alloc));
 	char sz[32];
-	fmt_size(a.user_write_bytes, sz, sizeof sz);
+	fsp_format_bytes(a.user_write_bytes, sz, sizeof sz);
 	fprintf(out, "  user bytes written %" PRIu64 " (%s), device bytes written %"
 		PRIu64 ", read %" PRIu64 "\n", a.user_write_bytes, sz, a.write_bytes,
 		a.read_bytes);
@@ -1165,7 +1158,7 @@ static void report(FILE *out, struct fsp_store *st, const struct opts *o,
 		return;
 	}
 	char sz[32];
-	fmt_size(o->image_size, sz, sizeof sz);
+	fsp_format_bytes(o->image_size, sz, sizeof sz);
 	int native = o->want[T_FS] || o->want[T_FSPRISM];
 	fprintf(out, "\nfsprism compare: profile %s on %s (%s%s)%s%s; compare run %"
 		PRId64 " (runs:", o->profile, device,

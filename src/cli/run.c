@@ -19,6 +19,7 @@
 #include <unistd.h>
 #include "src/cli/cli.h"
 #include "src/base/clock.h"
+#include "src/base/units.h"
 #include "bench/engine/engine.h"
 #include "bench/engine/jobfile.h"
 #include "src/db/oplog.h"
@@ -306,24 +307,6 @@ static int target_inspect(struct target *t, const char *path)
 	return 0;
 }
 
-/* "1G" when exact, else "78.1G": sizes in messages. */
-static void human_size(uint64_t v, char *buf, size_t len)
-{
-	static const char sfx[] = "kMGT";
-	double d = (double)v;
-	int i = -1;
-	if (v < 1024 || (v % (1ull << 20) == 0 && v < (1ull << 30)) ||
-	    v % (1ull << 30) == 0) {
-		fsp_format_size(v, buf, len);
-		return;
-	}
-	while (d >= 1024 && i < 3) {
-		d /= 1024;
-		i++;
-	}
-	snprintf(buf, len, "%.1f%c", d, sfx[i]);
-}
-
 /* Span and block size against the target. Returns 0 or 2 (usage error). */
 static int check_against_target(struct fsp_params *p, const struct target *t)
 {
@@ -339,8 +322,8 @@ static int check_against_target(struct fsp_params *p, const struct target *t)
 		return 2;
 	}
 	if (p->offset >= t->size) {
-		human_size(p->offset, a, sizeof(a));
-		human_size(t->size, b, sizeof(b));
+		fsp_format_size(p->offset, a, sizeof(a));
+		fsp_format_bytes(t->size, b, sizeof(b));
 		fprintf(stderr, "fsprism run: offset: %s is beyond the end of %s (%s)\n",
 			a, t->path, b);
 		return 2;
@@ -358,8 +341,8 @@ static int check_against_target(struct fsp_params *p, const struct target *t)
 		p->span = room;
 	} else if (p->span > room) {
 		if (p->span_set) {
-			human_size(p->span, a, sizeof(a));
-			human_size(room, b, sizeof(b));
+			fsp_format_size(p->span, a, sizeof(a));
+			fsp_format_bytes(room, b, sizeof(b));
 			fprintf(stderr, "fsprism run: span: %s at offset %llu is beyond the end of %s (%s %s)\n",
 				a, (unsigned long long)p->offset, t->path, b,
 				t->raw ? "available" : "free on its file system");

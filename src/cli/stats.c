@@ -20,6 +20,7 @@
 #include "src/cli/cli.h"
 #include "src/base/hist.h"
 #include "src/base/ops.h"
+#include "src/base/units.h"
 #include "src/cli/stats.h"
 #include "src/db/store.h"
 
@@ -285,21 +286,6 @@ static void fmt_us(char *buf, size_t len, double us)
 		snprintf(buf, len, "%.0f", us);
 }
 
-static void fmt_bytes(char *buf, size_t len, uint64_t b)
-{
-	static const char *const unit[] = { "B", "KiB", "MiB", "GiB", "TiB", "PiB" };
-	double v = (double)b;
-	int u = 0;
-	while (v >= 1024 && u < 5) {
-		v /= 1024;
-		u++;
-	}
-	if (u == 0)
-		snprintf(buf, len, "%" PRIu64 " B", b);
-	else
-		snprintf(buf, len, "%.1f %s", v, unit[u]);
-}
-
 static const char *or_dash(const char *s)
 {
 	return s && *s ? s : "-";
@@ -357,7 +343,7 @@ static void print_table(const struct run_hdr *h, const struct op_row *rows,
 			if (k == 0) {
 				double mbs = mb_per_s(r);
 				snprintf(c, sizeof(c), "%" PRIu64, r->count);
-				fmt_bytes(b, sizeof(b), r->bytes);
+				fsp_format_bytes(r->bytes, b, sizeof(b));
 				if (isnan(mbs))
 					snprintf(t, sizeof(t), "-");
 				else
@@ -787,7 +773,7 @@ static int print_emulation_table(sqlite3 *db, int64_t run, const struct fsp_emu_
 	char b[32], r[32];
 	fprintf(out, "\nEmulation (device-level accounting of the copy-on-write / journaling store)\n");
 	print_store_attrs(db, run, out);
-	fmt_bytes(b, sizeof(b), a->user_write_bytes);
+	fsp_format_bytes(a->user_write_bytes, b, sizeof(b));
 	fprintf(out, "  user bytes written (write + copy_file_range): %" PRIu64 " (%s)\n",
 		a->user_write_bytes, b);
 	fprintf(out, "  %-16s %10s %16s %14s\n", "device writes", "count", "bytes",
