@@ -30,8 +30,7 @@ allowed() {
 }
 
 KNOWN="
-fs/fuse/mount.c -> src/cli/cli.h|the mount command's parsing moves to src/cli/mount.c
-fs/fuse/mount.c calls sqlite3|its run lookup moves behind src/db/store.h
+fs/fuse/daemon.c calls sqlite3|its run lookup moves behind src/db/store.h
 src/cli/compare.c calls sqlite3|its queries move to src/db
 src/cli/run.c calls sqlite3|its inserts move to src/db
 src/cli/stats.c calls sqlite3|its queries move to src/db

@@ -18,6 +18,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "src/cli/cli.h"
+#include "src/cli/opt.h"
 #include "src/base/hist.h"
 #include "src/base/ops.h"
 #include "src/base/units.h"
@@ -1049,40 +1050,31 @@ int cmd_stats(int argc, char **argv)
 	int64_t run = 0;
 	char err[512];
 
-	for (int i = 1; i < argc; i++) {
-		const char *a = argv[i];
-		if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
-			stats_usage(stdout);
-			return 0;
-		} else if (!strcmp(a, "--run") || !strcmp(a, "--format")) {
-			if (i + 1 >= argc) {
-				fprintf(stderr, "fsprism stats: %s needs a value\n", a);
-				return 2;
-			}
-			if (a[2] == 'r')
-				run_arg = argv[++i];
-			else
-				format = argv[++i];
-		} else if (!strncmp(a, "--run=", 6)) {
-			run_arg = a + 6;
-		} else if (!strncmp(a, "--format=", 9)) {
-			format = a + 9;
-		} else if (!strcmp(a, "--extents")) {
-			flags |= FSP_STATS_EXTENTS;
-		} else if (a[0] == '-' && a[1]) {
-			fprintf(stderr, "fsprism stats: unknown option '%s'\n", a);
-			return 2;
-		} else if (!path) {
-			path = a;
-		} else {
-			fprintf(stderr, "fsprism stats: unexpected argument '%s' (one database only)\n", a);
-			return 2;
+	enum { OPT_RUN = 256, OPT_FORMAT, OPT_EXTENTS };
+	static const struct option longopts[] = {
+		{ "run", required_argument, NULL, OPT_RUN },
+		{ "format", required_argument, NULL, OPT_FORMAT },
+		{ "extents", no_argument, NULL, OPT_EXTENTS },
+		FSP_OPT_HELP,
+		{ NULL, 0, NULL, 0 },
+	};
+	struct fsp_opt g;
+	fsp_opt_init(&g, "stats", stats_usage, longopts, "h", argc, argv);
+	for (int c; (c = fsp_opt_next(&g)) != FSP_OPT_END;) {
+		switch (c) {
+		case FSP_OPT_EXIT: return g.status;
+		case OPT_RUN: run_arg = g.arg; break;
+		case OPT_FORMAT: format = g.arg; break;
+		case OPT_EXTENTS: flags |= FSP_STATS_EXTENTS; break;
 		}
 	}
-	if (!path) {
-		fprintf(stderr, "fsprism stats: no database given (usage: fsprism stats DB [--run N] [--format F] [--extents])\n");
-		return 2;
-	}
+	int first = fsp_opt_index(&g);
+	if (first == argc)
+		return fsp_usage_error("stats", "no database given");
+	if (argc - first > 1)
+		return fsp_usage_error("stats", "unexpected argument '%s' (one database only)",
+				       argv[first + 1]);
+	path = argv[first];
 	if (!valid_format(format)) {
 		fprintf(stderr, "fsprism stats: unknown format '%s' (table, csv or json)\n", format);
 		return 2;
