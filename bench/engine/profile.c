@@ -38,10 +38,20 @@ const struct fsp_profile fsp_profiles[] = {
 };
 const size_t fsp_nprofiles = sizeof(fsp_profiles) / sizeof(fsp_profiles[0]);
 
+/* The parameters, in listing order; their names are written only here. */
+enum param {
+	P_BS, P_QD, P_MIX, P_ACCESS, P_OFFSETS, P_INTERLEAVE, P_NOREPEAT, P_SPAN,
+	P_OFFSET, P_TIME, P_BYTES, P_RAMP, P_BURST, P_DUTY, P_IDLE, P_PATTERN,
+	P_SEED, P_SEGMENT, P_TAIL, P_TIMELINE, P__COUNT
+};
+
 const char *const fsp_param_names[] = {
-	"bs", "qd", "mix", "access", "offsets", "interleave", "norepeat", "span",
-	"offset", "time", "bytes", "ramp", "burst", "duty", "idle", "pattern",
-	"seed", "segment", "tail", "timeline", NULL,
+	[P_BS] = "bs", [P_QD] = "qd", [P_MIX] = "mix", [P_ACCESS] = "access",
+	[P_OFFSETS] = "offsets", [P_INTERLEAVE] = "interleave", [P_NOREPEAT] = "norepeat",
+	[P_SPAN] = "span", [P_OFFSET] = "offset", [P_TIME] = "time", [P_BYTES] = "bytes",
+	[P_RAMP] = "ramp", [P_BURST] = "burst", [P_DUTY] = "duty", [P_IDLE] = "idle",
+	[P_PATTERN] = "pattern", [P_SEED] = "seed", [P_SEGMENT] = "segment",
+	[P_TAIL] = "tail", [P_TIMELINE] = "timeline", [P__COUNT] = NULL,
 };
 
 static void base_params(struct fsp_params *p)
@@ -311,24 +321,31 @@ static int set_duration(uint64_t *dst, const char *v, const struct range *r, cha
 	return 0;
 }
 
+/* The parameter called key, or P__COUNT. */
+static enum param param_of(const char *key)
+{
+	int i = 0;
+	while (i < P__COUNT && strcmp(fsp_param_names[i], key))
+		i++;
+	return (enum param)i;
+}
+
 int fsp_param_known(const char *key)
 {
-	for (int i = 0; fsp_param_names[i]; i++)
-		if (!strcmp(fsp_param_names[i], key))
-			return 1;
-	return 0;
+	return param_of(key) != P__COUNT;
 }
 
 int fsp_param_is_flag(const char *key)
 {
-	return !strcmp(key, "norepeat");
+	return param_of(key) == P_NOREPEAT;
 }
 
 int fsp_param_set(struct fsp_params *p, const char *key, const char *v,
 		  char *err, size_t errlen)
 {
 	uint64_t u;
-	if (!strcmp(key, "bs")) {
+	switch (param_of(key)) {
+	case P_BS:
 		if (fsp_parse_size(v, &u) != 0) {
 			snprintf(err, errlen, "'%s' is not a size (e.g. 4k, 128M, 1G)", v);
 			return -1;
@@ -339,13 +356,14 @@ int fsp_param_set(struct fsp_params *p, const char *key, const char *v,
 			return -1;
 		}
 		p->bs = (uint32_t)u;
-	} else if (!strcmp(key, "qd")) {
+		break;
+	case P_QD:
 		return parse_list(v, p->qds, &p->nqd, 1, FSP_QD_MAX, "queue depth",
 				  err, errlen);
-	} else if (!strcmp(key, "mix")) {
+	case P_MIX:
 		return parse_list(v, p->mixes, &p->nmix, 0, 100, "read percentage",
 				  err, errlen);
-	} else if (!strcmp(key, "access")) {
+	case P_ACCESS:
 		if (!strcmp(v, "seq") || !strcmp(v, "sequential"))
 			p->access = FSP_ACCESS_SEQ;
 		else if (!strcmp(v, "random") || !strcmp(v, "rand"))
@@ -354,7 +372,8 @@ int fsp_param_set(struct fsp_params *p, const char *key, const char *v,
 			snprintf(err, errlen, "'%s' is not seq or random", v);
 			return -1;
 		}
-	} else if (!strcmp(key, "offsets")) {
+		break;
+	case P_OFFSETS:
 		if (!strcmp(v, "shared"))
 			p->offsets = FSP_OFFSETS_SHARED;
 		else if (!strcmp(v, "per-direction"))
@@ -363,7 +382,8 @@ int fsp_param_set(struct fsp_params *p, const char *key, const char *v,
 			snprintf(err, errlen, "'%s' is not shared or per-direction", v);
 			return -1;
 		}
-	} else if (!strcmp(key, "interleave")) {
+		break;
+	case P_INTERLEAVE:
 		if (!strcmp(v, "exact"))
 			p->interleave = FSP_INTERLEAVE_EXACT;
 		else if (!strcmp(v, "random"))
@@ -372,7 +392,8 @@ int fsp_param_set(struct fsp_params *p, const char *key, const char *v,
 			snprintf(err, errlen, "'%s' is not exact or random", v);
 			return -1;
 		}
-	} else if (!strcmp(key, "norepeat")) {
+		break;
+	case P_NOREPEAT:
 		if (!*v || !strcmp(v, "1") || !strcmp(v, "yes") || !strcmp(v, "true"))
 			p->norepeat = 1;
 		else if (!strcmp(v, "0") || !strcmp(v, "no") || !strcmp(v, "false"))
@@ -381,21 +402,23 @@ int fsp_param_set(struct fsp_params *p, const char *key, const char *v,
 			snprintf(err, errlen, "'%s' is not yes or no", v);
 			return -1;
 		}
-	} else if (!strcmp(key, "span")) {
+		break;
+	case P_SPAN:
 		if (set_size(&p->span, v, &R_SPAN, err, errlen))
 			return -1;
 		p->span_set = 1;
-	} else if (!strcmp(key, "offset")) {
+		break;
+	case P_OFFSET:
 		return set_size(&p->offset, v, &R_OFFSET, err, errlen);
-	} else if (!strcmp(key, "time")) {
+	case P_TIME:
 		return set_duration(&p->time_ns, v, &R_TIME, err, errlen);
-	} else if (!strcmp(key, "bytes")) {
+	case P_BYTES:
 		return set_size(&p->bytes, v, &R_BYTES, err, errlen);
-	} else if (!strcmp(key, "ramp")) {
+	case P_RAMP:
 		return set_duration(&p->ramp_ns, v, &R_RAMP, err, errlen);
-	} else if (!strcmp(key, "burst")) {
+	case P_BURST:
 		return set_size(&p->burst, v, &R_BURST, err, errlen);
-	} else if (!strcmp(key, "duty")) {
+	case P_DUTY: {
 		char *end;
 		unsigned long d = strtoul(v, &end, 10);
 		if (!isdigit((unsigned char)*v) || *end || d < 1 || d > 100) {
@@ -403,11 +426,13 @@ int fsp_param_set(struct fsp_params *p, const char *key, const char *v,
 			return -1;
 		}
 		p->duty = (unsigned)d;
-	} else if (!strcmp(key, "idle")) {
+		break;
+	}
+	case P_IDLE:
 		return set_duration(&p->idle_ns, v, &R_IDLE, err, errlen);
-	} else if (!strcmp(key, "pattern")) {
+	case P_PATTERN:
 		return fsp_pattern_parse(v, &p->pattern, err, errlen);
-	} else if (!strcmp(key, "seed")) {
+	case P_SEED: {
 		char *end;
 		errno = 0;
 		unsigned long long s = strtoull(v, &end, 0);
@@ -416,13 +441,15 @@ int fsp_param_set(struct fsp_params *p, const char *key, const char *v,
 			return -1;
 		}
 		p->seed = s;
-	} else if (!strcmp(key, "segment")) {
+		break;
+	}
+	case P_SEGMENT:
 		return set_size(&p->segment, v, &R_SEGMENT, err, errlen);
-	} else if (!strcmp(key, "tail")) {
+	case P_TAIL:
 		return set_size(&p->tail, v, &R_TAIL, err, errlen);
-	} else if (!strcmp(key, "timeline")) {
+	case P_TIMELINE:
 		return set_duration(&p->timeline_ns, v, &R_TIMELINE, err, errlen);
-	} else {
+	case P__COUNT:
 		snprintf(err, errlen, "unknown parameter");
 		return -1;
 	}
@@ -441,51 +468,75 @@ void fsp_param_format(const struct fsp_params *p, const char *key, char *buf,
 		      size_t len)
 {
 	buf[0] = 0;
-	if (!strcmp(key, "bs"))
+	switch (param_of(key)) {
+	case P_BS:
 		fsp_format_size(p->bs, buf, len);
-	else if (!strcmp(key, "qd"))
+		break;
+	case P_QD:
 		format_list(p->qds, p->nqd, buf, len);
-	else if (!strcmp(key, "mix"))
+		break;
+	case P_MIX:
 		format_list(p->mixes, p->nmix, buf, len);
-	else if (!strcmp(key, "access"))
+		break;
+	case P_ACCESS:
 		snprintf(buf, len, "%s", p->access == FSP_ACCESS_SEQ ? "seq" : "random");
-	else if (!strcmp(key, "offsets"))
+		break;
+	case P_OFFSETS:
 		snprintf(buf, len, "%s", p->offsets == FSP_OFFSETS_SHARED ?
 			 "shared" : "per-direction");
-	else if (!strcmp(key, "interleave"))
+		break;
+	case P_INTERLEAVE:
 		snprintf(buf, len, "%s", p->interleave == FSP_INTERLEAVE_EXACT ?
 			 "exact" : "random");
-	else if (!strcmp(key, "norepeat"))
+		break;
+	case P_NOREPEAT:
 		snprintf(buf, len, "%s", p->norepeat ? "yes" : "no");
-	else if (!strcmp(key, "span")) {
+		break;
+	case P_SPAN:
 		if (p->span == 0)
 			snprintf(buf, len, "whole");
 		else
 			fsp_format_size(p->span, buf, len);
-	} else if (!strcmp(key, "offset"))
+		break;
+	case P_OFFSET:
 		fsp_format_size(p->offset, buf, len);
-	else if (!strcmp(key, "time"))
+		break;
+	case P_TIME:
 		fsp_format_duration(p->time_ns, buf, len);
-	else if (!strcmp(key, "bytes"))
+		break;
+	case P_BYTES:
 		fsp_format_size(p->bytes, buf, len);
-	else if (!strcmp(key, "ramp"))
+		break;
+	case P_RAMP:
 		fsp_format_duration(p->ramp_ns, buf, len);
-	else if (!strcmp(key, "burst"))
+		break;
+	case P_BURST:
 		fsp_format_size(p->burst, buf, len);
-	else if (!strcmp(key, "duty"))
+		break;
+	case P_DUTY:
 		snprintf(buf, len, "%u", p->duty);
-	else if (!strcmp(key, "idle"))
+		break;
+	case P_IDLE:
 		fsp_format_duration(p->idle_ns, buf, len);
-	else if (!strcmp(key, "pattern"))
+		break;
+	case P_PATTERN:
 		fsp_pattern_format(&p->pattern, buf, len);
-	else if (!strcmp(key, "seed"))
+		break;
+	case P_SEED:
 		snprintf(buf, len, "%llu", (unsigned long long)p->seed);
-	else if (!strcmp(key, "segment"))
+		break;
+	case P_SEGMENT:
 		fsp_format_size(p->segment, buf, len);
-	else if (!strcmp(key, "tail"))
+		break;
+	case P_TAIL:
 		fsp_format_size(p->tail, buf, len);
-	else if (!strcmp(key, "timeline"))
+		break;
+	case P_TIMELINE:
 		fsp_format_duration(p->timeline_ns, buf, len);
+		break;
+	case P__COUNT:
+		break;
+	}
 }
 
 int fsp_params_check(const struct fsp_params *p, char *err, size_t errlen)
