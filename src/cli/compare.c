@@ -1300,8 +1300,8 @@ static int parse_args(int argc, char **argv, struct opts *o)
 	free(longopts); /* g.name points into fsp_param_names, not here */
 	if (rc)
 		return rc;
-	if (fsp_opt_index(&g) < argc) {
-		fsp_usage_error("compare", "unexpected argument '%s'", argv[fsp_opt_index(&g)]);
+	if (g.npos) {
+		fsp_usage_error("compare", "unexpected argument '%s'", g.pos[0]);
 		return -1;
 	}
 	if (strcmp(o->fs, "ext4") && strcmp(o->fs, "xfs") && strcmp(o->fs, "btrfs")) {

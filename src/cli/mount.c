@@ -612,12 +612,12 @@ static int parse_mount_args(int argc, char **argv, struct mount_opts *o)
 		emu_only:
 			/* meaningful only with the emulation: checked below */
 			o->emu_opt_given = 1;
-			/* argv[optind - 1] may be the option's value: name it */
+			/* name the option, not what may be its value */
 			o->emu_opt_name = g.name;
 			break;
 		}
 	}
-	if (argc - optind != 2)
+	if (g.npos != 2)
 		return fsp_usage_error("mount", "expected BACKING_DIR and MOUNTPOINT");
 	if (fsp_record_mode_parse(o->record, &o->record_mode, &o->sample_n)) {
 		fprintf(stderr, "fsprism mount: invalid --record '%s' (full, sample:N, hist or off)\n",
@@ -632,12 +632,12 @@ static int parse_mount_args(int argc, char **argv, struct mount_opts *o)
 			o->emu_opt_name);
 		return 2;
 	}
-	if (validate_dir("backing directory", argv[optind], o->backing, 1))
+	if (validate_dir("backing directory", g.pos[0], o->backing, 1))
 		return 1;
 	int arc = atime_opts(o);
 	if (arc)
 		return arc;
-	if (validate_dir("mountpoint", argv[optind + 1], o->mnt, 0))
+	if (validate_dir("mountpoint", g.pos[1], o->mnt, 0))
 		return 1;
 	char fstype[64];
 	if (fsp_mountinfo_find(o->mnt, fstype, sizeof(fstype)) == 1) {
@@ -767,10 +767,9 @@ int cmd_umount(int argc, char **argv)
 	for (int c; (c = fsp_opt_next(&g)) != FSP_OPT_END;)
 		if (c == FSP_OPT_EXIT)
 			return g.status;
-	if (argc - fsp_opt_index(&g) != 1)
+	if (g.npos != 1)
 		return fsp_usage_error("umount", "expected one MOUNTPOINT");
-	argv += fsp_opt_index(&g) - 1; /* the mountpoint is argv[1] below */
-	const char *arg = argv[1];
+	const char *arg = g.pos[0];
 	char mnt[PATH_MAX];
 	if (!realpath(arg, mnt)) {
 		fprintf(stderr, "fsprism umount: %s: %s\n", arg,

@@ -18,23 +18,20 @@ void fsp_opt_init(struct fsp_opt *g, const char *cmd, void (*usage)(FILE *f),
 		  const struct option *longopts, const char *shortopts, int argc,
 		  char **argv)
 {
-	memset(g, 0, sizeof(*g));
-	g->cmd = cmd;
-	g->usage = usage;
-	g->longopts = longopts;
-	g->shortopts = shortopts;
-	g->argc = argc;
-	g->argv = argv;
-	/* leading ':': a missing value comes back as ':', not as '?' */
-	snprintf(g->optstring, sizeof(g->optstring), ":%s", shortopts);
+	*g = (struct fsp_opt){ .cmd = cmd, .usage = usage, .longopts = longopts,
+			       .shortopts = shortopts, .argc = argc, .argv = argv };
+	/* '-': a positional comes back in order as the value of option 1 (argv
+	 * is not permuted); ':': a missing value comes back as ':', not '?' */
+	snprintf(g->optstring, sizeof(g->optstring), "-:%s", shortopts);
 	opterr = 0;  /* the messages are ours */
 	optind = 0;  /* 0, not 1: glibc then also forgets an earlier scan */
 }
 
-int fsp_opt_index(const struct fsp_opt *g)
+static void add_pos(struct fsp_opt *g, const char *arg)
 {
-	(void)g;
-	return optind;
+	if (g->npos < FSP_OPT_MAX_POS)
+		g->pos[g->npos] = arg;
+	g->npos++;
 }
 
 int fsp_usage_error(const char *cmd, const char *fmt, ...)
@@ -113,13 +110,23 @@ static int is_long(const char *text)
 
 int fsp_opt_next(struct fsp_opt *g)
 {
-	int idx = -1;
-	optarg = NULL;
-	int c = getopt_long(g->argc, g->argv, g->optstring, g->longopts, &idx);
+	int idx, c;
+	for (;;) {
+		idx = -1;
+		optarg = NULL;
+		c = getopt_long(g->argc, g->argv, g->optstring, g->longopts, &idx);
+		if (c != 1)
+			break;
+		add_pos(g, optarg);
+	}
 	g->arg = optarg;
 	g->name = idx >= 0 ? g->longopts[idx].name : NULL;
-	if (c == -1)
+	if (c == -1) {
+		/* after "--": all that is left is positional */
+		while (optind < g->argc)
+			add_pos(g, g->argv[optind++]);
 		return FSP_OPT_END;
+	}
 	/* the element just read: getopt has stepped past it (and its value) */
 	const char *text = optind > 0 ? g->argv[optind - 1] : NULL;
 	if (c == ':') {

@@ -4,8 +4,10 @@
  *
  * GNU conventions everywhere: `--opt VALUE` and `--opt=VALUE` are the same,
  * short aliases (-q), `--` ends the options, positionals may stand between
- * options. Long names must be written in full (getopt_long would take any
- * unambiguous prefix; a prefix is refused with the full name suggested).
+ * options (collected in order in pos[]; argv itself is left as typed, so the
+ * command line a run records is the one typed). Long names must be written
+ * in full (getopt_long would take any unambiguous prefix; a prefix is
+ * refused with the full name suggested).
  *
  * The rule (cli.h): --help / -h prints the command's help on stdout, exit 0;
  * a usage error prints one line on stderr, "fsprism CMD: PROBLEM (see
@@ -23,10 +25,13 @@
  * FSP_OPT_PARAM + its index in fsp_param_names. */
 #define FSP_OPT_PARAM 1000
 
-/* fsp_opt_next: no more options (positionals are argv[optind..argc-1]) */
+/* fsp_opt_next: no more options; the positionals are in pos[] */
 #define FSP_OPT_END (-1)
 /* fsp_opt_next: the command returns g->status now (0 after --help, 2) */
 #define FSP_OPT_EXIT (-2)
+
+/* positionals kept; a command wants two at most, the rest are counted */
+#define FSP_OPT_MAX_POS 8
 
 struct fsp_opt {
 	const char *cmd;               /* "run": messages say "fsprism run: ..." */
@@ -34,12 +39,14 @@ struct fsp_opt {
 	const struct option *longopts; /* ends with a zeroed entry */
 	const char *shortopts;         /* getopt's, e.g. "fo:hq" */
 	int argc;
-	char **argv;                   /* permuted: positionals end up last */
-	char optstring[64];            /* ':' + shortopts: a missing value is ':' */
+	char **argv;
+	char optstring[64];            /* "-:" + shortopts (see opt.c) */
 	/* set by fsp_opt_next */
 	const char *arg;               /* the option's value, or NULL */
 	const char *name;              /* its long name, NULL for a short one */
 	int status;                    /* with FSP_OPT_EXIT */
+	const char *pos[FSP_OPT_MAX_POS]; /* the positionals, in order ... */
+	int npos;                      /* ... and how many (may exceed what pos holds) */
 };
 
 /* Start parsing argv (argv[0] is the command's name). */
@@ -54,9 +61,6 @@ void fsp_opt_init(struct fsp_opt *g, const char *cmd, void (*usage)(FILE *f),
  *   fsprism run: --time needs a value (see 'fsprism run --help')
  */
 int fsp_opt_next(struct fsp_opt *g);
-
-/* Index of the first positional (getopt's optind) once FSP_OPT_END is seen. */
-int fsp_opt_index(const struct fsp_opt *g);
 
 /* "fsprism CMD: MESSAGE (see 'fsprism CMD --help')" on stderr; returns 2. */
 int fsp_usage_error(const char *cmd, const char *fmt, ...)

@@ -73,10 +73,17 @@ static void run_usage(FILE *f)
 "  --parent RUNID         store as part of run RUNID (used by compare)\n"
 "  --label NAME           a name for this run (used by compare)\n"
 "  --record=MODE          full | sample:N | hist (default) | off\n"
-"  --quiet                no summary table, only the run number line\n"
-"parameters (override the profile): --bs= --qd= --mix= --access= --offsets=\n"
-"  --interleave= --norepeat --span= --offset= --time= --bytes= --ramp= --burst=\n"
-"  --duty= --idle= --pattern= --seed= --segment= --tail= --timeline=\n");
+"  --quiet                no summary table, only the run number line\n");
+	/* the parameters, from the one list of their names */
+	int col = fprintf(f, "parameters (override the profile):");
+	for (int i = 0; fsp_param_names[i]; i++) {
+		const char *name = fsp_param_names[i];
+		int flag = fsp_param_is_flag(name);
+		if (col + 3 + (int)strlen(name) + !flag > 78)
+			col = fprintf(f, "\n ");
+		col += fprintf(f, " --%s%s", name, flag ? "" : "=");
+	}
+	fputc('\n', f);
 }
 
 enum { OPT_DB = 256, OPT_SCALE, OPT_DESTROY, OPT_PARENT, OPT_LABEL, OPT_RECORD };
@@ -162,13 +169,12 @@ static int parse_args(int argc, char **argv, struct run_opts *o)
 			break;
 		}
 	}
-	int first = fsp_opt_index(&g);
-	if (first < argc)
-		o->profile = argv[first];
-	if (first + 1 < argc)
-		o->target = argv[first + 1];
-	if (first + 2 < argc)
-		return fsp_usage_error("run", "unexpected argument '%s'", argv[first + 2]);
+	if (g.npos > 0)
+		o->profile = g.pos[0];
+	if (g.npos > 1)
+		o->target = g.pos[1];
+	if (g.npos > 2)
+		return fsp_usage_error("run", "unexpected argument '%s'", g.pos[2]);
 	if (!o->profile) {
 		fprintf(stderr, "fsprism run: missing PROFILE (see fsprism profiles)\n");
 		return 2;
@@ -1083,9 +1089,8 @@ int cmd_profiles(int argc, char **argv)
 	for (int c; (c = fsp_opt_next(&g)) != FSP_OPT_END;)
 		if (c == FSP_OPT_EXIT)
 			return g.status;
-	if (fsp_opt_index(&g) < argc)
-		return fsp_usage_error("profiles", "unexpected argument '%s'",
-				       argv[fsp_opt_index(&g)]);
+	if (g.npos)
+		return fsp_usage_error("profiles", "unexpected argument '%s'", g.pos[0]);
 	printf("Profiles (fsprism run PROFILE TARGET [--scale=full] [--PARAM=VALUE]):\n");
 	for (size_t i = 0; i < fsp_nprofiles; i++) {
 		struct fsp_params d, f;

@@ -1068,13 +1068,12 @@ int cmd_stats(int argc, char **argv)
 		case OPT_EXTENTS: flags |= FSP_STATS_EXTENTS; break;
 		}
 	}
-	int first = fsp_opt_index(&g);
-	if (first == argc)
+	if (!g.npos)
 		return fsp_usage_error("stats", "no database given");
-	if (argc - first > 1)
-		return fsp_usage_error("stats", "unexpected argument '%s' (one database only)",
-				       argv[first + 1]);
-	path = argv[first];
+	if (g.npos > 1)
+		return fsp_usage_error("stats", "unexpected argument '%s': one database only",
+				       g.pos[1]);
+	path = g.pos[0];
 	if (!valid_format(format)) {
 		fprintf(stderr, "fsprism stats: unknown format '%s' (table, csv or json)\n", format);
 		return 2;
