@@ -203,6 +203,17 @@ int fsp_profile_load(const char *name, enum fsp_scale scale,
 
 /* ---- value parsers (sizes and durations: src/base/units.h) ------------- */
 
+int fsp_scale_parse(const char *s, enum fsp_scale *scale)
+{
+	if (!strcmp(s, "default"))
+		*scale = FSP_SCALE_DEFAULT;
+	else if (!strcmp(s, "full"))
+		*scale = FSP_SCALE_FULL;
+	else
+		return -1;
+	return 0;
+}
+
 /* "1,2,4" -> list of unsigned in [lo,hi]. */
 static int parse_list(const char *s, unsigned *out, unsigned *n, unsigned lo,
 		      unsigned hi, const char *what, char *err, size_t errlen)

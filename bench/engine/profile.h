@@ -65,6 +65,9 @@ struct fsp_profile {
 extern const struct fsp_profile fsp_profiles[];
 extern const size_t fsp_nprofiles;
 
+/* "default" or "full": 0, or -1 if neither. */
+int fsp_scale_parse(const char *s, enum fsp_scale *scale);
+
 /* Fill p with profile `name` at `scale`. 0, or -1 if no such profile. */
 int fsp_profile_load(const char *name, enum fsp_scale scale,
 		     struct fsp_params *p);

@@ -1361,9 +1361,7 @@ static int validate_params(struct opts *o, struct fsp_params *p)
 	char err[512];
 	enum fsp_scale scale = FSP_SCALE_DEFAULT;
 	if (o->scale) {
-		if (!strcmp(o->scale, "full"))
-			scale = FSP_SCALE_FULL;
-		else if (strcmp(o->scale, "default")) {
+		if (fsp_scale_parse(o->scale, &scale)) {
 			fail("--scale '%s' is not default or full", o->scale);
 			return -1;
 		}

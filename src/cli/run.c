@@ -129,11 +129,7 @@ static int parse_args(int argc, char **argv, struct run_opts *o)
 			o->db = v;
 			break;
 		case OPT_SCALE:
-			if (!strcmp(v, "default"))
-				o->scale = FSP_SCALE_DEFAULT;
-			else if (!strcmp(v, "full"))
-				o->scale = FSP_SCALE_FULL;
-			else {
+			if (fsp_scale_parse(v, &o->scale)) {
 				fprintf(stderr, "fsprism run: scale: '%s' is not default or full\n", v);
 				return 2;
 			}
