@@ -124,29 +124,18 @@ static void mount_usage(FILE *f)
 
 /* ---- small helpers ---- */
 
-static int parse_uint(const char *s, unsigned long long max, unsigned long long *out,
-		      int allow_suffix)
+/* --NAME N, a count in lo..hi: 0, or 2 after the message. */
+static int parse_count(const char *name, const char *s, unsigned lo, unsigned hi,
+		       unsigned *out)
 {
 	char *end;
 	errno = 0;
 	unsigned long long v = strtoull(s, &end, 10);
-	if (errno || end == s || *s == '-')
-		return -1;
-	if (allow_suffix && *end) {
-		unsigned long long mul = 0;
-		switch (*end) {
-		case 'k': case 'K': mul = 1ull << 10; break;
-		case 'm': case 'M': mul = 1ull << 20; break;
-		default: return -1;
-		}
-		end++;
-		if (v > max / mul)
-			return -1;
-		v *= mul;
+	if (errno || end == s || *s == '-' || *end || v < lo || v > hi) {
+		fprintf(stderr, "fsprism mount: invalid --%s '%s' (%u..%u)\n", name, s, lo, hi);
+		return 2;
 	}
-	if (*end || v > max)
-		return -1;
-	*out = v;
+	*out = (unsigned)v;
 	return 0;
 }
 
@@ -442,7 +431,7 @@ static int parse_mount_args(int argc, char **argv, struct mount_opts *o)
 	};
 	const char *log = "fsprism.db";
 	const char *store = NULL;
-	unsigned long long v;
+	uint64_t v;
 	int m;
 	double secs;
 	emu_store_cfg_default(&o->ecfg);
@@ -475,25 +464,19 @@ static int parse_mount_args(int argc, char **argv, struct mount_opts *o)
 			o->backing_sync = !strcmp(optarg, "sync");
 			break;
 		case OPT_THREADS:
-			if (parse_uint(optarg, 1024, &v, 0) || v < 1) {
-				fprintf(stderr, "fsprism mount: invalid --threads '%s' (1..1024)\n", optarg);
+			if (parse_count("threads", optarg, 1, 1024, &o->threads))
 				return 2;
-			}
-			o->threads = (unsigned)v;
 			break;
 		case OPT_MAX_WRITE:
-			if (parse_uint(optarg, 1u << 20, &v, 1) || v < 4096) {
+			if (fsp_parse_size(optarg, &v) || v < 4096 || v > 1u << 20) {
 				fprintf(stderr, "fsprism mount: invalid --max-write '%s' (4k..1M)\n", optarg);
 				return 2;
 			}
 			o->max_write = (unsigned)v;
 			break;
 		case OPT_MAX_BG:
-			if (parse_uint(optarg, 65535, &v, 0) || v < 1) {
-				fprintf(stderr, "fsprism mount: invalid --max-background '%s' (1..65535)\n", optarg);
+			if (parse_count("max-background", optarg, 1, 65535, &o->max_background))
 				return 2;
-			}
-			o->max_background = (unsigned)v;
 			break;
 		case OPT_ATTR_TO:
 		case OPT_ENTRY_TO:
