@@ -31,8 +31,6 @@ allowed() {
 }
 
 KNOWN="
-fs/fuse/mount.c -> src/cli/cli.h|the mount command's parsing moves to src/cli/mount.c
-fs/fuse/mount.c -> bench/engine/profile.h|size and duration parsing moves to src/base/units
 "
 
 found=$(mktemp)

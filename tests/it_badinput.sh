@@ -94,7 +94,7 @@ expect_fail "umount of a plain directory" 1 "fsprism umount: $B is not mounted" 
 expect_fail "umount of a tmpfs" 1 "fsprism umount: $T/busy is not an fsprism mount (it is tmpfs)" \
 	"$F" umount "$T/busy"
 check "the tmpfs survived" mountpoint -q "$T/busy"
-expect_fail "umount without arguments" 2 "usage: fsprism umount MOUNTPOINT" "$F" umount
+expect_fail "umount without arguments" 2 "fsprism umount: expected one MOUNTPOINT (see 'fsprism umount --help')" "$F" umount
 
 # a second mount on the same mountpoint while the first runs
 DB=$T/load.db
@@ -177,6 +177,91 @@ PY
 else
 	not_ok "mount for the load test"
 fi
+# --- one command line for every command (src/cli/opt.c) ---
+# same_outcome DESC RC SUBSTRING "ARGS A" "ARGS B": fsprism with either
+# argument list (split by the shell: no spaces in $T) exits RC, says the same
+# on stdout and stderr, and its stderr (or, if empty, stdout) holds SUBSTRING.
+same_outcome() {
+	desc=$1 want_rc=$2 want=$3
+	(cd "$T/cwd" && eval "\"\$F\" $4") >"$T/o1" 2>"$T/e1"
+	rc1=$?
+	(cd "$T/cwd" && eval "\"\$F\" $5") >"$T/o2" 2>"$T/e2"
+	rc2=$?
+	said=$T/e1
+	[ -s "$said" ] || said=$T/o1
+	if [ "$rc1" -eq "$want_rc" ] && [ "$rc2" -eq "$want_rc" ] && cmp -s "$T/o1" "$T/o2" &&
+	   cmp -s "$T/e1" "$T/e2" && grep -qF -- "$want" "$said"; then
+		ok "$desc: both exit $rc1, '$(head -n 1 "$said")'"
+	else
+		not_ok "$desc: expected exit $want_rc and '$want' from both, got $rc1: '$(cat "$T/e1")' / $rc2: '$(cat "$T/e2")'"
+	fi
+}
+same_outcome "mount --record=X / --record X" 2 "invalid --record 'sometimes'" \
+	"mount --record=sometimes $B $M" "mount --record sometimes $B $M"
+same_outcome "mount --threads=N / --threads N, positionals first" 2 "invalid --threads '0'" \
+	"mount $B $M --threads=0" "mount --threads 0 $B $M"
+same_outcome "umount -- PATH / umount PATH" 1 "fsprism umount: $B is not mounted" \
+	"umount -- $B" "umount $B"
+same_outcome "run --time=X / --time X (a parameter)" 2 "fsprism run: time: '1ms' is out of range" \
+	"run sustained-seqwrite $T/rt --db $T/rt.db --time=1ms" "run sustained-seqwrite --time 1ms $T/rt --db=$T/rt.db"
+same_outcome "run --scale=X / --scale X" 2 "fsprism run: scale: 'huge' is not default or full" \
+	"run sustained-seqwrite $T/rt --scale=huge" "run --scale huge sustained-seqwrite $T/rt"
+same_outcome "run --norepeat / --norepeat=yes (a flag)" 2 "fsprism run: time: '1ms' is out of range" \
+	"run sustained-seqwrite $T/rt --norepeat --time=1ms" "run sustained-seqwrite $T/rt --norepeat=yes --time=1ms"
+check "run: nothing created by the refused runs" sh -c "[ ! -e '$T/rt' ] && [ ! -e '$T/rt.db' ]"
+same_outcome "compare --fs=X / --fs X" 2 "fsprism compare: unsupported --fs 'zfs'" \
+	"compare --fs=zfs" "compare --fs zfs"
+same_outcome "compare --qd=X / --qd X (a parameter)" 2 "fsprism compare: qd: '0' is not a queue depth" \
+	"compare --qd=0" "compare --qd 0"
+same_outcome "stats --format=X / --format X" 2 "fsprism stats: unknown format 'xml'" \
+	"stats $DB --format=xml" "stats --format xml $DB"
+same_outcome "stats --run=N --format=csv / --run N --format csv" 0 "op," \
+	"stats $DB --run=1 --format=csv" "stats --format csv --run 1 $DB"
+same_outcome "stats -- DB / stats DB" 1 "fsprism stats: no database at $T/none.db" \
+	"stats -- $T/none.db" "stats $T/none.db"
+# an unknown option names the closest valid one; a profile parameter too
+expect_fail "did you mean an option" 2 \
+	"fsprism compare: unknown option '--profil' (did you mean --profile?)" "$F" compare --profil x
+expect_fail "did you mean a profile parameter" 2 \
+	"fsprism run: unknown option '--tme' (did you mean --time?)" \
+	"$F" run sustained-seqwrite "$T/rt" --tme=1s
+expect_fail "did you mean a mount option" 2 \
+	"fsprism mount: unknown option '--threds' (did you mean --threads?)" "$F" mount --threds 4 "$B" "$M"
+expect_fail "an abbreviation is refused, the full name suggested" 2 \
+	"fsprism stats: unknown option '--form' (did you mean --format?)" "$F" stats "$DB" --form csv
+expect_fail "nothing close: the command's help named" 2 \
+	"fsprism run: unknown option '--frobnicate' (see 'fsprism run --help')" \
+	"$F" run sustained-seqwrite "$T/rt" --frobnicate
+expect_fail "a missing value" 2 "fsprism run: --time needs a value (see 'fsprism run --help')" \
+	"$F" run sustained-seqwrite "$T/rt" --time
+expect_fail "a flag given a value" 2 "fsprism compare: --quiet takes no value (see 'fsprism compare --help')" \
+	"$F" compare --quiet=yes
+expect_fail "an extra argument" 2 "fsprism profiles: unexpected argument 'x' (see 'fsprism profiles --help')" \
+	"$F" profiles x
+# --help and -h: the command's help on stdout, exit 0; fsprism help CMD the same
+for cmd in mount umount run profiles compare stats; do
+	"$F" "$cmd" --help >"$T/h1" 2>"$T/he"
+	rc=$?
+	"$F" "$cmd" -h >"$T/h2" 2>>"$T/he"
+	rc2=$?
+	"$F" help "$cmd" >"$T/h3" 2>>"$T/he"
+	rc3=$?
+	if [ "$rc$rc2$rc3" = 000 ] && [ ! -s "$T/he" ] && grep -q "^usage: fsprism $cmd" "$T/h1" &&
+	   cmp -s "$T/h1" "$T/h2" && cmp -s "$T/h1" "$T/h3"; then
+		ok "$cmd --help, -h and fsprism help $cmd: the same help on stdout, exit 0"
+	else
+		not_ok "$cmd --help / -h / help $cmd: exit $rc $rc2 $rc3, stderr '$(cat "$T/he")', stdout '$(head -n 1 "$T/h3")'"
+	fi
+done
+expect_fail "help of an unknown command" 2 "fsprism: unknown command 'nope'" "$F" help nope
+version=$("$F" version)
+"$F" -V >"$T/v1" 2>&1
+rc=$?
+"$F" --version >"$T/v2" 2>&1
+rc2=$?
+expect_eq "-V and --version print the version, as version does, and exit 0" \
+	"$version 0 $version 0" "$(cat "$T/v1") $rc $(cat "$T/v2") $rc2"
+
 # --- fsprism run: every parameter has a range, the message names it ---
 # (a typo such as timeline = 1ns once grew a run to 12 GB of RAM and 300
 # million timeline rows). Exit 2, nothing created, nothing stored.

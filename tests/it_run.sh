@@ -249,7 +249,7 @@ run_ok "reading a device with a signature" sustained-seqread "$FSDEV" --qd=1 $TI
 
 runs_before=$(q "SELECT count(*) FROM runs")
 expect_fail "unknown profile" "fsprism run: unknown profile 'nope'" nope "$RAW" --db "$DB"
-expect_fail "unknown parameter" "fsprism run: frob: unknown parameter" \
+expect_fail "unknown parameter" "fsprism run: unknown option '--frob'" \
 	mixed-seq "$RAW" --frob=1 --db "$DB"
 expect_fail "qd 0" "fsprism run: qd: '0' is not a queue depth" \
 	sustained-randread "$RAW" --qd=0 --db "$DB"

@@ -419,10 +419,11 @@ expect_fail "bad run id" 2 "^fsprism stats: --run needs a positive run id, not '
 	"$FSPRISM" stats "$DB" --run abc
 expect_fail "bad format" 2 "^fsprism stats: unknown format 'xml' \(table, csv or json\)\$" \
 	"$FSPRISM" stats "$DB" --format xml
-expect_fail "unknown option" 2 "^fsprism stats: unknown option '--frobnicate'\$" \
+expect_fail "unknown option" 2 "^fsprism stats: unknown option '--frobnicate' \(see 'fsprism stats --help'\)\$" \
 	"$FSPRISM" stats "$DB" --frobnicate
 expect_fail "no database argument" 2 "^fsprism stats: no database given" "$FSPRISM" stats
-expect_fail "--run without value" 2 "^fsprism stats: --run needs a value\$" "$FSPRISM" stats "$DB" --run
+expect_fail "--run without value" 2 "^fsprism stats: --run needs a value \(see 'fsprism stats --help'\)\$" \
+	"$FSPRISM" stats "$DB" --run
 
 sqlite3 "$T/v99.db" "CREATE TABLE runs(id); PRAGMA user_version=99;"
 expect_fail "unknown schema version" 1 \

@@ -22,6 +22,7 @@
 #include "src/db/oplog.h"
 #include "bench/engine/pattern.h"
 #include "bench/engine/profile.h"
+#include "src/base/units.h"
 #include "src/db/store.h"
 
 /* ---- offsets ------------------------------------------------------------- */

@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "bench/engine/profile.h"
+#include "src/base/units.h"
 
 #define KiB 1024ull
 #define MiB (1024ull * KiB)
@@ -37,10 +38,20 @@ const struct fsp_profile fsp_profiles[] = {
 };
 const size_t fsp_nprofiles = sizeof(fsp_profiles) / sizeof(fsp_profiles[0]);
 
+/* The parameters, in listing order; their names are written only here. */
+enum param {
+	P_BS, P_QD, P_MIX, P_ACCESS, P_OFFSETS, P_INTERLEAVE, P_NOREPEAT, P_SPAN,
+	P_OFFSET, P_TIME, P_BYTES, P_RAMP, P_BURST, P_DUTY, P_IDLE, P_PATTERN,
+	P_SEED, P_SEGMENT, P_TAIL, P_TIMELINE, P__COUNT
+};
+
 const char *const fsp_param_names[] = {
-	"bs", "qd", "mix", "access", "offsets", "interleave", "norepeat", "span",
-	"offset", "time", "bytes", "ramp", "burst", "duty", "idle", "pattern",
-	"seed", "segment", "tail", "timeline", NULL,
+	[P_BS] = "bs", [P_QD] = "qd", [P_MIX] = "mix", [P_ACCESS] = "access",
+	[P_OFFSETS] = "offsets", [P_INTERLEAVE] = "interleave", [P_NOREPEAT] = "norepeat",
+	[P_SPAN] = "span", [P_OFFSET] = "offset", [P_TIME] = "time", [P_BYTES] = "bytes",
+	[P_RAMP] = "ramp", [P_BURST] = "burst", [P_DUTY] = "duty", [P_IDLE] = "idle",
+	[P_PATTERN] = "pattern", [P_SEED] = "seed", [P_SEGMENT] = "segment",
+	[P_TAIL] = "tail", [P_TIMELINE] = "timeline", [P__COUNT] = NULL,
 };
 
 static void base_params(struct fsp_params *p)
@@ -190,102 +201,17 @@ int fsp_profile_load(const char *name, enum fsp_scale scale,
 	return 0;
 }
 
-/* ---- value parsers ------------------------------------------------------- */
+/* ---- value parsers (sizes and durations: src/base/units.h) ------------- */
 
-int fsp_parse_size(const char *s, uint64_t *out)
+int fsp_scale_parse(const char *s, enum fsp_scale *scale)
 {
-	char *end;
-	if (!isdigit((unsigned char)*s))
+	if (!strcmp(s, "default"))
+		*scale = FSP_SCALE_DEFAULT;
+	else if (!strcmp(s, "full"))
+		*scale = FSP_SCALE_FULL;
+	else
 		return -1;
-	errno = 0;
-	unsigned long long v = strtoull(s, &end, 10);
-	if (errno)
-		return -1;
-	uint64_t mult = 1;
-	switch (tolower((unsigned char)*end)) {
-	case 0: break;
-	case 'b': mult = 1; end--; break;
-	case 'k': mult = KiB; break;
-	case 'm': mult = MiB; break;
-	case 'g': mult = GiB; break;
-	case 't': mult = TiB; break;
-	case 'p': mult = PiB; break;
-	default: return -1;
-	}
-	if (*end) {
-		end++;
-		/* accept k, kb, kib (any case) */
-		if (tolower((unsigned char)*end) == 'i')
-			end++;
-		if (tolower((unsigned char)*end) == 'b')
-			end++;
-		if (*end)
-			return -1;
-	}
-	if (v && mult > UINT64_MAX / v)
-		return -1;
-	*out = v * mult;
 	return 0;
-}
-
-int fsp_parse_duration(const char *s, uint64_t *ns)
-{
-	char *end;
-	if (!isdigit((unsigned char)*s) && *s != '.')
-		return -1;
-	errno = 0;
-	double v = strtod(s, &end);
-	if (errno || v < 0)
-		return -1;
-	double mult;
-	if (!*end || !strcmp(end, "s"))
-		mult = 1e9;
-	else if (!strcmp(end, "ms"))
-		mult = 1e6;
-	else if (!strcmp(end, "us"))
-		mult = 1e3;
-	else if (!strcmp(end, "ns"))
-		mult = 1;
-	else if (!strcmp(end, "m") || !strcmp(end, "min"))
-		mult = 60e9;
-	else if (!strcmp(end, "h"))
-		mult = 3600e9;
-	else
-		return -1;
-	if (v * mult > 1e18)
-		return -1;
-	*ns = (uint64_t)(v * mult + 0.5);
-	return 0;
-}
-
-void fsp_format_size(uint64_t v, char *buf, size_t len)
-{
-	static const char sfx[] = "kMGTP";
-	int i = -1;
-	while (v && v % 1024 == 0 && i < 4) {
-		v /= 1024;
-		i++;
-	}
-	if (i < 0)
-		snprintf(buf, len, "%llu", (unsigned long long)v);
-	else
-		snprintf(buf, len, "%llu%c", (unsigned long long)v, sfx[i]);
-}
-
-void fsp_format_duration(uint64_t ns, char *buf, size_t len)
-{
-	if (ns == 0)
-		snprintf(buf, len, "0");
-	else if (ns % HOUR == 0)
-		snprintf(buf, len, "%lluh", (unsigned long long)(ns / HOUR));
-	else if (ns % (60 * SEC) == 0)
-		snprintf(buf, len, "%llum", (unsigned long long)(ns / (60 * SEC)));
-	else if (ns % SEC == 0)
-		snprintf(buf, len, "%llus", (unsigned long long)(ns / SEC));
-	else if (ns % MS == 0)
-		snprintf(buf, len, "%llums", (unsigned long long)(ns / MS));
-	else
-		snprintf(buf, len, "%lluus", (unsigned long long)(ns / 1000));
 }
 
 /* "1,2,4" -> list of unsigned in [lo,hi]. */
@@ -406,24 +332,31 @@ static int set_duration(uint64_t *dst, const char *v, const struct range *r, cha
 	return 0;
 }
 
+/* The parameter called key, or P__COUNT. */
+static enum param param_of(const char *key)
+{
+	int i = 0;
+	while (i < P__COUNT && strcmp(fsp_param_names[i], key))
+		i++;
+	return (enum param)i;
+}
+
 int fsp_param_known(const char *key)
 {
-	for (int i = 0; fsp_param_names[i]; i++)
-		if (!strcmp(fsp_param_names[i], key))
-			return 1;
-	return 0;
+	return param_of(key) != P__COUNT;
 }
 
 int fsp_param_is_flag(const char *key)
 {
-	return !strcmp(key, "norepeat");
+	return param_of(key) == P_NOREPEAT;
 }
 
 int fsp_param_set(struct fsp_params *p, const char *key, const char *v,
 		  char *err, size_t errlen)
 {
 	uint64_t u;
-	if (!strcmp(key, "bs")) {
+	switch (param_of(key)) {
+	case P_BS:
 		if (fsp_parse_size(v, &u) != 0) {
 			snprintf(err, errlen, "'%s' is not a size (e.g. 4k, 128M, 1G)", v);
 			return -1;
@@ -434,13 +367,14 @@ int fsp_param_set(struct fsp_params *p, const char *key, const char *v,
 			return -1;
 		}
 		p->bs = (uint32_t)u;
-	} else if (!strcmp(key, "qd")) {
+		break;
+	case P_QD:
 		return parse_list(v, p->qds, &p->nqd, 1, FSP_QD_MAX, "queue depth",
 				  err, errlen);
-	} else if (!strcmp(key, "mix")) {
+	case P_MIX:
 		return parse_list(v, p->mixes, &p->nmix, 0, 100, "read percentage",
 				  err, errlen);
-	} else if (!strcmp(key, "access")) {
+	case P_ACCESS:
 		if (!strcmp(v, "seq") || !strcmp(v, "sequential"))
 			p->access = FSP_ACCESS_SEQ;
 		else if (!strcmp(v, "random") || !strcmp(v, "rand"))
@@ -449,7 +383,8 @@ int fsp_param_set(struct fsp_params *p, const char *key, const char *v,
 			snprintf(err, errlen, "'%s' is not seq or random", v);
 			return -1;
 		}
-	} else if (!strcmp(key, "offsets")) {
+		break;
+	case P_OFFSETS:
 		if (!strcmp(v, "shared"))
 			p->offsets = FSP_OFFSETS_SHARED;
 		else if (!strcmp(v, "per-direction"))
@@ -458,7 +393,8 @@ int fsp_param_set(struct fsp_params *p, const char *key, const char *v,
 			snprintf(err, errlen, "'%s' is not shared or per-direction", v);
 			return -1;
 		}
-	} else if (!strcmp(key, "interleave")) {
+		break;
+	case P_INTERLEAVE:
 		if (!strcmp(v, "exact"))
 			p->interleave = FSP_INTERLEAVE_EXACT;
 		else if (!strcmp(v, "random"))
@@ -467,7 +403,8 @@ int fsp_param_set(struct fsp_params *p, const char *key, const char *v,
 			snprintf(err, errlen, "'%s' is not exact or random", v);
 			return -1;
 		}
-	} else if (!strcmp(key, "norepeat")) {
+		break;
+	case P_NOREPEAT:
 		if (!*v || !strcmp(v, "1") || !strcmp(v, "yes") || !strcmp(v, "true"))
 			p->norepeat = 1;
 		else if (!strcmp(v, "0") || !strcmp(v, "no") || !strcmp(v, "false"))
@@ -476,21 +413,23 @@ int fsp_param_set(struct fsp_params *p, const char *key, const char *v,
 			snprintf(err, errlen, "'%s' is not yes or no", v);
 			return -1;
 		}
-	} else if (!strcmp(key, "span")) {
+		break;
+	case P_SPAN:
 		if (set_size(&p->span, v, &R_SPAN, err, errlen))
 			return -1;
 		p->span_set = 1;
-	} else if (!strcmp(key, "offset")) {
+		break;
+	case P_OFFSET:
 		return set_size(&p->offset, v, &R_OFFSET, err, errlen);
-	} else if (!strcmp(key, "time")) {
+	case P_TIME:
 		return set_duration(&p->time_ns, v, &R_TIME, err, errlen);
-	} else if (!strcmp(key, "bytes")) {
+	case P_BYTES:
 		return set_size(&p->bytes, v, &R_BYTES, err, errlen);
-	} else if (!strcmp(key, "ramp")) {
+	case P_RAMP:
 		return set_duration(&p->ramp_ns, v, &R_RAMP, err, errlen);
-	} else if (!strcmp(key, "burst")) {
+	case P_BURST:
 		return set_size(&p->burst, v, &R_BURST, err, errlen);
-	} else if (!strcmp(key, "duty")) {
+	case P_DUTY: {
 		char *end;
 		unsigned long d = strtoul(v, &end, 10);
 		if (!isdigit((unsigned char)*v) || *end || d < 1 || d > 100) {
@@ -498,11 +437,13 @@ int fsp_param_set(struct fsp_params *p, const char *key, const char *v,
 			return -1;
 		}
 		p->duty = (unsigned)d;
-	} else if (!strcmp(key, "idle")) {
+		break;
+	}
+	case P_IDLE:
 		return set_duration(&p->idle_ns, v, &R_IDLE, err, errlen);
-	} else if (!strcmp(key, "pattern")) {
+	case P_PATTERN:
 		return fsp_pattern_parse(v, &p->pattern, err, errlen);
-	} else if (!strcmp(key, "seed")) {
+	case P_SEED: {
 		char *end;
 		errno = 0;
 		unsigned long long s = strtoull(v, &end, 0);
@@ -511,13 +452,15 @@ int fsp_param_set(struct fsp_params *p, const char *key, const char *v,
 			return -1;
 		}
 		p->seed = s;
-	} else if (!strcmp(key, "segment")) {
+		break;
+	}
+	case P_SEGMENT:
 		return set_size(&p->segment, v, &R_SEGMENT, err, errlen);
-	} else if (!strcmp(key, "tail")) {
+	case P_TAIL:
 		return set_size(&p->tail, v, &R_TAIL, err, errlen);
-	} else if (!strcmp(key, "timeline")) {
+	case P_TIMELINE:
 		return set_duration(&p->timeline_ns, v, &R_TIMELINE, err, errlen);
-	} else {
+	case P__COUNT:
 		snprintf(err, errlen, "unknown parameter");
 		return -1;
 	}
@@ -536,51 +479,75 @@ void fsp_param_format(const struct fsp_params *p, const char *key, char *buf,
 		      size_t len)
 {
 	buf[0] = 0;
-	if (!strcmp(key, "bs"))
+	switch (param_of(key)) {
+	case P_BS:
 		fsp_format_size(p->bs, buf, len);
-	else if (!strcmp(key, "qd"))
+		break;
+	case P_QD:
 		format_list(p->qds, p->nqd, buf, len);
-	else if (!strcmp(key, "mix"))
+		break;
+	case P_MIX:
 		format_list(p->mixes, p->nmix, buf, len);
-	else if (!strcmp(key, "access"))
+		break;
+	case P_ACCESS:
 		snprintf(buf, len, "%s", p->access == FSP_ACCESS_SEQ ? "seq" : "random");
-	else if (!strcmp(key, "offsets"))
+		break;
+	case P_OFFSETS:
 		snprintf(buf, len, "%s", p->offsets == FSP_OFFSETS_SHARED ?
 			 "shared" : "per-direction");
-	else if (!strcmp(key, "interleave"))
+		break;
+	case P_INTERLEAVE:
 		snprintf(buf, len, "%s", p->interleave == FSP_INTERLEAVE_EXACT ?
 			 "exact" : "random");
-	else if (!strcmp(key, "norepeat"))
+		break;
+	case P_NOREPEAT:
 		snprintf(buf, len, "%s", p->norepeat ? "yes" : "no");
-	else if (!strcmp(key, "span")) {
+		break;
+	case P_SPAN:
 		if (p->span == 0)
 			snprintf(buf, len, "whole");
 		else
 			fsp_format_size(p->span, buf, len);
-	} else if (!strcmp(key, "offset"))
+		break;
+	case P_OFFSET:
 		fsp_format_size(p->offset, buf, len);
-	else if (!strcmp(key, "time"))
+		break;
+	case P_TIME:
 		fsp_format_duration(p->time_ns, buf, len);
-	else if (!strcmp(key, "bytes"))
+		break;
+	case P_BYTES:
 		fsp_format_size(p->bytes, buf, len);
-	else if (!strcmp(key, "ramp"))
+		break;
+	case P_RAMP:
 		fsp_format_duration(p->ramp_ns, buf, len);
-	else if (!strcmp(key, "burst"))
+		break;
+	case P_BURST:
 		fsp_format_size(p->burst, buf, len);
-	else if (!strcmp(key, "duty"))
+		break;
+	case P_DUTY:
 		snprintf(buf, len, "%u", p->duty);
-	else if (!strcmp(key, "idle"))
+		break;
+	case P_IDLE:
 		fsp_format_duration(p->idle_ns, buf, len);
-	else if (!strcmp(key, "pattern"))
+		break;
+	case P_PATTERN:
 		fsp_pattern_format(&p->pattern, buf, len);
-	else if (!strcmp(key, "seed"))
+		break;
+	case P_SEED:
 		snprintf(buf, len, "%llu", (unsigned long long)p->seed);
-	else if (!strcmp(key, "segment"))
+		break;
+	case P_SEGMENT:
 		fsp_format_size(p->segment, buf, len);
-	else if (!strcmp(key, "tail"))
+		break;
+	case P_TAIL:
 		fsp_format_size(p->tail, buf, len);
-	else if (!strcmp(key, "timeline"))
+		break;
+	case P_TIMELINE:
 		fsp_format_duration(p->timeline_ns, buf, len);
+		break;
+	case P__COUNT:
+		break;
+	}
 }
 
 int fsp_params_check(const struct fsp_params *p, char *err, size_t errlen)

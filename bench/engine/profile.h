@@ -65,6 +65,9 @@ struct fsp_profile {
 extern const struct fsp_profile fsp_profiles[];
 extern const size_t fsp_nprofiles;
 
+/* "default" or "full": 0, or -1 if neither. */
+int fsp_scale_parse(const char *s, enum fsp_scale *scale);
+
 /* Fill p with profile `name` at `scale`. 0, or -1 if no such profile. */
 int fsp_profile_load(const char *name, enum fsp_scale scale,
 		     struct fsp_params *p);
@@ -98,11 +101,5 @@ int fsp_params_check(const struct fsp_params *p, char *err, size_t errlen);
  * run against FSP_INFLIGHT_MAX, FSP_TIMELINE_MAX, FSP_SEGMENTS_MAX.
  */
 int fsp_params_check_memory(const struct fsp_params *p, char *err, size_t errlen);
-
-/* Parsers shared with the job file: sizes (4k, 1G, 512), durations (300ms, 2s, 1m). */
-int fsp_parse_size(const char *s, uint64_t *out);
-int fsp_parse_duration(const char *s, uint64_t *ns);
-void fsp_format_size(uint64_t v, char *buf, size_t len);
-void fsp_format_duration(uint64_t ns, char *buf, size_t len);
 
 #endif

@@ -6,8 +6,8 @@
 #ifndef FSP_CLI_H
 #define FSP_CLI_H
 
-int cmd_mount(int argc, char **argv);    /* fs/fuse/mount.c */
-int cmd_umount(int argc, char **argv);   /* fs/fuse/mount.c */
+int cmd_mount(int argc, char **argv);    /* src/cli/mount.c */
+int cmd_umount(int argc, char **argv);   /* src/cli/mount.c */
 int cmd_stats(int argc, char **argv);    /* src/cli/stats.c */
 int cmd_run(int argc, char **argv);      /* src/cli/run.c */
 int cmd_profiles(int argc, char **argv); /* src/cli/run.c */

@@ -48,11 +48,13 @@
 #include <linux/loop.h>
 #include "src/sys/mountinfo.h"
 #include "src/cli/cli.h"
+#include "src/cli/opt.h"
 #include "src/base/clock.h"
 #include "fs/emu/store.h"
 #include "src/base/hist.h"
 #include "bench/engine/jobfile.h"
 #include "src/base/ops.h"
+#include "src/base/units.h"
 #include "bench/engine/profile.h"
 #include "src/cli/stats.h"
 #include "src/db/results.h"
@@ -77,8 +79,9 @@ struct opts {
 	int quiet;
 	uint64_t image_size;
 	char *pass[MAX_PASS]; /* --PARAM=VALUE overrides for run */
+	const char *pass_key[MAX_PASS], *pass_val[MAX_PASS]; /* the same, parsed */
 	int npass;
-	char joined[MAX_PASS][256]; /* "--key value" joined into "--key=value" */
+	char joined[MAX_PASS][PATH_MAX + 64]; /* pass[i]'s text: "--key=value" */
 	char span_arg[64];    /* the common --span=, or "" */
 };
 
@@ -156,14 +159,6 @@ static void usage(FILE *f)
 }
 
 /* ---- small helpers ------------------------------------------------------ */
-
-static void fmt_size(uint64_t b, char *buf, size_t len)
-{
-	if (b >= (1ull << 30))
-		snprintf(buf, len, "%.1f GiB", (double)b / (1ull << 30));
-	else
-		snprintf(buf, len, "%.0f MiB", (double)b / (1ull << 20));
-}
 
 /* Is an executable named `name` on $PATH (or in the sbin dirs)? */
 static int have_program(const char *name)
@@ -340,8 +335,8 @@ static int make_image(struct setup *su, const struct opts *o)
 	if (!statvfs(su->workdir, &vfs) &&
 	    (uint64_t)vfs.f_bavail * vfs.f_frsize < o->image_size) {
 		char need[32], have[32];
-		fmt_size(o->image_size, need, sizeof need);
-		fmt_size((uint64_t)vfs.f_bavail * vfs.f_frsize, have, sizeof have);
+		fsp_format_bytes(o->image_size, need, sizeof need);
+		fsp_format_bytes((uint64_t)vfs.f_bavail * vfs.f_frsize, have, sizeof have);
 		fail("not enough space in %s for a %s image (%s free; use --size "
 		     "or TMPDIR)", tmp, need, have);
 		return -1;
@@ -966,7 +961,7 @@ static void print_emu_device(FILE *out, struct fsp_store *st, int64_t mount_run)
 		run_attr(st, mount_run, "emu.journal", journal, sizeof journal),
 		run_attr(st, mount_run, "emu.alloc", alloc, sizeof alloc));
 	char sz[32];
-	fmt_size(a.user_write_bytes, sz, sizeof sz);
+	fsp_format_bytes(a.user_write_bytes, sz, sizeof sz);
 	fprintf(out, "  user bytes written %" PRIu64 " (%s), device bytes written %"
 		PRIu64 ", read %" PRIu64 "\n", a.user_write_bytes, sz, a.write_bytes,
 		a.read_bytes);
@@ -1023,7 +1018,7 @@ static void report(FILE *out, struct fsp_store *st, const struct opts *o,
 		return;
 	}
 	char sz[32];
-	fmt_size(o->image_size, sz, sizeof sz);
+	fsp_format_bytes(o->image_size, sz, sizeof sz);
 	int native = o->want[T_FS] || o->want[T_FSPRISM];
 	fprintf(out, "\nfsprism compare: profile %s on %s (%s%s)%s%s; compare run %"
 		PRId64 " (runs:", o->profile, device,
@@ -1084,26 +1079,28 @@ static int parse_targets(const char *list, int want[T__COUNT])
 	return 0;
 }
 
-/* --name VALUE or --name=VALUE; returns the value or NULL if not this option. */
-static const char *opt_value(int argc, char **argv, int *i, const char *name,
-			     int *missing)
-{
-	size_t n = strlen(name);
-	if (strncmp(argv[*i], name, n))
-		return NULL;
-	if (argv[*i][n] == '=')
-		return argv[*i] + n + 1;
-	if (argv[*i][n])
-		return NULL;
-	if (*i + 1 >= argc) {
-		*missing = 1;
-		return NULL;
-	}
-	return argv[++*i];
-}
+enum { OPT_PROFILE = 256, OPT_DEVICE, OPT_FS, OPT_TARGETS, OPT_DB, OPT_SCALE, OPT_SIZE,
+       OPT_COW, OPT_JOURNAL, OPT_ALLOC, OPT_DESTROY };
 
+/* Returns 0, 1 after --help, or -1 (usage error, said). */
 static int parse_args(int argc, char **argv, struct opts *o)
 {
+	static const struct option own[] = {
+		{ "profile", required_argument, NULL, OPT_PROFILE },
+		{ "device", required_argument, NULL, OPT_DEVICE },
+		{ "fs", required_argument, NULL, OPT_FS },
+		{ "targets", required_argument, NULL, OPT_TARGETS },
+		{ "db", required_argument, NULL, OPT_DB },
+		{ "scale", required_argument, NULL, OPT_SCALE },
+		{ "size", required_argument, NULL, OPT_SIZE },
+		{ "cow", required_argument, NULL, OPT_COW },
+		{ "journal", required_argument, NULL, OPT_JOURNAL },
+		{ "alloc", required_argument, NULL, OPT_ALLOC },
+		{ "destroy-data", no_argument, NULL, OPT_DESTROY },
+		{ "quiet", no_argument, NULL, 'q' },
+		FSP_OPT_HELP,
+		{ NULL, 0, NULL, 0 },
+	};
 	memset(o, 0, sizeof *o);
 	o->profile = DEFAULT_PROFILE;
 	o->fs = DEFAULT_FS;
@@ -1111,58 +1108,58 @@ static int parse_args(int argc, char **argv, struct opts *o)
 	o->image_size = DEFAULT_IMAGE_SIZE;
 	o->want[T_RAW] = o->want[T_FS] = o->want[T_FSPRISM] = 1;
 	const char *size = NULL, *targets = NULL;
-	for (int i = 1; i < argc; i++) {
-		const char *a = argv[i], *v;
-		int missing = 0;
-		if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
-			usage(stdout);
-			return 1;
-		}
-#define OPT(name, dst) \
-		if ((v = opt_value(argc, argv, &i, name, &missing)) || missing) { \
-			if (missing) { \
-				fail("option %s needs a value", name); \
-				return -1; \
-			} \
-			dst = v; \
-			continue; \
-		}
-		OPT("--profile", o->profile)
-		OPT("--device", o->device)
-		OPT("--fs", o->fs)
-		OPT("--targets", targets)
-		OPT("--db", o->db)
-		OPT("--scale", o->scale)
-		OPT("--size", size)
-		OPT("--cow", o->cow)
-		OPT("--journal", o->journal)
-		OPT("--alloc", o->alloc)
-#undef OPT
-		if (!strcmp(a, "--destroy-data")) {
-			o->destroy_data = 1;
-			continue;
-		}
-		if (!strcmp(a, "--quiet") || !strcmp(a, "-q")) {
-			o->quiet = 1;
-			continue;
-		}
-		if (!strncmp(a, "--", 2) && a[2]) {
+	/* --bs=, --qd=, ...: one option per profile parameter, passed to run */
+	struct option *longopts = fsp_opt_with_params(own);
+	if (!longopts) {
+		fail("out of memory");
+		return -1;
+	}
+	struct fsp_opt g;
+	fsp_opt_init(&g, "compare", usage, longopts, "hq", argc, argv);
+	int c, rc = 0;
+	while (!rc && (c = fsp_opt_next(&g)) != FSP_OPT_END) {
+		const char *v = g.arg;
+		switch (c) {
+		case FSP_OPT_EXIT: rc = g.status ? -1 : 1; break;
+		case OPT_PROFILE: o->profile = v; break;
+		case OPT_DEVICE: o->device = v; break;
+		case OPT_FS: o->fs = v; break;
+		case OPT_TARGETS: targets = v; break;
+		case OPT_DB: o->db = v; break;
+		case OPT_SCALE: o->scale = v; break;
+		case OPT_SIZE: size = v; break;
+		case OPT_COW: o->cow = v; break;
+		case OPT_JOURNAL: o->journal = v; break;
+		case OPT_ALLOC: o->alloc = v; break;
+		case OPT_DESTROY: o->destroy_data = 1; break;
+		case 'q': o->quiet = 1; break;
+		default: {
+			/* a run parameter: validate_params checks it; the
+			 * children get it as --key=value */
 			if (o->npass == MAX_PASS) {
 				fail("too many parameter overrides");
-				return -1;
+				rc = -1;
+				break;
 			}
-			/* a run parameter; validate_params checks it */
-			if (!strchr(a, '=') && fsp_param_known(a + 2) &&
-			    !fsp_param_is_flag(a + 2) && i + 1 < argc) {
-				char *j = o->joined[o->npass];
-				snprintf(j, sizeof o->joined[0], "%s=%s", a, argv[++i]);
-				o->pass[o->npass++] = j;
-			} else {
-				o->pass[o->npass++] = argv[i];
+			char *j = o->joined[o->npass];
+			size_t jl = sizeof o->joined[0];
+			if ((v ? snprintf(j, jl, "--%s=%s", g.name, v) :
+				 snprintf(j, jl, "--%s", g.name)) >= (int)jl) {
+				fail("--%s: value too long", g.name);
+				rc = -1;
+				break;
 			}
-			continue;
+			o->pass_key[o->npass] = g.name;
+			o->pass_val[o->npass] = v ? v : ""; /* a flag: --norepeat */
+			o->pass[o->npass++] = j;
 		}
-		fail("unexpected argument '%s' (see 'fsprism compare --help')", a);
+		}
+	}
+	free(longopts); /* g.name points into fsp_param_names, not here */
+	if (rc)
+		return rc;
+	if (g.npos) {
+		fsp_usage_error("compare", "unexpected argument '%s'", g.pos[0]);
 		return -1;
 	}
 	if (strcmp(o->fs, "ext4") && strcmp(o->fs, "xfs") && strcmp(o->fs, "btrfs")) {
@@ -1215,17 +1212,14 @@ static int parse_args(int argc, char **argv, struct opts *o)
 
 /*
  * Resolve profile (or job file), scale and overrides exactly as run will,
- * before anything is set up, so that a typo costs no mkfs. Also normalises
- * "--key value" into "--key=value" for the children. Returns 0 or -1.
+ * before anything is set up, so that a typo costs no mkfs. Returns 0 or -1.
  */
 static int validate_params(struct opts *o, struct fsp_params *p)
 {
 	char err[512];
 	enum fsp_scale scale = FSP_SCALE_DEFAULT;
 	if (o->scale) {
-		if (!strcmp(o->scale, "full"))
-			scale = FSP_SCALE_FULL;
-		else if (strcmp(o->scale, "default")) {
+		if (fsp_scale_parse(o->scale, &scale)) {
 			fail("--scale '%s' is not default or full", o->scale);
 			return -1;
 		}
@@ -1241,22 +1235,8 @@ static int validate_params(struct opts *o, struct fsp_params *p)
 		return -1;
 	}
 	for (int i = 0; i < o->npass; i++) {
-		const char *a = o->pass[i] + 2;
-		const char *eq = strchr(a, '=');
-		char key[64];
-		snprintf(key, sizeof key, "%.*s", eq ? (int)(eq - a) : (int)strlen(a), a);
-		if (!fsp_param_known(key)) {
-			fail("unknown option or parameter '--%s' (see fsprism compare "
-			     "--help and fsprism profiles)", key);
-			return -1;
-		}
-		const char *val = eq ? eq + 1 : "";
-		if (!eq && !fsp_param_is_flag(key)) {
-			fail("parameter --%s needs a value (--%s=VALUE)", key, key);
-			return -1;
-		}
-		if (fsp_param_set(p, key, val, err, sizeof err)) {
-			fail("%s: %s", key, err);
+		if (fsp_param_set(p, o->pass_key[i], o->pass_val[i], err, sizeof err)) {
+			fail("%s: %s", o->pass_key[i], err);
 			return -1;
 		}
 	}

@@ -23,9 +23,38 @@ static void usage(FILE *f)
 "  profiles                                 list the benchmark profiles and their parameters\n"
 "  stats DB [--run N] [--format F] [--extents]\n"
 "                                           per-operation, per-layer latency statistics\n"
-"  version                                  print the version\n"
+"  version, -V, --version                   print the version\n"
+"  help COMMAND                             a command's options (as COMMAND --help)\n"
 "\n"
-"'fsprism <command> --help' describes a command's options.\n");
+"'fsprism <command> --help' describes a command's options. A usage error exits 2,\n"
+"a failure 1.\n");
+}
+
+static const struct {
+	const char *name;
+	int (*run)(int argc, char **argv);
+} commands[] = {
+	{ "mount", cmd_mount },
+	{ "umount", cmd_umount },
+	{ "unmount", cmd_umount },
+	{ "run", cmd_run },
+	{ "profiles", cmd_profiles },
+	{ "compare", cmd_compare },
+	{ "stats", cmd_stats },
+};
+
+static int (*find_command(const char *name))(int, char **)
+{
+	for (size_t i = 0; i < sizeof(commands) / sizeof(commands[0]); i++)
+		if (!strcmp(commands[i].name, name))
+			return commands[i].run;
+	return NULL;
+}
+
+static int unknown_command(const char *name)
+{
+	fprintf(stderr, "fsprism: unknown command '%s' (try 'fsprism help')\n", name);
+	return 2;
 }
 
 int main(int argc, char **argv)
@@ -35,26 +64,29 @@ int main(int argc, char **argv)
 		return 2;
 	}
 	const char *cmd = argv[1];
-	if (!strcmp(cmd, "mount"))
-		return cmd_mount(argc - 1, argv + 1);
-	if (!strcmp(cmd, "umount") || !strcmp(cmd, "unmount"))
-		return cmd_umount(argc - 1, argv + 1);
-	if (!strcmp(cmd, "stats"))
-		return cmd_stats(argc - 1, argv + 1);
-	if (!strcmp(cmd, "run"))
-		return cmd_run(argc - 1, argv + 1);
-	if (!strcmp(cmd, "profiles"))
-		return cmd_profiles(argc - 1, argv + 1);
-	if (!strcmp(cmd, "compare"))
-		return cmd_compare(argc - 1, argv + 1);
-	if (!strcmp(cmd, "version") || !strcmp(cmd, "--version")) {
+	if (!strcmp(cmd, "version") || !strcmp(cmd, "--version") || !strcmp(cmd, "-V")) {
 		printf("fsprism %s\n", FSP_VERSION);
 		return 0;
 	}
 	if (!strcmp(cmd, "help") || !strcmp(cmd, "--help") || !strcmp(cmd, "-h")) {
-		usage(stdout);
-		return 0;
+		if (argc == 2) {
+			usage(stdout);
+			return 0;
+		}
+		/* fsprism help CMD: CMD's own --help */
+		int (*run)(int, char **) = find_command(argv[2]);
+		if (!run)
+			return unknown_command(argv[2]);
+		if (argc > 3) {
+			fprintf(stderr, "fsprism help: unexpected argument '%s' (try 'fsprism help')\n",
+				argv[3]);
+			return 2;
+		}
+		char *help_argv[] = { argv[2], "--help", NULL };
+		return run(2, help_argv);
 	}
-	fprintf(stderr, "fsprism: unknown command '%s' (try 'fsprism help')\n", cmd);
-	return 2;
+	int (*run)(int, char **) = find_command(cmd);
+	if (!run)
+		return unknown_command(cmd);
+	return run(argc - 1, argv + 1);
 }

@@ -18,7 +18,9 @@
 #include <sys/statvfs.h>
 #include <unistd.h>
 #include "src/cli/cli.h"
+#include "src/cli/opt.h"
 #include "src/base/clock.h"
+#include "src/base/units.h"
 #include "bench/engine/engine.h"
 #include "bench/engine/jobfile.h"
 #include "src/db/oplog.h"
@@ -50,9 +52,10 @@ struct run_opts {
 	enum fsp_record_mode record;
 	unsigned sample_n;
 	const char *record_text;
-	char *override_key[MAX_OVERRIDES];
+	const char *override_key[MAX_OVERRIDES]; /* names in fsp_param_names */
 	const char *override_val[MAX_OVERRIDES];
 	int noverrides;
+	struct option *longopts;  /* the options and the parameters */
 };
 
 static void run_usage(FILE *f)
@@ -70,54 +73,68 @@ static void run_usage(FILE *f)
 "  --parent RUNID         store as part of run RUNID (used by compare)\n"
 "  --label NAME           a name for this run (used by compare)\n"
 "  --record=MODE          full | sample:N | hist (default) | off\n"
-"  --quiet                no summary table, only the run number line\n"
-"parameters (override the profile): --bs= --qd= --mix= --access= --offsets=\n"
-"  --interleave= --norepeat --span= --offset= --time= --bytes= --ramp= --burst=\n"
-"  --duty= --idle= --pattern= --seed= --segment= --tail= --timeline=\n");
+"  --quiet                no summary table, only the run number line\n");
+	/* the parameters, from the one list of their names */
+	int col = fprintf(f, "parameters (override the profile):");
+	for (int i = 0; fsp_param_names[i]; i++) {
+		const char *name = fsp_param_names[i];
+		int flag = fsp_param_is_flag(name);
+		if (col + 3 + (int)strlen(name) + !flag > 78)
+			col = fprintf(f, "\n ");
+		col += fprintf(f, " --%s%s", name, flag ? "" : "=");
+	}
+	fputc('\n', f);
 }
 
-/* Value of "--name=value" or "--name value"; advances *i for the latter. */
-static const char *opt_value(int argc, char **argv, int *i, const char *name)
-{
-	size_t n = strlen(name);
-	const char *a = argv[*i];
-	if (strncmp(a, name, n))
-		return NULL;
-	if (a[n] == '=')
-		return a + n + 1;
-	if (a[n] == 0 && *i + 1 < argc)
-		return argv[++*i];
-	return NULL;
-}
+enum { OPT_DB = 256, OPT_SCALE, OPT_DESTROY, OPT_PARENT, OPT_LABEL, OPT_RECORD };
 
+/* Returns 0, 1 after --help, or 2 (usage error, said). */
 static int parse_args(int argc, char **argv, struct run_opts *o)
 {
-	int npos = 0;
+	static const struct option own[] = {
+		{ "db", required_argument, NULL, OPT_DB },
+		{ "scale", required_argument, NULL, OPT_SCALE },
+		{ "destroy-data", no_argument, NULL, OPT_DESTROY },
+		{ "parent", required_argument, NULL, OPT_PARENT },
+		{ "label", required_argument, NULL, OPT_LABEL },
+		{ "record", required_argument, NULL, OPT_RECORD },
+		{ "quiet", no_argument, NULL, 'q' },
+		FSP_OPT_HELP,
+		{ NULL, 0, NULL, 0 },
+	};
 	memset(o, 0, sizeof(*o));
 	o->db = "fsprism.db";
 	o->record = FSP_RECORD_HIST;
 	o->record_text = "hist";
-	for (int i = 1; i < argc; i++) {
-		const char *a = argv[i], *v;
-		if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
-			run_usage(stdout);
-			return 1;
-		} else if (!strcmp(a, "--destroy-data")) {
+	/* --bs=, --qd=, ...: one option per profile parameter */
+	o->longopts = fsp_opt_with_params(own);
+	if (!o->longopts) {
+		fprintf(stderr, "fsprism run: out of memory\n");
+		return 2;
+	}
+	struct fsp_opt g;
+	fsp_opt_init(&g, "run", run_usage, o->longopts, "hq", argc, argv);
+	for (int c; (c = fsp_opt_next(&g)) != FSP_OPT_END;) {
+		const char *v = g.arg;
+		switch (c) {
+		case FSP_OPT_EXIT:
+			return g.status ? g.status : 1;
+		case OPT_DESTROY:
 			o->destroy_data = 1;
-		} else if (!strcmp(a, "--quiet") || !strcmp(a, "-q")) {
+			break;
+		case 'q':
 			o->quiet = 1;
-		} else if ((v = opt_value(argc, argv, &i, "--db"))) {
+			break;
+		case OPT_DB:
 			o->db = v;
-		} else if ((v = opt_value(argc, argv, &i, "--scale"))) {
-			if (!strcmp(v, "default"))
-				o->scale = FSP_SCALE_DEFAULT;
-			else if (!strcmp(v, "full"))
-				o->scale = FSP_SCALE_FULL;
-			else {
+			break;
+		case OPT_SCALE:
+			if (fsp_scale_parse(v, &o->scale)) {
 				fprintf(stderr, "fsprism run: scale: '%s' is not default or full\n", v);
 				return 2;
 			}
-		} else if ((v = opt_value(argc, argv, &i, "--parent"))) {
+			break;
+		case OPT_PARENT: {
 			char *end;
 			long long p = strtoll(v, &end, 10);
 			if (*end || p <= 0) {
@@ -125,55 +142,35 @@ static int parse_args(int argc, char **argv, struct run_opts *o)
 				return 2;
 			}
 			o->parent = p;
-		} else if ((v = opt_value(argc, argv, &i, "--label"))) {
+			break;
+		}
+		case OPT_LABEL:
 			o->label = v;
-		} else if ((v = opt_value(argc, argv, &i, "--record"))) {
+			break;
+		case OPT_RECORD:
 			if (fsp_record_mode_parse(v, &o->record, &o->sample_n) != 0) {
 				fprintf(stderr, "fsprism run: record: '%s' is not full, sample:N, hist or off\n", v);
 				return 2;
 			}
 			o->record_text = v;
-		} else if (a[0] == '-' && a[1] == '-' && a[2]) {
-			/* --PARAM=VALUE or --PARAM (flags) */
+			break;
+		default:
+			/* a parameter: checked once the profile is loaded */
 			if (o->noverrides == MAX_OVERRIDES) {
 				fprintf(stderr, "fsprism run: too many parameters\n");
 				return 2;
 			}
-			const char *eq = strchr(a + 2, '=');
-			size_t klen = eq ? (size_t)(eq - (a + 2)) : strlen(a + 2);
-			char *key = strndup(a + 2, klen);
-			if (!key)
-				return 2;
-			if (!fsp_param_known(key)) {
-				fprintf(stderr, "fsprism run: %s: unknown parameter (see fsprism profiles)\n", key);
-				free(key);
-				return 2;
-			}
-			if (!eq && !fsp_param_is_flag(key)) {
-				if (i + 1 >= argc) {
-					fprintf(stderr, "fsprism run: %s: missing value\n", key);
-					free(key);
-					return 2;
-				}
-				o->override_val[o->noverrides] = argv[++i];
-			} else {
-				o->override_val[o->noverrides] = eq ? eq + 1 : "";
-			}
-			o->override_key[o->noverrides++] = key;
-		} else if (a[0] == '-' && a[1]) {
-			fprintf(stderr, "fsprism run: unknown option '%s'\n", a);
-			return 2;
-		} else if (npos == 0) {
-			o->profile = a;
-			npos++;
-		} else if (npos == 1) {
-			o->target = a;
-			npos++;
-		} else {
-			fprintf(stderr, "fsprism run: unexpected argument '%s'\n", a);
-			return 2;
+			o->override_key[o->noverrides] = g.name;
+			o->override_val[o->noverrides++] = v ? v : ""; /* a flag: --norepeat */
+			break;
 		}
 	}
+	if (g.npos > 0)
+		o->profile = g.pos[0];
+	if (g.npos > 1)
+		o->target = g.pos[1];
+	if (g.npos > 2)
+		return fsp_usage_error("run", "unexpected argument '%s'", g.pos[2]);
 	if (!o->profile) {
 		fprintf(stderr, "fsprism run: missing PROFILE (see fsprism profiles)\n");
 		return 2;
@@ -187,8 +184,7 @@ static int parse_args(int argc, char **argv, struct run_opts *o)
 
 static void free_opts(struct run_opts *o)
 {
-	for (int i = 0; i < o->noverrides; i++)
-		free(o->override_key[i]);
+	free(o->longopts);
 }
 
 /* Profile or job file, then overrides. Returns 0 or an exit status. */
@@ -306,24 +302,6 @@ static int target_inspect(struct target *t, const char *path)
 	return 0;
 }
 
-/* "1G" when exact, else "78.1G": sizes in messages. */
-static void human_size(uint64_t v, char *buf, size_t len)
-{
-	static const char sfx[] = "kMGT";
-	double d = (double)v;
-	int i = -1;
-	if (v < 1024 || (v % (1ull << 20) == 0 && v < (1ull << 30)) ||
-	    v % (1ull << 30) == 0) {
-		fsp_format_size(v, buf, len);
-		return;
-	}
-	while (d >= 1024 && i < 3) {
-		d /= 1024;
-		i++;
-	}
-	snprintf(buf, len, "%.1f%c", d, sfx[i]);
-}
-
 /* Span and block size against the target. Returns 0 or 2 (usage error). */
 static int check_against_target(struct fsp_params *p, const struct target *t)
 {
@@ -339,8 +317,8 @@ static int check_against_target(struct fsp_params *p, const struct target *t)
 		return 2;
 	}
 	if (p->offset >= t->size) {
-		human_size(p->offset, a, sizeof(a));
-		human_size(t->size, b, sizeof(b));
+		fsp_format_size(p->offset, a, sizeof(a));
+		fsp_format_bytes(t->size, b, sizeof(b));
 		fprintf(stderr, "fsprism run: offset: %s is beyond the end of %s (%s)\n",
 			a, t->path, b);
 		return 2;
@@ -358,8 +336,8 @@ static int check_against_target(struct fsp_params *p, const struct target *t)
 		p->span = room;
 	} else if (p->span > room) {
 		if (p->span_set) {
-			human_size(p->span, a, sizeof(a));
-			human_size(room, b, sizeof(b));
+			fsp_format_size(p->span, a, sizeof(a));
+			fsp_format_bytes(room, b, sizeof(b));
 			fprintf(stderr, "fsprism run: span: %s at offset %llu is beyond the end of %s (%s %s)\n",
 				a, (unsigned long long)p->offset, t->path, b,
 				t->raw ? "available" : "free on its file system");
@@ -1043,12 +1021,25 @@ int cmd_run(int argc, char **argv)
 	return rc;
 }
 
+static void profiles_usage(FILE *f)
+{
+	fprintf(f,
+"usage: fsprism profiles\n"
+"\n"
+"List the benchmark profiles of 'fsprism run' with their parameters at the\n"
+"default and the full scale. See docs/profiles.md.\n");
+}
+
 int cmd_profiles(int argc, char **argv)
 {
-	if (argc > 1 && strcmp(argv[1], "--help") && strcmp(argv[1], "-h")) {
-		fprintf(stderr, "fsprism profiles: unexpected argument '%s'\n", argv[1]);
-		return 2;
-	}
+	static const struct option longopts[] = { FSP_OPT_HELP, { NULL, 0, NULL, 0 } };
+	struct fsp_opt g;
+	fsp_opt_init(&g, "profiles", profiles_usage, longopts, "h", argc, argv);
+	for (int c; (c = fsp_opt_next(&g)) != FSP_OPT_END;)
+		if (c == FSP_OPT_EXIT)
+			return g.status;
+	if (g.npos)
+		return fsp_usage_error("profiles", "unexpected argument '%s'", g.pos[0]);
 	printf("Profiles (fsprism run PROFILE TARGET [--scale=full] [--PARAM=VALUE]):\n");
 	for (size_t i = 0; i < fsp_nprofiles; i++) {
 		struct fsp_params d, f;

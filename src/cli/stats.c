@@ -18,8 +18,10 @@
 #include <stdlib.h>
 #include <string.h>
 #include "src/cli/cli.h"
+#include "src/cli/opt.h"
 #include "src/base/hist.h"
 #include "src/base/ops.h"
+#include "src/base/units.h"
 #include "src/cli/stats.h"
 #include "src/db/results.h"
 #include "src/db/store.h"
@@ -201,21 +203,6 @@ static void fmt_us(char *buf, size_t len, double us)
 		snprintf(buf, len, "%.0f", us);
 }
 
-static void fmt_bytes(char *buf, size_t len, uint64_t b)
-{
-	static const char *const unit[] = { "B", "KiB", "MiB", "GiB", "TiB", "PiB" };
-	double v = (double)b;
-	int u = 0;
-	while (v >= 1024 && u < 5) {
-		v /= 1024;
-		u++;
-	}
-	if (u == 0)
-		snprintf(buf, len, "%" PRIu64 " B", b);
-	else
-		snprintf(buf, len, "%.1f %s", v, unit[u]);
-}
-
 static const char *or_dash(const char *s)
 {
 	return s && *s ? s : "-";
@@ -280,7 +267,7 @@ static void print_table(const struct fsp_run_row *h, const struct op_row *rows,
 			if (k == 0) {
 				double mbs = mb_per_s(r);
 				snprintf(c, sizeof(c), "%" PRIu64, r->count);
-				fmt_bytes(b, sizeof(b), r->bytes);
+				fsp_format_bytes(r->bytes, b, sizeof(b));
 				if (isnan(mbs))
 					snprintf(t, sizeof(t), "-");
 				else
@@ -671,7 +658,7 @@ static int print_emulation_table(struct fsp_store *st, int64_t run,
 	char b[32], r[32];
 	fprintf(out, "\nEmulation (device-level accounting of the copy-on-write / journaling store)\n");
 	print_store_attrs(st, run, out);
-	fmt_bytes(b, sizeof(b), a->user_write_bytes);
+	fsp_format_bytes(a->user_write_bytes, b, sizeof(b));
 	fprintf(out, "  user bytes written (write + copy_file_range): %" PRIu64 " (%s)\n",
 		a->user_write_bytes, b);
 	fprintf(out, "  %-16s %10s %16s %14s\n", "device writes", "count", "bytes",
@@ -952,40 +939,30 @@ int cmd_stats(int argc, char **argv)
 	int64_t run = 0;
 	char err[512];
 
-	for (int i = 1; i < argc; i++) {
-		const char *a = argv[i];
-		if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
-			stats_usage(stdout);
-			return 0;
-		} else if (!strcmp(a, "--run") || !strcmp(a, "--format")) {
-			if (i + 1 >= argc) {
-				fprintf(stderr, "fsprism stats: %s needs a value\n", a);
-				return 2;
-			}
-			if (a[2] == 'r')
-				run_arg = argv[++i];
-			else
-				format = argv[++i];
-		} else if (!strncmp(a, "--run=", 6)) {
-			run_arg = a + 6;
-		} else if (!strncmp(a, "--format=", 9)) {
-			format = a + 9;
-		} else if (!strcmp(a, "--extents")) {
-			flags |= FSP_STATS_EXTENTS;
-		} else if (a[0] == '-' && a[1]) {
-			fprintf(stderr, "fsprism stats: unknown option '%s'\n", a);
-			return 2;
-		} else if (!path) {
-			path = a;
-		} else {
-			fprintf(stderr, "fsprism stats: unexpected argument '%s' (one database only)\n", a);
-			return 2;
+	enum { OPT_RUN = 256, OPT_FORMAT, OPT_EXTENTS };
+	static const struct option longopts[] = {
+		{ "run", required_argument, NULL, OPT_RUN },
+		{ "format", required_argument, NULL, OPT_FORMAT },
+		{ "extents", no_argument, NULL, OPT_EXTENTS },
+		FSP_OPT_HELP,
+		{ NULL, 0, NULL, 0 },
+	};
+	struct fsp_opt g;
+	fsp_opt_init(&g, "stats", stats_usage, longopts, "h", argc, argv);
+	for (int c; (c = fsp_opt_next(&g)) != FSP_OPT_END;) {
+		switch (c) {
+		case FSP_OPT_EXIT: return g.status;
+		case OPT_RUN: run_arg = g.arg; break;
+		case OPT_FORMAT: format = g.arg; break;
+		case OPT_EXTENTS: flags |= FSP_STATS_EXTENTS; break;
 		}
 	}
-	if (!path) {
-		fprintf(stderr, "fsprism stats: no database given (usage: fsprism stats DB [--run N] [--format F] [--extents])\n");
-		return 2;
-	}
+	if (!g.npos)
+		return fsp_usage_error("stats", "no database given");
+	if (g.npos > 1)
+		return fsp_usage_error("stats", "unexpected argument '%s': one database only",
+				       g.pos[1]);
+	path = g.pos[0];
 	if (!valid_format(format)) {
 		fprintf(stderr, "fsprism stats: unknown format '%s' (table, csv or json)\n", format);
 		return 2;

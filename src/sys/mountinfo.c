@@ -66,3 +66,24 @@ void fsp_mountinfo_close(struct fsp_mountinfo *mi)
 	mi->f = NULL;
 	mi->line = NULL;
 }
+
+/*
+ * Is path (a realpath) a mount point? Returns 1 and the fs type of the last
+ * (topmost) mount there, 0 if not mounted, -1 if mountinfo is unreadable.
+ */
+int fsp_mountinfo_find(const char *path, char *fstype, size_t fstype_len)
+{
+	struct fsp_mountinfo mi;
+	struct fsp_mount m;
+	int found = 0;
+	if (fsp_mountinfo_open(&mi) < 0)
+		return -1;
+	while (fsp_mountinfo_next(&mi, &m)) {
+		if (strcmp(m.mount_point, path))
+			continue;
+		found = 1;
+		snprintf(fstype, fstype_len, "%s", m.fstype);
+	}
+	fsp_mountinfo_close(&mi);
+	return found;
+}

@@ -31,6 +31,10 @@ int fsp_mountinfo_open(struct fsp_mountinfo *mi);
 int fsp_mountinfo_next(struct fsp_mountinfo *mi, struct fsp_mount *m);
 void fsp_mountinfo_close(struct fsp_mountinfo *mi);
 
+/* Is path (a realpath) a mount point? 1 with the fs type of the topmost
+ * mount there, 0 if nothing is mounted there, -1 if mountinfo is unreadable. */
+int fsp_mountinfo_find(const char *path, char *fstype, size_t fstype_len);
+
 /* Undo the kernel's octal escapes (\040 for a space) in place, as used in
  * /proc/self/mountinfo and /proc/swaps. */
 void fsp_unescape_octal(char *s);
