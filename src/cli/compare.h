@@ -1,0 +1,45 @@
+/*
+ * compare.h - what `fsprism compare`'s two halves share: the command, which
+ * sets the targets up and runs them (compare.c), and the report it prints
+ * from the database afterwards (compare_report.c).
+ */
+#ifndef FSP_CLI_COMPARE_H
+#define FSP_CLI_COMPARE_H
+
+#include <limits.h>
+#include <stdint.h>
+#include <stdio.h>
+
+struct fsp_store;
+
+#define MAX_PASS 64
+
+enum { T_RAW, T_FS, T_FSPRISM, T_EMU, T__COUNT };
+extern const char *const target_label[T__COUNT]; /* "raw", "fs", "fsprism", "emu" */
+#define TARGET_NAMES "raw, fs, fsprism, emu"
+
+struct opts {
+	const char *profile, *device, *fs, *db, *scale;
+	const char *cow, *journal, *alloc; /* the emu mount's modes; NULL: mount's default */
+	int want[T__COUNT];
+	int destroy_data;
+	int quiet;
+	uint64_t image_size;
+	char *pass[MAX_PASS]; /* --PARAM=VALUE overrides for run */
+	const char *pass_key[MAX_PASS], *pass_val[MAX_PASS]; /* the same, parsed */
+	int npass;
+	char joined[MAX_PASS][PATH_MAX + 64]; /* pass[i]'s text: "--key=value" */
+	char span_arg[64];    /* the common --span=, or "" */
+};
+
+/*
+ * The side-by-side table of every step on every target of compare run
+ * cmp_run (its child runs, found by label), the per-layer split of the FUSE
+ * targets from their mounts' runs (mount_run[t], 0 if none) and the emu
+ * mount's device accounting. device is what the targets ran on.
+ */
+void compare_report(FILE *out, struct fsp_store *st, const struct opts *o,
+		    const char *device, int64_t cmp_run,
+		    const int64_t mount_run[T__COUNT]);
+
+#endif
