@@ -288,7 +288,7 @@ struct fsp_btrace {
 	int consumer_up;
 	volatile int stop; /* set by fsp_btrace_stop, read by the consumer */
 	int stopped;
-	uint64_t dropped_ring;
+	uint64_t dropped_ring, missed;
 };
 
 /* libbpf's messages: kept (the last one names the failure), not printed */
@@ -339,6 +339,21 @@ static size_t env_size(const char *name, size_t dflt)
 		return dflt;
 	unsigned long long n = strtoull(v, &end, 10);
 	return *end || !n ? dflt : (size_t)n;
+}
+
+/*
+ * Runs of a program skipped because it was already running on that CPU
+ * (a completion in an interrupt on top of one in a task): the kernel counts
+ * them per program. A skipped issue or completion is a request lost.
+ */
+static uint64_t prog_misses(struct bpf_program *p)
+{
+	struct bpf_prog_info info;
+	uint32_t len = sizeof(info);
+	memset(&info, 0, sizeof(info));
+	if (bpf_obj_get_info_by_fd(bpf_program__fd(p), &info, &len) != 0)
+		return 0;
+	return info.recursion_misses;
 }
 
 static uint64_t read_drops(struct fsp_btrace *bt)
@@ -446,8 +461,11 @@ void fsp_btrace_stop(struct fsp_btrace *bt)
 	}
 	if (bt->rb)
 		ring_buffer__consume(bt->rb);
-	if (bt->skel)
+	if (bt->skel) {
 		bt->dropped_ring = read_drops(bt);
+		bt->missed = prog_misses(bt->skel->progs.fsp_rq_issue) +
+			     prog_misses(bt->skel->progs.fsp_rq_complete);
+	}
 }
 
 void fsp_btrace_free(struct fsp_btrace *bt)
@@ -467,7 +485,7 @@ void fsp_btrace_free(struct fsp_btrace *bt)
 struct fsp_btrace {
 	struct fsp_btrace_devs devs;
 	struct fsp_bt_rows rows;
-	uint64_t dropped_ring;
+	uint64_t dropped_ring, missed;
 };
 
 struct fsp_btrace *fsp_btrace_start(const struct fsp_btrace_devs *d,
@@ -495,6 +513,7 @@ void fsp_btrace_counts(const struct fsp_btrace *bt, struct fsp_btrace_counts *c)
 {
 	c->requests = bt->rows.n;
 	c->dropped_ring = bt->dropped_ring;
+	c->missed = bt->missed;
 	c->dropped_rows = bt->rows.dropped;
 }
 
@@ -515,8 +534,9 @@ int fsp_btrace_save(struct fsp_btrace *bt, struct fsp_store *st, int64_t run,
 	fsp_store_set_attr(st, run, "block.traced", "1");
 	fsp_store_set_attr(st, run, "block.devices", devs);
 	set_attr_u64(st, run, "block.requests", rc == 0 ? c.requests : 0);
-	set_attr_u64(st, run, "block.dropped", c.dropped_ring + c.dropped_rows +
+	set_attr_u64(st, run, "block.dropped", c.dropped_ring + c.missed + c.dropped_rows +
 		     (rc == 0 ? 0 : c.requests));
 	set_attr_u64(st, run, "block.dropped_ring", c.dropped_ring);
+	set_attr_u64(st, run, "block.missed", c.missed);
 	return rc;
 }

@@ -57,6 +57,8 @@ void fsp_btrace_stop(struct fsp_btrace *bt);
 struct fsp_btrace_counts {
 	uint64_t requests;     /* rows kept */
 	uint64_t dropped_ring; /* found the ring buffer full (kernel side) */
+	uint64_t missed;       /* issue or completion not run: the program was
+				  already running on that CPU (nested) */
 	uint64_t dropped_rows; /* over max_rows or out of memory (user side) */
 };
 void fsp_btrace_counts(const struct fsp_btrace *bt, struct fsp_btrace_counts *c);
@@ -65,8 +67,8 @@ const struct fsp_bt_rows *fsp_btrace_rows(const struct fsp_btrace *bt);
 /*
  * After fsp_btrace_stop: join the rows to the steps' windows (w[i] is step
  * i), store them in block_ios in one transaction, and the run attributes
- * block.traced=1, block.requests, block.dropped, block.devices. 0, or -1
- * (printed).
+ * block.traced=1, block.devices, block.requests, block.dropped (all lost
+ * requests), block.dropped_ring, block.missed. 0, or -1 (printed).
  */
 int fsp_btrace_save(struct fsp_btrace *bt, struct fsp_store *st, int64_t run,
 		    const struct fsp_bt_window *w, size_t nw);
