@@ -79,6 +79,26 @@ if [ "$TRACED" = 1 ]; then
 	expect_eq "reads: sectors inside the span" 0 \
 		"$(q "SELECT count(*) FROM block_ios WHERE run=$RUN AND (sector*512 + bytes > 64*1048576)")"
 
+	# stats: per step and direction, from these rows
+	"$FSPRISM" stats "$DB" --run "$RUN" >"$T/stats" 2>&1
+	expect_eq "stats: the block section names the device and the count" \
+		"Block layer: device $DEVNO, 1024 requests, 0 dropped" \
+		"$(grep '^Block layer' "$T/stats")"
+	expect_eq "stats: one row for step 0 reads, 1024 requests of 4.0 KiB" "0 read 1024 4.0" \
+		"$(awk '$1 == "0" && $2 == "read" {print $1, $2, $3, $4}' "$T/stats")"
+	p50=$(q "WITH d AS (SELECT complete_ns - issue_ns AS ns FROM block_ios WHERE run=$RUN
+	           AND step=0 ORDER BY ns) SELECT CASE WHEN ns >= 100000 THEN printf('%.1f', ns / 1e3)
+	           ELSE printf('%.2f', ns / 1e3) END FROM d LIMIT 1 OFFSET 511")
+	expect_eq "stats: device p50 is the 512th of the sorted device times" "$p50" \
+		"$(awk '$1 == "0" && $2 == "read" {print $8}' "$T/stats")"
+	"$FSPRISM" stats "$DB" --run "$RUN" --format json >"$T/stats.json"
+	expect_eq "stats json: block.steps[0]" "True 0 read 1024 4096.0" \
+		"$(python3 -c 'import json,sys; b=json.load(open(sys.argv[1]))["block"]; s=b["steps"][0]
+print(b["traced"], s["step"], s["op"], s["requests"], s["mean_bytes"])' "$T/stats.json")"
+	"$FSPRISM" stats "$DB" --run "$RUN" --format csv >"$T/stats.csv"
+	expect_eq "stats csv: queue and device rows" "block_read,queue,1024 block_read,device,1024" \
+		"$(awk -F, '$3 ~ /^block_/ {printf "%s%s,%s,%s", n++ ? " " : "", $3, $4, $5}' "$T/stats.csv")"
+
 	run_bg "raw 4 KiB writes, QD1, 2 MiB" sustained-randwrite "$LOOP" --qd=1 --bs=4k \
 		--bytes=2M --span=64M --ramp=0 --destroy-data
 	expect_eq "writes: 512 4096-byte writes from this process" "512|write|4096|4096" \
@@ -149,6 +169,8 @@ if [ "$TRACED" = 1 ]; then
 	expect_eq "--no-trace: block.traced=0, the reason" "0|--no-trace" \
 		"$(attr block.traced)|$(attr block.untraced_reason)"
 	expect_eq "--no-trace: nothing said" "" "$(cat "$T/err")"
+	expect_eq "--no-trace: stats says so" "block layer: not traced (--no-trace)" \
+		"$("$FSPRISM" stats "$DB" --run "$RUN" | grep '^block layer')"
 
 	# ---- a tiny ring buffer: drops are counted, not silent ---------------------------
 	FSPRISM_TRACE_RING_BYTES=4096; export FSPRISM_TRACE_RING_BYTES

@@ -21,6 +21,7 @@
 #include "src/base/hist.h"
 #include "src/base/ops.h"
 #include "src/cli/stats.h"
+#include "src/cli/stats_block.h"
 #include "src/db/store.h"
 
 #define NQUANT 4
@@ -999,10 +1000,13 @@ int fsp_stats_print(sqlite3 *db, int64_t run, const char *format, unsigned flags
 		int erc = 0;
 		if (!strcmp(format, "csv")) {
 			print_csv(&hdr, rows, n, &vw, out);
+			erc = fsp_stats_block_csv(db, run, out);
 		} else if (!strcmp(format, "json")) {
 			print_json(&hdr, rows, n, &vw, out);
 			if (vw.emulation)
 				erc = print_emulation_json(db, run, &acct, flags, out);
+			if (erc == 0)
+				erc = fsp_stats_block_json(db, run, out);
 			fputs("\n}\n", out);
 		} else {
 			print_table(&hdr, rows, n, &vw, out);
@@ -1011,6 +1015,8 @@ int fsp_stats_print(sqlite3 *db, int64_t run, const char *format, unsigned flags
 			else if (flags & FSP_STATS_EXTENTS)
 				fprintf(out, "\nno emulated files in this run (mount without"
 					" --cow/--journal/--store)\n");
+			if (erc == 0)
+				erc = fsp_stats_block_table(db, run, out);
 		}
 		if (erc < 0)
 			db_error(db);

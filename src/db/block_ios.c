@@ -176,3 +176,32 @@ void fsp_block_times_free(struct fsp_block_times *t)
 	free(t->device_ns);
 	memset(t, 0, sizeof(*t));
 }
+
+int fsp_block_ios_summary(sqlite3 *db, int64_t run, struct fsp_block_summary *sum)
+{
+	memset(sum, 0, sizeof(*sum));
+	sum->traced = -1;
+	sqlite3_stmt *s;
+	if (sqlite3_prepare_v2(db, "SELECT key, value FROM run_attrs"
+			       " WHERE run = ? AND key LIKE 'block.%'", -1, &s, NULL) != SQLITE_OK)
+		return -1;
+	sqlite3_bind_int64(s, 1, run);
+	while (sqlite3_step(s) == SQLITE_ROW) {
+		const char *k = (const char *)sqlite3_column_text(s, 0);
+		const char *v = (const char *)sqlite3_column_text(s, 1);
+		if (!k || !v)
+			continue;
+		if (!strcmp(k, "block.traced"))
+			sum->traced = atoi(v) != 0;
+		else if (!strcmp(k, "block.untraced_reason"))
+			snprintf(sum->reason, sizeof(sum->reason), "%s", v);
+		else if (!strcmp(k, "block.devices"))
+			snprintf(sum->devices, sizeof(sum->devices), "%s", v);
+		else if (!strcmp(k, "block.requests"))
+			sum->requests = strtoull(v, NULL, 10);
+		else if (!strcmp(k, "block.dropped"))
+			sum->dropped = strtoull(v, NULL, 10);
+	}
+	sqlite3_finalize(s);
+	return 0;
+}

@@ -62,4 +62,13 @@ void fsp_block_times_free(struct fsp_block_times *t);
 /* The steps with block rows of run, ascending, into steps[0..max): count. */
 int fsp_block_ios_steps(sqlite3 *db, int64_t run, int *steps, int max);
 
+/* The trace's outcome: run's block.* attributes (docs/schema.md). */
+struct fsp_block_summary {
+	int traced;        /* 1, 0, or -1: no block.traced (run was not traced or older) */
+	char reason[256];  /* block.untraced_reason */
+	char devices[256]; /* block.devices */
+	uint64_t requests, dropped;
+};
+int fsp_block_ios_summary(sqlite3 *db, int64_t run, struct fsp_block_summary *s);
+
 #endif
