@@ -5,7 +5,8 @@
 # the engine's own process, with queue <= insert <= issue <= complete and a
 # device time; IOs larger than the device's limit are split into rows that
 # add up; a file on ext4 on a loop device is traced on the loop device (not
-# on the device of the loop's backing file); --no-trace stores nothing;
+# on the device of the loop's backing file), a file on an fsprism mount over
+# it on the same device (the daemon's backing IO); --no-trace stores nothing;
 # ring-buffer drops are 0 at a low rate and counted when the ring buffer is
 # made tiny (FSPRISM_TRACE_RING_BYTES, a test knob: the ring buffer's size
 # in bytes, a power of two of at least a page); no BPF program stays
@@ -161,6 +162,22 @@ print(b["traced"], s["step"], s["op"], s["requests"], s["mean_bytes"])' "$T/stat
 	expect_eq "file: at least 256 data writes of 4096 bytes from this process" 1 \
 		"$(q "SELECT count(*) >= 256 FROM block_ios
 		      WHERE run=$RUN AND tgid=$PID AND step=0 AND op='write' AND bytes=4096")"
+
+	# ---- a file on an fsprism mount over that ext4: the backing IO's requests -------
+	mkdir "$T/mnt/back" "$T/fmnt"
+	if fsp_mount "$T/mnt/back" "$T/fmnt" --log "$T/mount.db"; then
+		DPID=$(fsp_daemon_pid "$T/fmnt")
+		run_bg "fsprism mount: 4 KiB O_DIRECT reads, QD1, 2 MiB" sustained-randread \
+			"$T/fmnt/f" --qd=1 --bs=4k --bytes=2M --span=16M --ramp=0
+		expect_eq "fsprism mount: block.devices is the backing ext4's loop device" "$DEVNO2" \
+			"$(attr block.devices)"
+		expect_eq "fsprism mount: 512 reads of 4096 bytes, queued by the daemon" "512|4096|4096" \
+			"$(q "SELECT count(*), min(bytes), max(bytes) FROM block_ios
+			      WHERE run=$RUN AND tgid=${DPID:-0} AND step=0 AND op='read'")"
+		fsp_umount "$T/fmnt"
+	else
+		not_ok "fsprism mount over the ext4"
+	fi
 	umount "$T/mnt"
 
 	# ---- --no-trace ---------------------------------------------------------------

@@ -158,8 +158,12 @@ static int resolve(unsigned ma, unsigned mi, struct fsp_btrace_devs *d, int dept
 	return -1;
 }
 
-/* The block device of a file system whose st_dev is not one (btrfs, ...):
- * its mount source. 0, or -1. */
+/*
+ * The block device of a file system whose st_dev is not one: its mount
+ * source (btrfs, ...), or for a FUSE mount whose source is a directory (an
+ * fsprism mount names its backing directory) the device of that
+ * directory's file system, where the daemon's backing IO goes. 0, or -1.
+ */
 static int source_device(unsigned ma, unsigned mi, unsigned *sma, unsigned *smi,
 			 char *fstype, size_t fslen)
 {
@@ -174,10 +178,21 @@ static int source_device(unsigned ma, unsigned mi, unsigned *sma, unsigned *smi,
 		if (m.major != ma || m.minor != mi)
 			continue;
 		snprintf(fstype, fslen, "%s", m.fstype);
-		if (m.source[0] == '/' && stat(m.source, &sb) == 0 && S_ISBLK(sb.st_mode)) {
+		if (m.source[0] != '/' || stat(m.source, &sb) != 0)
+			continue;
+		if (S_ISBLK(sb.st_mode)) {
 			*sma = major(sb.st_rdev);
 			*smi = minor(sb.st_rdev);
 			found = 0;
+		} else if (S_ISDIR(sb.st_mode) && !strncmp(m.fstype, "fuse", 4)) {
+			char sys[64];
+			snprintf(sys, sizeof(sys), "/sys/dev/block/%u:%u", major(sb.st_dev),
+				 minor(sb.st_dev));
+			if (access(sys, F_OK) == 0) {
+				*sma = major(sb.st_dev);
+				*smi = minor(sb.st_dev);
+				found = 0;
+			}
 		}
 	}
 	fsp_mountinfo_close(&mi_);

@@ -33,7 +33,9 @@ struct fsp_btrace_devs {
  * The requests that serve IO on path: a block device's own (a partition's:
  * its range of the disk; a loop device's: the loop device's, not those it
  * sends to its backing file), or those of the device holding a file's file
- * system; a device-mapper or md device stands for its component devices.
+ * system (for a file on an fsprism mount: the device of its backing
+ * directory, which the daemon's backing IO reaches); a device-mapper or md
+ * device stands for its component devices.
  * 0, or -1 with a reason ("the file system of X is not on a block device").
  */
 int fsp_btrace_devs_for(const char *path, struct fsp_btrace_devs *d, char *why,
