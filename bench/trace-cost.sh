@@ -55,7 +55,7 @@ one_run() {
 		FROM steps WHERE run=$run AND step=0" | tr '|' ' '
 }
 
-echo "fsprism $("$FSPRISM" version 2>/dev/null | head -n 1), kernel $(uname -r), $(nproc) CPUs"
+echo "$("$FSPRISM" version 2>/dev/null | head -n 1), kernel $(uname -r), $(nproc) CPUs"
 echo "target $LOOP over $W/img (tmpfs), 4 KiB-aligned random reads, bs $BS, ${RUNTIME}s per run"
 for qd in $QDS; do
 	: >"$W/pairs.$qd"

@@ -1,12 +1,14 @@
 /*
  * block.bpf.c - kernel side of the block-layer trace (block.c loads it).
  *
- * Follows each block request on the traced devices from its first bio's
- * queueing through insert and issue to completion, with BTF tracepoints
- * (this kernel has no kprobes), and sends one fsp_bt_event per completed
- * request through a ring buffer. A full ring buffer is counted in `drops`,
- * never silent. Requests are keyed by their struct request pointer, bios by
- * their struct bio pointer, both only while in flight.
+ * Follows each block request on the traced devices through insert and
+ * issue to completion, with BTF tracepoints (this kernel has no kprobes),
+ * and sends one fsp_bt_event per completed request through a ring buffer,
+ * with the moment the block layer made the request from its first bio (the
+ * kernel's start_time_ns). A full ring buffer is counted in `drops`, never
+ * silent. Requests are keyed by their struct request pointer while in
+ * flight. Two program runs per request (issue, complete; a third with an
+ * I/O scheduler): the cost per request is what limits the rate.
  */
 #include <vmlinux.h>
 #include <bpf/bpf_helpers.h>
@@ -16,37 +18,23 @@
 
 char LICENSE[] SEC("license") = "GPL";
 
-struct {
-	__uint(type, BPF_MAP_TYPE_HASH);
-	__uint(max_entries, FSP_BT_MAX_DEVS);
-	__type(key, __u32);
-	__type(value, struct fsp_bt_range);
-} devs SEC(".maps");
-
-struct bio_seen {
-	__u64 ns;
-	__u32 tgid;
-	__u32 pad;
-};
-
-/* bios queued on a traced disk, until their request is issued; LRU, so
- * that bios merged into other requests (never looked up) age out */
-struct {
-	__uint(type, BPF_MAP_TYPE_LRU_HASH);
-	__uint(max_entries, 65536);
-	__type(key, __u64);
-	__type(value, struct bio_seen);
-} bios SEC(".maps");
+/* The traced disks and their sector ranges, set by the loader before load:
+ * read-only data, so the filter is a short scan the verifier bounds, with
+ * no map lookup on the path of every request of every disk. */
+const volatile __u32 ndevs = 0;
+const volatile __u32 dev_ids[FSP_BT_MAX_DEVS] = {};
+const volatile struct fsp_bt_range dev_ranges[FSP_BT_MAX_DEVS] = {};
 
 struct rq_seen {
-	__u64 queue_ns, insert_ns, issue_ns;
+	__u64 insert_ns, issue_ns;
 	__u32 tgid, bytes;
 	__u16 op, flags;
 	__u32 pad;
 };
 
+/* requests in flight on a traced disk, from first sight to completion */
 struct {
-	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(type, BPF_MAP_TYPE_HASH);
 	__uint(max_entries, 65536);
 	__type(key, __u64);
 	__type(value, struct rq_seen);
@@ -66,21 +54,29 @@ struct {
 	__type(value, __u64);
 } drops SEC(".maps");
 
-static __always_inline __u32 disk_dev(struct gendisk *disk)
+static __always_inline __u32 rq_dev(struct request *rq)
 {
+	struct gendisk *disk = BPF_CORE_READ(rq, q, disk);
 	if (!disk)
 		return 0;
 	return BPF_CORE_READ(disk, part0, bd_dev);
 }
 
-/* Is a request or bio on disk dev at sector one of ours? Flushes (no
- * bytes) concern the whole disk, so they count for any range on it. */
-static __always_inline int traced(__u32 dev, __u64 sector, __u32 bytes)
+/* Is this request one of ours? Flushes (no bytes) concern the whole disk,
+ * so they count for any range on it. */
+static __always_inline int rq_traced(struct request *rq)
 {
-	struct fsp_bt_range *r = bpf_map_lookup_elem(&devs, &dev);
-	if (!r)
-		return 0;
-	return bytes == 0 || (sector >= r->first && sector < r->end);
+	__u32 dev = rq_dev(rq);
+	__u64 sector = BPF_CORE_READ(rq, __sector);
+	__u32 bytes = BPF_CORE_READ(rq, __data_len);
+	for (int i = 0; i < FSP_BT_MAX_DEVS; i++) {
+		if (i >= ndevs)
+			break;
+		if (dev_ids[i] == dev)
+			return bytes == 0 || (sector >= dev_ranges[i].first &&
+					      sector < dev_ranges[i].end);
+	}
+	return 0;
 }
 
 static __always_inline void op_flags(__u32 opf, __u16 *op, __u16 *flags)
@@ -113,59 +109,21 @@ static __always_inline void op_flags(__u32 opf, __u16 *op, __u16 *flags)
 	*flags = f;
 }
 
-SEC("tp_btf/block_bio_queue")
-int BPF_PROG(fsp_bio_queue, struct bio *bio)
-{
-	__u32 dev = disk_dev(BPF_CORE_READ(bio, bi_bdev, bd_disk));
-	__u64 sector = BPF_CORE_READ(bio, bi_iter.bi_sector);
-	__u32 bytes = BPF_CORE_READ(bio, bi_iter.bi_size);
-	if (!traced(dev, sector, bytes))
-		return 0;
-	struct bio_seen b = { .ns = bpf_ktime_get_ns(),
-			      .tgid = (__u32)(bpf_get_current_pid_tgid() >> 32) };
-	__u64 key = (__u64)bio;
-	bpf_map_update_elem(&bios, &key, &b, BPF_ANY);
-	return 0;
-}
-
-/* A bio split to the queue's limits: the part split off (a new bio, which
- * becomes the request) inherits the queueing of the bio it came from. */
-SEC("tp_btf/block_split")
-int BPF_PROG(fsp_bio_split, struct bio *split, unsigned int new_sector)
-{
-	__u64 parent = (__u64)BPF_CORE_READ(split, bi_private);
-	struct bio_seen *b = bpf_map_lookup_elem(&bios, &parent);
-	if (!b)
-		return 0;
-	struct bio_seen copy = *b;
-	__u64 key = (__u64)split;
-	bpf_map_update_elem(&bios, &key, &copy, BPF_ANY);
-	return 0;
-}
-
-/* The request's entry, made on first sight with its first bio's queueing. */
+/*
+ * The request's entry, made on first sight: its insert, or its issue when
+ * it is issued directly. Both run in the context of the task that queued
+ * it (a plug flushed by it, or a direct issue), except a re-issue after a
+ * requeue, which finds the entry already made.
+ */
 static __always_inline struct rq_seen *rq_entry(struct request *rq)
 {
 	__u64 key = (__u64)rq;
 	struct rq_seen *e = bpf_map_lookup_elem(&reqs, &key);
 	if (e)
 		return e;
-	struct rq_seen n = {};
-	__u64 bio = (__u64)BPF_CORE_READ(rq, bio);
-	struct bio_seen *b = bio ? bpf_map_lookup_elem(&bios, &bio) : 0;
-	if (b) {
-		n.queue_ns = b->ns;
-		n.tgid = b->tgid;
-		bpf_map_delete_elem(&bios, &bio);
-	}
+	struct rq_seen n = { .tgid = (__u32)(bpf_get_current_pid_tgid() >> 32) };
 	bpf_map_update_elem(&reqs, &key, &n, BPF_ANY);
 	return bpf_map_lookup_elem(&reqs, &key);
-}
-
-static __always_inline int rq_traced(struct request *rq)
-{
-	__u32 dev = disk_dev(BPF_CORE_READ(rq, q, disk));
-	return traced(dev, BPF_CORE_READ(rq, __sector), BPF_CORE_READ(rq, __data_len));
 }
 
 SEC("tp_btf/block_rq_insert")
@@ -174,7 +132,7 @@ int BPF_PROG(fsp_rq_insert, struct request *rq)
 	if (!rq_traced(rq))
 		return 0;
 	struct rq_seen *e = rq_entry(rq);
-	if (e)
+	if (e && !e->insert_ns)
 		e->insert_ns = bpf_ktime_get_ns();
 	return 0;
 }
@@ -214,12 +172,13 @@ int BPF_PROG(fsp_rq_complete, struct request *rq, blk_status_t error,
 		bpf_map_delete_elem(&reqs, &key);
 		return 0;
 	}
-	ev->queue_ns = e->queue_ns;
+	/* made from its first bio: the kernel's own stamp (iostats), 0 without */
+	ev->queue_ns = BPF_CORE_READ(rq, start_time_ns);
 	ev->insert_ns = e->insert_ns;
 	ev->issue_ns = e->issue_ns;
 	ev->complete_ns = bpf_ktime_get_ns();
 	ev->sector = BPF_CORE_READ(rq, __sector);
-	ev->dev = disk_dev(BPF_CORE_READ(rq, q, disk));
+	ev->dev = rq_dev(rq);
 	ev->bytes = e->bytes;
 	ev->tgid = e->tgid;
 	ev->op = e->op;

@@ -415,6 +415,13 @@ struct fsp_btrace *fsp_btrace_start(const struct fsp_btrace_devs *d,
 		set_why(why, whylen, "cannot open the block-layer BPF program: %s", strerror(errno));
 		goto fail;
 	}
+	/* the filter is read-only data of the program: set before load */
+	bt->skel->rodata->ndevs = d->n;
+	for (unsigned i = 0; i < d->n; i++) {
+		bt->skel->rodata->dev_ids[i] = d->dev[i];
+		bt->skel->rodata->dev_ranges[i].first = d->first[i];
+		bt->skel->rodata->dev_ranges[i].end = d->end[i];
+	}
 	int err = bpf_map__set_max_entries(bt->skel->maps.events, (uint32_t)ring);
 	if (!err)
 		err = fsp_block_bpf__load(bt->skel);
@@ -425,14 +432,6 @@ struct fsp_btrace *fsp_btrace_start(const struct fsp_btrace_devs *d,
 			set_why(why, whylen, "cannot load the block-layer BPF program: %s%s%s",
 				strerror(-err), libbpf_last[0] ? ": " : "", libbpf_last);
 		goto fail;
-	}
-	for (unsigned i = 0; i < d->n; i++) {
-		struct fsp_bt_range r = { d->first[i], d->end[i] };
-		if (bpf_map__update_elem(bt->skel->maps.devs, &d->dev[i], sizeof(d->dev[i]),
-					 &r, sizeof(r), BPF_ANY) != 0) {
-			set_why(why, whylen, "cannot set the traced devices: %s", strerror(errno));
-			goto fail;
-		}
 	}
 	bt->rb = ring_buffer__new(bpf_map__fd(bt->skel->maps.events), on_event, bt, NULL);
 	if (!bt->rb) {
