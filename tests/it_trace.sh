@@ -122,7 +122,7 @@ print(b["traced"], s["step"], s["op"], s["requests"], s["mean_bytes"])' "$T/stat
 		"$(q "SELECT sum(bytes) FROM block_ios WHERE run=$RUN AND tgid=$PID AND step=0")"
 	expect_eq "split: no row above the device's limit" 0 \
 		"$(q "SELECT count(*) FROM block_ios WHERE run=$RUN AND bytes > $LIMIT_KB*1024")"
-	expect_eq "split: every part has its queueing time" 0 \
+	expect_eq "split: every part has the moment it was made" 0 \
 		"$(q "SELECT count(*) FROM block_ios WHERE run=$RUN AND queue_ns IS NULL")"
 
 	# ---- a scheduler: requests are inserted before they are issued -----------------

@@ -45,7 +45,7 @@ int fsp_block_ios_any(sqlite3 *db, int64_t run);
 
 /*
  * The durations of run's requests in one step and direction (reads:
- * FSP_BLOCK_READ, writes: FSP_BLOCK_WRITE): queue time (first bio queued,
+ * FSP_BLOCK_READ, writes: FSP_BLOCK_WRITE): queue time (request made,
  * or else insert, to issue; requests with neither are left out of q) and
  * device time (issue to complete), and their bytes. Arrays malloc'd (free
  * them); counts in *nq and *nd. 0, or -1 with err set.

@@ -85,7 +85,7 @@
 "  op TEXT NOT NULL,            -- read, write, flush, discard, write_zeroes, other\n" \
 "  flags INTEGER NOT NULL,      -- 1 sync, 2 meta, 4 fua, 8 preflush, 16 readahead\n" \
 "  tgid INTEGER,                -- process that queued it (NULL: unknown)\n" \
-"  queue_ns INTEGER,            -- first bio queued (NULL: not seen)\n" \
+"  queue_ns INTEGER,            -- made from its first bio (NULL: no iostats)\n" \
 "  insert_ns INTEGER,           -- inserted into the queue (NULL: issued directly)\n" \
 "  issue_ns INTEGER NOT NULL, complete_ns INTEGER NOT NULL,\n" \
 "  error INTEGER NOT NULL       -- blk_status_t, 0: ok\n" \

@@ -36,14 +36,14 @@ enum {
 #define FSP_BT_RAHEAD 16u
 
 struct fsp_bt_event {
-	__u64 queue_ns;    /* its first bio queued (0: not seen) */
+	__u64 queue_ns;    /* made from its first bio (start_time_ns; 0: no iostats) */
 	__u64 insert_ns;   /* inserted into the queue (0: issued directly) */
 	__u64 issue_ns;    /* sent to the driver */
 	__u64 complete_ns; /* completed */
 	__u64 sector;      /* first sector (512 bytes) on the whole disk */
 	__u32 dev;         /* whole disk, kernel dev_t */
 	__u32 bytes;       /* request size when issued */
-	__u32 tgid;        /* process that queued its first bio (0: unknown) */
+	__u32 tgid;        /* task that queued it: first seen at insert or issue */
 	__u16 op;          /* FSP_BT_OP_* */
 	__u16 flags;       /* FSP_BT_* */
 	__s32 error;       /* blk_status_t at completion (0: ok) */
