@@ -211,7 +211,7 @@ print(b["traced"], s["step"], s["op"], s["requests"], s["mean_bytes"])' "$T/stat
 	links_of() { grep -l '^link_type:' /proc/"$1"/fdinfo/* 2>/dev/null | wc -l; }
 	progs_of() { grep -h '^prog_id:' /proc/"$1"/fdinfo/* 2>/dev/null | awk '{print $2}' | sort -u; }
 	still_loaded() { n=0; for id in $1; do bpftool prog show id "$id" >/dev/null 2>&1 && n=$((n + 1)); done; echo $n; }
-	NPROGS=3 # block.bpf.c: insert, issue, complete
+	NPROGS=4 # block.bpf.c: insert, issue, requeue, complete
 	# traced_run_until HOW: a 20 s traced run, ended by HOW (wait, INT, KILL)
 	# once its links are up; sets IDS (its programs) and RC.
 	traced_run_until() {

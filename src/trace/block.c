@@ -371,19 +371,89 @@ static uint64_t prog_misses(struct bpf_program *p)
 	return info.recursion_misses;
 }
 
-static uint64_t read_drops(struct fsp_btrace *bt)
+/* Counter `which` of the per-CPU drops array, summed over the CPUs. */
+static uint64_t read_drops(struct fsp_btrace *bt, uint32_t which)
 {
 	int ncpu = libbpf_num_possible_cpus();
 	if (ncpu <= 0)
 		return 0;
 	uint64_t *v = calloc((size_t)ncpu, sizeof(*v)), sum = 0;
-	uint32_t zero = 0;
-	if (v && bpf_map__lookup_elem(bt->skel->maps.drops, &zero, sizeof(zero), v,
+	if (v && bpf_map__lookup_elem(bt->skel->maps.drops, &which, sizeof(which), v,
 				      (size_t)ncpu * sizeof(*v), 0) == 0)
 		for (int i = 0; i < ncpu; i++)
 			sum += v[i];
 	free(v);
 	return sum;
+}
+
+/*
+ * Requests issued whose completion was never seen: their slots are still
+ * taken after the programs are detached (in flight at the end, or a
+ * completion the kernel did not run the program for).
+ */
+static uint64_t slots_taken(struct fsp_btrace *bt)
+{
+	struct bpf_map *m = bt->skel->maps.inflight;
+	uint32_t n = bpf_map__max_entries(m);
+	struct fsp_bt_slot v;
+	uint64_t taken = 0;
+	if (bpf_map__value_size(m) != sizeof(v))
+		return 0;
+	for (uint32_t i = 0; i < n; i++)
+		if (bpf_map__lookup_elem(m, &i, sizeof(i), &v, sizeof(v), 0) == 0 && v.open)
+			taken++;
+	return taken;
+}
+
+static unsigned bits_for(unsigned long n) /* smallest b with 2^b >= n */
+{
+	unsigned b = 0;
+	while ((1ul << b) < n)
+		b++;
+	return b;
+}
+
+/*
+ * The in-flight slots the BPF program indexes by (disk, hardware queue,
+ * driver tag): from each disk's /sys/dev/block/M:m/mq/Q/nr_tags. Sets the
+ * bit widths and returns the number of slots.
+ */
+static uint32_t slot_layout(const struct fsp_btrace_devs *d, uint32_t *queue_bits,
+			    uint32_t *tag_bits)
+{
+	unsigned long queues = 1, tags = 1;
+	for (unsigned i = 0; i < d->n; i++) {
+		char p[96];
+		snprintf(p, sizeof(p), "/sys/dev/block/%u:%u/mq", d->dev[i] >> 20,
+			 d->dev[i] & 0xfffff);
+		DIR *dir = opendir(p);
+		unsigned long nq = 0;
+		struct dirent *e;
+		while (dir && (e = readdir(dir))) {
+			char t[400];
+			uint64_t nt;
+			if (e->d_name[0] == '.')
+				continue;
+			nq++;
+			snprintf(t, sizeof(t), "%s/%s/nr_tags", p, e->d_name);
+			if (read_u64(t, &nt) == 0 && nt > tags)
+				tags = (unsigned long)nt;
+		}
+		if (dir)
+			closedir(dir);
+		if (nq > queues)
+			queues = nq;
+	}
+	if (tags < 1024 && queues == 1 && d->n == 1)
+		tags = 1024; /* a deeper queue set later costs nothing here */
+	*queue_bits = bits_for(queues);
+	*tag_bits = bits_for(tags);
+	unsigned total = bits_for(d->n) + *queue_bits + *tag_bits;
+	while (total > 20 && *tag_bits > 8) { /* at most 1 Mi slots (48 MiB) */
+		(*tag_bits)--;
+		total--;
+	}
+	return 1u << total;
 }
 
 struct fsp_btrace *fsp_btrace_start(const struct fsp_btrace_devs *d,
@@ -416,6 +486,10 @@ struct fsp_btrace *fsp_btrace_start(const struct fsp_btrace_devs *d,
 		goto fail;
 	}
 	/* the filter is read-only data of the program: set before load */
+	uint32_t queue_bits, tag_bits;
+	uint32_t slots = slot_layout(d, &queue_bits, &tag_bits);
+	bt->skel->rodata->queue_bits = queue_bits;
+	bt->skel->rodata->tag_bits = tag_bits;
 	bt->skel->rodata->ndevs = d->n;
 	for (unsigned i = 0; i < d->n; i++) {
 		bt->skel->rodata->dev_ids[i] = d->dev[i];
@@ -423,6 +497,8 @@ struct fsp_btrace *fsp_btrace_start(const struct fsp_btrace_devs *d,
 		bt->skel->rodata->dev_ranges[i].end = d->end[i];
 	}
 	int err = bpf_map__set_max_entries(bt->skel->maps.events, (uint32_t)ring);
+	if (!err)
+		err = bpf_map__set_max_entries(bt->skel->maps.inflight, slots);
 	if (!err)
 		err = fsp_block_bpf__load(bt->skel);
 	if (err) {
@@ -476,8 +552,9 @@ void fsp_btrace_stop(struct fsp_btrace *bt)
 	if (bt->rb)
 		ring_buffer__consume(bt->rb);
 	if (bt->skel) {
-		bt->dropped_ring = read_drops(bt);
-		bt->missed = prog_misses(bt->skel->progs.fsp_rq_issue) +
+		bt->dropped_ring = read_drops(bt, 0);
+		bt->missed = read_drops(bt, 1) + read_drops(bt, 2) + slots_taken(bt) +
+			     prog_misses(bt->skel->progs.fsp_rq_issue) +
 			     prog_misses(bt->skel->progs.fsp_rq_complete);
 	}
 }

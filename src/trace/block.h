@@ -60,7 +60,8 @@ struct fsp_btrace_counts {
 	uint64_t requests;     /* rows kept */
 	uint64_t dropped_ring; /* found the ring buffer full (kernel side) */
 	uint64_t missed;       /* issue or completion not run: the program was
-				  already running on that CPU (nested) */
+				  already running on that CPU (nested); or a
+				  driver tag beyond the in-flight slots */
 	uint64_t dropped_rows; /* over max_rows or out of memory (user side) */
 };
 void fsp_btrace_counts(const struct fsp_btrace *bt, struct fsp_btrace_counts *c);

@@ -18,6 +18,15 @@ struct fsp_bt_range {
 	__u64 first, end;
 };
 
+/* One in-flight slot of the program's `inflight` array (block.bpf.c). */
+struct fsp_bt_slot {
+	__u64 rq;
+	__u64 insert_ns, issue_ns;
+	__u32 tgid, bytes;
+	__u16 op, flags;
+	__u32 open; /* issued, completion not yet seen */
+};
+
 /* fsp_bt_event.op */
 enum {
 	FSP_BT_OP_READ = 0,
