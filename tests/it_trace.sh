@@ -19,6 +19,22 @@ DB=$T/trace.db
 q() { sqlite3 "$DB" "$1"; }
 attr() { q "SELECT value FROM run_attrs WHERE run=$RUN AND key='$1'"; }
 
+# expected N: the rows a run of N single IOs must have. This kernel now and
+# then does not run the completion program for a request (about 1 in 65536
+# at QD1, a queue depth's worth in some QD32 runs); the trace counts each
+# such request in block.missed (docs/tracing.md), so the rows are exactly N
+# less those, and the misses must stay rare.
+expected() {
+	M=$(attr block.missed)
+	M=${M:-0}
+	if [ $((M * 100)) -gt "$1" ]; then
+		not_ok "run $RUN: $M of $1 requests missed: more than 1%"
+	elif [ "$M" -gt 0 ]; then
+		echo "# run $RUN: $M of $1 completions missed by the kernel, counted in block.missed" >&9
+	fi
+	echo $(($1 - M))
+}
+
 # run_bg DESC ARGS...: fsprism run ARGS in the background (so that its pid is
 # known: block rows carry the queueing process), waits; sets RUN, PID, RC.
 run_bg() {
@@ -59,14 +75,15 @@ if [ "$TRACED" = 1 ]; then
 		--bytes=4M --span=64M --ramp=0
 	expect_eq "reads: block.traced" 1 "$(attr block.traced)"
 	expect_eq "reads: block.devices is the loop device" "$DEVNO" "$(attr block.devices)"
-	expect_eq "reads: 1024 rows from this process, step 0" 1024 \
+	N=$(expected 1024)
+	expect_eq "reads: 1024 rows from this process, step 0" "$N" \
 		"$(q "SELECT count(*) FROM block_ios WHERE run=$RUN AND tgid=$PID AND step=0")"
-	expect_eq "reads: all of them 4096-byte reads on the loop device" "1024|read|4096|4096|$DEVNO" \
+	expect_eq "reads: all of them 4096-byte reads on the loop device" "$N|read|4096|4096|$DEVNO" \
 		"$(q "SELECT count(*), op, min(bytes), max(bytes), dev FROM block_ios
 		      WHERE run=$RUN AND tgid=$PID GROUP BY op, dev")"
 	expect_eq "reads: block.requests counts the rows" \
 		"$(q "SELECT count(*) FROM block_ios WHERE run=$RUN")" "$(attr block.requests)"
-	expect_eq "reads: no drops at a low rate" 0 "$(attr block.dropped)"
+	expect_eq "reads: no ring-buffer drops at a low rate" 0 "$(attr block.dropped_ring)"
 	expect_eq "reads: queue <= issue <= complete, device time > 0" 0 \
 		"$(q "SELECT count(*) FROM block_ios WHERE run=$RUN AND NOT (
 		      queue_ns IS NOT NULL AND queue_ns <= issue_ns AND issue_ns < complete_ns
@@ -80,9 +97,9 @@ if [ "$TRACED" = 1 ]; then
 	# stats: per step and direction, from these rows
 	"$FSPRISM" stats "$DB" --run "$RUN" >"$T/stats" 2>&1
 	expect_eq "stats: the block section names the device and the count" \
-		"Block layer: device $DEVNO, 1024 requests, 0 dropped" \
+		"Block layer: device $DEVNO, $N requests, $(attr block.dropped) dropped" \
 		"$(grep '^Block layer' "$T/stats")"
-	expect_eq "stats: one row for step 0 reads, 1024 requests of 4.0 KiB" "0 read 1024 4.0" \
+	expect_eq "stats: one row for step 0 reads, 1024 requests of 4.0 KiB" "0 read $N 4.0" \
 		"$(awk '$1 == "0" && $2 == "read" {print $1, $2, $3, $4}' "$T/stats")"
 	p50=$(q "WITH d AS (SELECT complete_ns - issue_ns AS ns FROM block_ios WHERE run=$RUN
 	           AND step=0 ORDER BY ns) SELECT CASE WHEN ns >= 100000 THEN printf('%.1f', ns / 1e3)
@@ -90,16 +107,16 @@ if [ "$TRACED" = 1 ]; then
 	expect_eq "stats: device p50 is the 512th of the sorted device times" "$p50" \
 		"$(awk '$1 == "0" && $2 == "read" {print $8}' "$T/stats")"
 	"$FSPRISM" stats "$DB" --run "$RUN" --format json >"$T/stats.json"
-	expect_eq "stats json: block.steps[0]" "True 0 read 1024 4096.0" \
+	expect_eq "stats json: block.steps[0]" "True 0 read $N 4096.0" \
 		"$(python3 -c 'import json,sys; b=json.load(open(sys.argv[1]))["block"]; s=b["steps"][0]
 print(b["traced"], s["step"], s["op"], s["requests"], s["mean_bytes"])' "$T/stats.json")"
 	"$FSPRISM" stats "$DB" --run "$RUN" --format csv >"$T/stats.csv"
-	expect_eq "stats csv: queue and device rows" "block_read,queue,1024 block_read,device,1024" \
+	expect_eq "stats csv: queue and device rows" "block_read,queue,$N block_read,device,$N" \
 		"$(awk -F, '$3 ~ /^block_/ {printf "%s%s,%s,%s", n++ ? " " : "", $3, $4, $5}' "$T/stats.csv")"
 
 	run_bg "raw 4 KiB writes, QD1, 2 MiB" sustained-randwrite "$LOOP" --qd=1 --bs=4k \
 		--bytes=2M --span=64M --ramp=0 --destroy-data
-	expect_eq "writes: 512 4096-byte writes from this process" "512|write|4096|4096" \
+	expect_eq "writes: 512 4096-byte writes from this process" "$(expected 512)|write|4096|4096" \
 		"$(q "SELECT count(*), op, min(bytes), max(bytes) FROM block_ios
 		      WHERE run=$RUN AND tgid=$PID AND step=0 GROUP BY op")"
 
@@ -107,18 +124,19 @@ print(b["traced"], s["step"], s["op"], s["requests"], s["mean_bytes"])' "$T/stat
 	run_bg "raw 4 KiB reads, QD32, 8 MiB" sustained-randread "$LOOP" --qd=32 --bs=4k \
 		--bytes=8M --span=64M --ramp=0
 	# exact in bytes; the kernel may merge two adjacent random reads into one
-	expect_eq "QD32: the read rows hold 2048 x 4096 bytes, in whole IOs" "8388608|0" \
+	expect_eq "QD32: the read rows hold 2048 x 4096 bytes, in whole IOs" "$(($(expected 2048) * 4096))|0" \
 		"$(q "SELECT sum(bytes), sum(bytes % 4096) FROM block_ios
 		      WHERE run=$RUN AND tgid=$PID AND step=0 AND op='read'")"
 	expect_eq "QD32: nearly all single IOs (merges are rare)" 1 \
 		"$(q "SELECT count(*) >= 2000 FROM block_ios
 		      WHERE run=$RUN AND tgid=$PID AND step=0 AND bytes=4096")"
-	expect_eq "QD32: no drops" 0 "$(attr block.dropped)"
+	expect_eq "QD32: no ring-buffer drops" 0 "$(attr block.dropped_ring)"
 
 	# ---- an IO above the device's limit is split: the rows add up ------------------
 	run_bg "raw 4 MiB reads (limit ${LIMIT_KB} KiB), 16 MiB" sustained-seqread "$LOOP" \
 		--qd=1 --bs=4M --bytes=16M --span=64M --ramp=0
-	expect_eq "split: the rows' bytes add up to the engine's" 16777216 \
+	expect_eq "split: the rows' bytes add up to the engine's" \
+		"$(( 16777216 - $(attr block.missed) * LIMIT_KB * 1024 ))" \
 		"$(q "SELECT sum(bytes) FROM block_ios WHERE run=$RUN AND tgid=$PID AND step=0")"
 	expect_eq "split: no row above the device's limit" 0 \
 		"$(q "SELECT count(*) FROM block_ios WHERE run=$RUN AND bytes > $LIMIT_KB*1024")"
@@ -131,7 +149,8 @@ print(b["traced"], s["step"], s["op"], s["requests"], s["mean_bytes"])' "$T/stat
 		run_bg "raw reads, QD8, through mq-deadline" sustained-randread "$LOOP" --qd=8 \
 			--bs=4k --bytes=2M --span=64M --ramp=0
 		echo none >"$SCHED"
-		expect_eq "mq-deadline: 512 rows, all inserted" "512|512" \
+		N=$(expected 512)
+		expect_eq "mq-deadline: 512 rows, all inserted" "$N|$N" \
 			"$(q "SELECT count(*), count(insert_ns) FROM block_ios
 			      WHERE run=$RUN AND tgid=$PID AND step=0")"
 		expect_eq "mq-deadline: queue <= insert <= issue <= complete" 0 \
@@ -149,7 +168,7 @@ print(b["traced"], s["step"], s["op"], s["requests"], s["mean_bytes"])' "$T/stat
 	run_bg "file on ext4: 4 KiB reads, QD1, 4 MiB" sustained-randread "$T/mnt/f" --qd=1 \
 		--bs=4k --bytes=4M --span=32M --ramp=0
 	expect_eq "file: block.devices is the ext4's loop device" "$DEVNO2" "$(attr block.devices)"
-	expect_eq "file: 1024 read rows of 4096 bytes from this process" "1024|4096|4096" \
+	expect_eq "file: 1024 read rows of 4096 bytes from this process" "$(expected 1024)|4096|4096" \
 		"$(q "SELECT count(*), min(bytes), max(bytes) FROM block_ios
 		      WHERE run=$RUN AND tgid=$PID AND step=0 AND op='read'")"
 	expect_eq "file: every row on the loop device" "$DEVNO2" \
@@ -168,7 +187,8 @@ print(b["traced"], s["step"], s["op"], s["requests"], s["mean_bytes"])' "$T/stat
 			"$T/fmnt/f" --qd=1 --bs=4k --bytes=2M --span=16M --ramp=0
 		expect_eq "fsprism mount: block.devices is the backing ext4's loop device" "$DEVNO2" \
 			"$(attr block.devices)"
-		expect_eq "fsprism mount: 512 reads of 4096 bytes, queued by the daemon" "512|4096|4096" \
+		expect_eq "fsprism mount: 512 reads of 4096 bytes, queued by the daemon" \
+			"$(expected 512)|4096|4096" \
 			"$(q "SELECT count(*), min(bytes), max(bytes) FROM block_ios
 			      WHERE run=$RUN AND tgid=${DPID:-0} AND step=0 AND op='read'")"
 		fsp_umount "$T/fmnt"
@@ -210,7 +230,14 @@ print(b["traced"], s["step"], s["op"], s["requests"], s["mean_bytes"])' "$T/stat
 	# whether those programs still exist.
 	links_of() { grep -l '^link_type:' /proc/"$1"/fdinfo/* 2>/dev/null | wc -l; }
 	progs_of() { grep -h '^prog_id:' /proc/"$1"/fdinfo/* 2>/dev/null | awk '{print $2}' | sort -u; }
-	still_loaded() { n=0; for id in $1; do bpftool prog show id "$id" >/dev/null 2>&1 && n=$((n + 1)); done; echo $n; }
+	loaded() { n=0; for id in $1; do bpftool prog show id "$id" >/dev/null 2>&1 && n=$((n + 1)); done; echo $n; }
+	# the kernel frees a program shortly after its last reference (RCU):
+	# wait up to 2 s for that, then say how many are still there
+	still_loaded() {
+		k=0
+		while [ "$(loaded "$1")" -gt 0 ] && [ $k -lt 40 ]; do sleep 0.05; k=$((k + 1)); done
+		loaded "$1"
+	}
 	NPROGS=4 # block.bpf.c: insert, issue, requeue, complete
 	# traced_run_until HOW: a 20 s traced run, ended by HOW (wait, INT, KILL)
 	# once its links are up; sets IDS (its programs) and RC.
@@ -223,7 +250,7 @@ print(b["traced"], s["step"], s["op"], s["requests"], s["mean_bytes"])' "$T/stat
 		while [ "$(links_of $PID)" -lt $NPROGS ] && [ $n -lt 100 ]; do sleep 0.05; n=$((n + 1)); done
 		expect_eq "$1: while it runs, its links are attached" $NPROGS "$(links_of $PID)"
 		IDS=$(progs_of $PID)
-		expect_eq "$1: while it runs, its programs are loaded" $NPROGS "$(still_loaded "$IDS")"
+		expect_eq "$1: while it runs, its programs are loaded" $NPROGS "$(loaded "$IDS")"
 		sleep 0.3
 		[ "$1" = wait ] || kill -"$1" "$PID"
 		wait "$PID" 2>/dev/null # (no "Killed" from the shell)
@@ -239,7 +266,6 @@ print(b["traced"], s["step"], s["op"], s["requests"], s["mean_bytes"])' "$T/stat
 	expect_eq "Ctrl-C: the rows so far are stored" 1 \
 		"$(q "SELECT count(*) > 0 FROM block_ios WHERE run=${RUN:-0}")"
 	traced_run_until KILL
-	sleep 0.2 # the kernel frees the programs once the process's files are closed
 	expect_eq "kill -9: its programs are gone" 0 "$(still_loaded "$IDS")"
 fi
 
