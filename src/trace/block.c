@@ -7,7 +7,8 @@
  * The BPF side submits with BPF_RB_NO_WAKEUP (the default wakes the
  * consumer whenever it has caught up, which at a high rate is nearly every
  * request): the consumer instead drains every POLL_MS, so the traced IO
- * path pays no wakeups. The ring buffer (8 MiB: 131072 requests) holds
+ * path pays no wakeups. The ring buffer (8 MiB: 116508 records of 64 bytes
+ * and an 8-byte header) holds
  * POLL_MS of requests at rates far above any device here.
  */
 #include "config.h"
