@@ -8,8 +8,8 @@
  * consumer whenever it has caught up, which at a high rate is nearly every
  * request): the consumer instead drains every POLL_MS, so the traced IO
  * path pays no wakeups. The ring buffer (8 MiB: 116508 records of 64 bytes
- * and an 8-byte header) holds
- * POLL_MS of requests at rates far above any device here.
+ * and an 8-byte header) holds POLL_MS of requests at rates far above any
+ * device here.
  */
 #include "config.h"
 #include <dirent.h>
