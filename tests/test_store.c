@@ -2,7 +2,8 @@
  * test_store.c - the SQLite store on real database files in a temp dir:
  * creation, reopening, refusals (schema version, a real version-1
  * database, non-database, unwritable locations), runs, op-row, histogram
- * and emulated-file round trips.
+ * and emulated-file round trips; a committed version-2 database
+ * (tests/fixtures/schema-v2.sql) read as it is and upgraded by a writer.
  */
 #include "config.h"
 #include <stdarg.h>
@@ -28,6 +29,7 @@
 #include "src/cli/stats.h"
 #include "src/db/results.h"
 #include "src/db/store.h"
+#include "src/db/block_ios.h"
 
 static char tmpdir[64];
 
@@ -270,6 +272,80 @@ static void test_v1_refused(void **state)
 	assert_int_equal(q_int(db, "SELECT count(*) FROM pragma_table_info('ops')"), 13);
 	assert_int_equal(q_int(db, "SELECT layer_ns FROM ops"), 40);
 	sqlite3_close(db);
+}
+
+/*
+ * A database written with schema version 2 (before the block-layer trace):
+ * readers open it as it is (stats prints its run, no block rows, version
+ * unchanged); a writer adds block_ios and sets version 3, keeping every row.
+ */
+static void test_v2_read_and_upgraded(void **state)
+{
+	const char *src = getenv("TESTS_SRCDIR");
+	char fixture[PATH_MAX], path[128], err[512] = "";
+	assert_non_null(src); /* set by make check */
+	snprintf(fixture, sizeof(fixture), "%s/fixtures/schema-v2.sql", src);
+	FILE *f = fopen(fixture, "r");
+	assert_non_null(f);
+	static char sql[1 << 16];
+	size_t len = fread(sql, 1, sizeof(sql) - 1, f);
+	fclose(f);
+	assert_true(len > 0 && len < sizeof(sql) - 1);
+	sql[len] = 0;
+	path_in(path, sizeof(path), "v2.db");
+	sqlite3 *db;
+	assert_int_equal(sqlite3_open(path, &db), SQLITE_OK);
+	assert_int_equal(sqlite3_exec(db, sql, NULL, NULL, NULL), SQLITE_OK);
+	assert_int_equal(q_int(db, "PRAGMA user_version"), 2);
+	sqlite3_close(db);
+
+	struct fsp_store *ro = fsp_store_open_readonly(path, err, sizeof(err));
+	if (!ro)
+		fail_msg("reader refused the version-2 database: %s", err);
+	assert_int_equal(fsp_block_ios_any(ro, 1), 0);
+	FILE *out = fopen("/dev/null", "w");
+	assert_int_equal(fsp_stats_print(ro, 1, "table", 0, out), 0);
+	assert_int_equal(fsp_stats_print(ro, 1, "json", 0, out), 0);
+	fclose(out);
+	fsp_store_close(ro);
+	/* the reader changed nothing: a connection of the test's own says so */
+	assert_int_equal(sqlite3_open(path, &db), SQLITE_OK);
+	assert_int_equal(q_int(db, "PRAGMA user_version"), 2);
+	assert_int_equal(q_int(db, "SELECT count(*) FROM sqlite_master WHERE name='block_ios'"), 0);
+	sqlite3_close(db);
+
+	struct fsp_store *st = fsp_store_open(path, err, sizeof(err));
+	if (!st)
+		fail_msg("writer refused the version-2 database: %s", err);
+	assert_int_equal(sqlite3_open(path, &db), SQLITE_OK);
+	sqlite3_busy_timeout(db, 10000);
+	assert_int_equal(q_int(db, "PRAGMA user_version"), FSP_SCHEMA_VERSION);
+	assert_int_equal(q_int(db, "SELECT count(*) FROM sqlite_master WHERE name='block_ios'"), 1);
+	assert_int_equal(q_int(db, "SELECT count(*) FROM runs"), 1);
+	assert_int_equal(q_int(db, "SELECT count(*) FROM ops WHERE run=1"), 4);
+	/* block rows go in and come back */
+	struct fsp_block_io io[2] = {
+		{ .queue_ns = 100, .issue_ns = 150, .complete_ns = 400, .sector = 8,
+		  .dev = 7u << 20 | 2, .bytes = 4096, .tgid = 42, .op = FSP_BLOCK_READ, .step = 0 },
+		{ .issue_ns = 500, .complete_ns = 900, .dev = 7u << 20 | 2, .bytes = 4096,
+		  .op = FSP_BLOCK_READ, .step = 0 },
+	};
+	assert_int_equal(fsp_store_tx_begin(st), 0);
+	assert_int_equal(fsp_block_ios_insert(st, 1, io, 2), 0);
+	assert_int_equal(fsp_store_tx_commit(st), 0);
+	assert_int_equal(q_int(db, "SELECT count(*) FROM block_ios WHERE dev='7:2'"
+			       " AND queue_ns IS NULL AND insert_ns IS NULL AND tgid IS NULL"), 1);
+	sqlite3_close(db);
+	assert_int_equal(fsp_block_ios_any(st, 1), 1);
+	struct fsp_block_times t;
+	assert_int_equal(fsp_block_ios_times(st, 1, 0, FSP_BLOCK_READ, &t, err, sizeof(err)), 0);
+	assert_int_equal(t.nq, 1); /* the row without a queue time has none */
+	assert_int_equal(t.queue_ns[0], 50);
+	assert_int_equal(t.nd, 2);
+	assert_int_equal(t.device_ns[0] + t.device_ns[1], 250 + 400);
+	assert_int_equal(t.bytes, 8192);
+	fsp_block_times_free(&t);
+	fsp_store_close(st);
 }
 
 static void test_not_a_database(void **state)
@@ -638,6 +714,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_run_on_block_device, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_version_mismatch, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_v1_refused, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_v2_read_and_upgraded, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_not_a_database, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_unwritable, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_recs_roundtrip, setup, teardown),

@@ -27,6 +27,7 @@
 #include "bench/engine/profile.h"
 #include "src/db/store.h"
 #include "src/sys/target.h"
+#include "src/trace/block.h"
 
 #define ERRLEN 512
 #define MAX_OVERRIDES 64
@@ -49,6 +50,7 @@ struct run_opts {
 	int64_t parent;
 	const char *label;
 	int quiet;
+	int no_trace;
 	enum fsp_record_mode record;
 	unsigned sample_n;
 	const char *record_text;
@@ -73,7 +75,9 @@ static void run_usage(FILE *f)
 "  --parent RUNID         store as part of run RUNID (used by compare)\n"
 "  --label NAME           a name for this run (used by compare)\n"
 "  --record=MODE          full | sample:N | hist (default) | off\n"
-"  --quiet                no summary table, only the run number line\n");
+"  --quiet                no summary table, only the run number line\n"
+"  --no-trace             do not trace the block layer (traced by default when\n"
+"                         eBPF is available: block_ios rows, docs/schema.md)\n");
 	/* the parameters, from the one list of their names */
 	int col = fprintf(f, "parameters (override the profile):");
 	for (int i = 0; fsp_param_names[i]; i++) {
@@ -86,7 +90,7 @@ static void run_usage(FILE *f)
 	fputc('\n', f);
 }
 
-enum { OPT_DB = 256, OPT_SCALE, OPT_DESTROY, OPT_PARENT, OPT_LABEL, OPT_RECORD };
+enum { OPT_DB = 256, OPT_SCALE, OPT_DESTROY, OPT_PARENT, OPT_LABEL, OPT_RECORD, OPT_NO_TRACE };
 
 /* Returns 0, 1 after --help, or 2 (usage error, said). */
 static int parse_args(int argc, char **argv, struct run_opts *o)
@@ -99,6 +103,7 @@ static int parse_args(int argc, char **argv, struct run_opts *o)
 		{ "label", required_argument, NULL, OPT_LABEL },
 		{ "record", required_argument, NULL, OPT_RECORD },
 		{ "quiet", no_argument, NULL, 'q' },
+		{ "no-trace", no_argument, NULL, OPT_NO_TRACE },
 		FSP_OPT_HELP,
 		{ NULL, 0, NULL, 0 },
 	};
@@ -124,6 +129,9 @@ static int parse_args(int argc, char **argv, struct run_opts *o)
 			break;
 		case 'q':
 			o->quiet = 1;
+			break;
+		case OPT_NO_TRACE:
+			o->no_trace = 1;
 			break;
 		case OPT_DB:
 			o->db = v;
@@ -835,6 +843,49 @@ static void step_label(struct step *s, const struct fsp_params *p)
 		snprintf(s->label, sizeof(s->label), "qd=%u", s->qd);
 }
 
+/*
+ * The block-layer trace of the target's device, started just before the
+ * steps: NULL when it is off (--no-trace) or not possible, which is then
+ * said in one line and stored in the run's block.* attributes.
+ */
+static struct fsp_btrace *trace_begin(const struct run_opts *o, const struct target *t,
+				      struct fsp_store *st, int64_t run)
+{
+	char why[ERRLEN];
+	struct fsp_btrace_devs d;
+	struct fsp_btrace *bt = NULL;
+	if (o->no_trace) {
+		fsp_btrace_save_untraced(st, run, "--no-trace");
+		return NULL;
+	}
+	if (fsp_btrace_devs_for(t->path, &d, why, sizeof(why)) == 0)
+		bt = fsp_btrace_start(&d, NULL, why, sizeof(why));
+	if (!bt) {
+		fprintf(stderr, "fsprism run: block layer not traced: %s\n", why);
+		fsp_btrace_save_untraced(st, run, why);
+	}
+	return bt;
+}
+
+/* Store the trace's requests, each in the step whose window it entered in. */
+static int trace_save(struct fsp_btrace *bt, struct fsp_store *st, int64_t run,
+		      const struct step *steps, unsigned nsteps)
+{
+	struct fsp_bt_window *w = calloc(nsteps ? nsteps : 1, sizeof(*w));
+	if (!w) {
+		fprintf(stderr, "fsprism run: out of memory\n");
+		return -1;
+	}
+	for (unsigned i = 0; i < nsteps; i++)
+		if (steps[i].ran) {
+			w[i].start_ns = steps[i].res.started_ns;
+			w[i].end_ns = steps[i].res.ended_ns;
+		}
+	int rc = fsp_btrace_save(bt, st, run, w, nsteps);
+	free(w);
+	return rc;
+}
+
 /* Run every step; returns 0, 1 (IO error) or 128+signal (130 for Ctrl-C). */
 static int run_steps(const struct run_opts *o, const struct fsp_params *p,
 		     const struct target *t, struct fsp_oplog *log, struct step *steps,
@@ -971,6 +1022,9 @@ int cmd_run(int argc, char **argv)
 		} else
 			fsp_oplog_reserve(log, 1); /* the IO thread's ring, touched now */
 	}
+	struct fsp_btrace *bt = NULL;
+	if (!rc)
+		bt = trace_begin(&o, &t, st, run);
 	if (!rc) {
 		for (unsigned q = 0, i = 0; q < (p.fill ? 1 : p.nqd); q++)
 			for (unsigned m = 0; m < (p.fill ? 1 : p.nmix); m++, i++) {
@@ -980,6 +1034,7 @@ int cmd_run(int argc, char **argv)
 			}
 		rc = run_steps(&o, &p, &t, log, steps, nsteps);
 	}
+	fsp_btrace_stop(bt); /* detached before anything else: nothing stays attached */
 	/* store what was measured, also after an error or Ctrl-C */
 	if (log && fsp_oplog_close(log) != 0 && !rc)
 		rc = 1;
@@ -987,6 +1042,9 @@ int cmd_run(int argc, char **argv)
 		fsp_store_end_run(st, run, 0, 0);
 	if (steps && store_steps(st, run, &p, steps, nsteps) != 0 && !rc)
 		rc = 1;
+	if (bt && trace_save(bt, st, run, steps, nsteps) != 0 && !rc)
+		rc = 1;
+	fsp_btrace_free(bt);
 	struct score sc = { 0 };
 	if (steps) {
 		compute_score(&p, steps, nsteps, &sc);

@@ -24,6 +24,7 @@
 #include "src/base/units.h"
 #include "src/cli/stats.h"
 #include "src/db/results.h"
+#include "src/cli/stats_block.h"
 #include "src/db/store.h"
 
 #define NQUANT 4
@@ -875,10 +876,13 @@ int fsp_stats_print(struct fsp_store *st, int64_t run, const char *format, unsig
 		int erc = 0;
 		if (!strcmp(format, "csv")) {
 			print_csv(&hdr, rows, n, &vw, out);
+			erc = fsp_stats_block_csv(st, run, out);
 		} else if (!strcmp(format, "json")) {
 			print_json(&hdr, rows, n, &vw, out);
 			if (vw.emulation)
 				erc = print_emulation_json(st, run, &acct, flags, out);
+			if (erc == 0)
+				erc = fsp_stats_block_json(st, run, out);
 			fputs("\n}\n", out);
 		} else {
 			print_table(&hdr, rows, n, &vw, out);
@@ -887,6 +891,8 @@ int fsp_stats_print(struct fsp_store *st, int64_t run, const char *format, unsig
 			else if (flags & FSP_STATS_EXTENTS)
 				fprintf(out, "\nno emulated files in this run (mount without"
 					" --cow/--journal/--store)\n");
+			if (erc == 0)
+				erc = fsp_stats_block_table(st, run, out);
 		}
 		if (erc < 0)
 			db_error(st);

@@ -10,8 +10,12 @@
 #define FSP_SCHEMA_H
 
 /* 2: ops.emu_ns, ops.cause_ns, the "emu" layer, device ops, emu_files,
- * emu_extents */
-#define FSP_SCHEMA_VERSION 2
+ * emu_extents
+ * 3: block_ios (the block-layer trace); a version-2 database is opened by
+ * adding the table (nothing else changed) */
+#define FSP_SCHEMA_VERSION 3
+/* the oldest version that is opened, and upgraded when written */
+#define FSP_SCHEMA_VERSION_OLDEST 2
 
 #define FSP_SCHEMA_SQL \
 "CREATE TABLE IF NOT EXISTS runs(\n" \
@@ -72,7 +76,20 @@
 "CREATE TABLE IF NOT EXISTS emu_extents(\n" \
 "  run INTEGER NOT NULL, obj INTEGER NOT NULL, logical INTEGER NOT NULL,\n" \
 "  physical INTEGER, length INTEGER,\n" \
-"  PRIMARY KEY(run, obj, logical));\n"
+"  PRIMARY KEY(run, obj, logical));\n" \
+"CREATE TABLE IF NOT EXISTS block_ios(\n" \
+"  run INTEGER NOT NULL,\n" \
+"  step INTEGER,                -- NULL: outside every step's measured window\n" \
+"  dev TEXT NOT NULL,           -- whole disk, 'major:minor'\n" \
+"  sector INTEGER, bytes INTEGER,\n" \
+"  op TEXT NOT NULL,            -- read, write, flush, discard, write_zeroes, other\n" \
+"  flags INTEGER NOT NULL,      -- 1 sync, 2 meta, 4 fua, 8 preflush, 16 readahead\n" \
+"  tgid INTEGER,                -- process that queued it (NULL: unknown)\n" \
+"  queue_ns INTEGER,            -- made from its first bio (NULL: no iostats)\n" \
+"  insert_ns INTEGER,           -- inserted into the queue (NULL: issued directly)\n" \
+"  issue_ns INTEGER NOT NULL, complete_ns INTEGER NOT NULL,\n" \
+"  error INTEGER NOT NULL       -- blk_status_t, 0: ok\n" \
+");\n"
 
 /* Built after capture, so that inserts during capture stay cheap. */
 #define FSP_SCHEMA_INDEX_SQL \

@@ -83,7 +83,9 @@ static int64_t query_int(sqlite3 *db, const char *sql, int *rc)
 
 /*
  * Version check shared by writers and readers. Returns 0 if the schema is
- * ours, 1 if the database is new (no tables, version 0), -1 with err set.
+ * ours, 1 if the database is new (no tables, version 0), 2 if it has an
+ * older version that only lacks tables (readable as is; a writer adds them),
+ * -1 with err set.
  */
 static int check_version(sqlite3 *db, const char *path, char *err, size_t errlen)
 {
@@ -111,6 +113,8 @@ static int check_version(sqlite3 *db, const char *path, char *err, size_t errlen
 			path);
 		return -1;
 	}
+	if (version >= FSP_SCHEMA_VERSION_OLDEST && version < FSP_SCHEMA_VERSION)
+		return 2;
 	if (version != FSP_SCHEMA_VERSION) {
 		set_err(err, errlen,
 			"database %s has schema version %lld, this fsprism knows version %d",
@@ -231,7 +235,8 @@ struct fsp_store *fsp_store_open(const char *path, char *err, size_t errlen)
 			exec_sql(db, "ROLLBACK");
 			goto fail_quiet;
 		}
-		if (again == 1 && create_schema(db) != SQLITE_OK) {
+		/* new, or older: the schema is all CREATE ... IF NOT EXISTS */
+		if (again >= 1 && create_schema(db) != SQLITE_OK) {
 			set_err(err, errlen, "cannot %s database %s: %s", verb, path,
 				db_reason(db));
 			exec_sql(db, "ROLLBACK");
@@ -322,7 +327,7 @@ struct fsp_store *fsp_store_open_readonly(const char *path, char *err, size_t er
 		set_err(err, errlen, "database %s is empty (not an fsprism database)", path);
 		v = -1;
 	}
-	if (v < 0) {
+	if (v < 0) { /* an older version (2) is read as it is */
 		sqlite3_close(db);
 		return NULL;
 	}

@@ -35,7 +35,7 @@ struct fsp_run_info {
  * Open or create the database at path. On failure returns NULL and writes a
  * one-line reason naming the path to err (e.g. "cannot create database
  * /x/y.db: Permission denied", "database /x/y.db has schema version 7, this
- * fsprism knows version 2").
+ * fsprism knows version 3").
  */
 struct fsp_store *fsp_store_open(const char *path, char *err, size_t errlen);
 

@@ -1,0 +1,85 @@
+#!/bin/bash
+# bench/trace-cost.sh - what the eBPF block-layer trace costs `fsprism run`:
+# IOPS with the trace on and off (--no-trace), in paired rounds whose order
+# alternates (on,off then off,on), so that machine drift hits both alike.
+#
+# The target is a RAM-backed loop device (losetup over a file in /dev/shm),
+# the highest request rate here, where a per-request cost shows most. Each
+# run is `fsprism run sustained-randread` at one queue depth for RUNTIME
+# seconds; IOPS = read_ios / busy time of its step. Prints every pair, then
+# per queue depth the median IOPS on and off and the median of the per-pair
+# ratios on/off, and the drops of the traced runs. Needs root.
+#
+# usage: bench/trace-cost.sh [--rounds N] [--runtime S] [--qd "1 32"] [--bs BS]
+#   FSPRISM=path/to/fsprism overrides the binary (default ./build/fsprism).
+set -euo pipefail
+
+ROUNDS=6
+RUNTIME=3
+QDS="1 32"
+BS=4k
+while [ $# -gt 0 ]; do
+	case "$1" in
+	--rounds) ROUNDS=$2; shift 2 ;;
+	--runtime) RUNTIME=$2; shift 2 ;;
+	--qd) QDS=$2; shift 2 ;;
+	--bs) BS=$2; shift 2 ;;
+	*) echo "trace-cost: unknown option $1" >&2; exit 2 ;;
+	esac
+done
+FSPRISM=${FSPRISM:-./build/fsprism}
+[ "$(id -u)" = 0 ] || { echo "trace-cost: run as root" >&2; exit 1; }
+
+W=$(mktemp -d /dev/shm/fsprism-trace-cost.XXXXXX)
+LOOP=
+cleanup() {
+	[ -n "$LOOP" ] && losetup -d "$LOOP"
+	rm -rf "$W"
+}
+trap cleanup EXIT
+truncate -s 1G "$W/img"
+dd if=/dev/zero of="$W/img" bs=1M count=1024 conv=notrunc status=none # no holes
+LOOP=$(losetup --find --show --direct-io=off "$W/img")
+DB=$W/cost.db
+
+# one_run QD on|off: prints "IOPS DROPPED"
+one_run() {
+	local trace=()
+	[ "$2" = off ] && trace=(--no-trace)
+	local out run
+	out=$("$FSPRISM" run sustained-randread "$LOOP" --qd="$1" --bs="$BS" --time="${RUNTIME}s" \
+		--span=1G --ramp=0 --idle=0 --db "$DB" --quiet "${trace[@]}")
+	run=$(sed -n 's/^run \([0-9]*\) stored in .*/\1/p' <<<"$out")
+	sqlite3 "$DB" "SELECT printf('%.0f', read_ios * 1e9 / busy_ns),
+		coalesce((SELECT value FROM run_attrs WHERE run=$run AND key='block.dropped'), '-')
+		FROM steps WHERE run=$run AND step=0" | tr '|' ' '
+}
+
+echo "$("$FSPRISM" version 2>/dev/null | head -n 1), kernel $(uname -r), $(nproc) CPUs"
+echo "target $LOOP over $W/img (tmpfs), 4 KiB-aligned random reads, bs $BS, ${RUNTIME}s per run"
+for qd in $QDS; do
+	: >"$W/pairs.$qd"
+	for r in $(seq 1 "$ROUNDS"); do
+		if [ $((r % 2)) = 1 ]; then
+			read -r on drop <<<"$(one_run "$qd" on)"
+			read -r off _ <<<"$(one_run "$qd" off)"
+		else
+			read -r off _ <<<"$(one_run "$qd" off)"
+			read -r on drop <<<"$(one_run "$qd" on)"
+		fi
+		echo "$on $off $drop" >>"$W/pairs.$qd"
+		printf 'QD%-3s round %d: on %8d  off %8d  on/off %.3f  dropped %s\n' "$qd" "$r" \
+			"$on" "$off" "$(awk "BEGIN{print $on / $off}")" "$drop"
+	done
+	python3 - "$qd" "$W/pairs.$qd" <<'PY'
+import statistics, sys
+qd, path = sys.argv[1], sys.argv[2]
+rows = [l.split() for l in open(path)]
+on = [float(r[0]) for r in rows]; off = [float(r[1]) for r in rows]
+ratios = [a / b for a, b in zip(on, off)]
+drops = sum(int(r[2]) for r in rows if r[2].isdigit())
+print(f"QD{qd}: median IOPS on {statistics.median(on):.0f}, off {statistics.median(off):.0f}; "
+      f"median on/off {statistics.median(ratios):.3f} (min {min(ratios):.3f}, max {max(ratios):.3f}); "
+      f"dropped in the traced runs: {drops}")
+PY
+done

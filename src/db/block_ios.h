@@ -1,0 +1,73 @@
+/*
+ * block_ios.h - the block_ios table (docs/schema.md): one row per block
+ * request that the block-layer trace (src/trace/) saw complete. Written
+ * after the measured window, read by stats.
+ */
+#ifndef FSP_BLOCK_IOS_H
+#define FSP_BLOCK_IOS_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include "src/db/store.h"
+
+/* block_ios.op, as stored */
+enum fsp_block_op {
+	FSP_BLOCK_READ = 0,
+	FSP_BLOCK_WRITE = 1,
+	FSP_BLOCK_FLUSH = 2,
+	FSP_BLOCK_DISCARD = 3,
+	FSP_BLOCK_WRITE_ZEROES = 4,
+	FSP_BLOCK_OTHER = 5,
+};
+const char *fsp_block_op_name(unsigned op);
+
+/* One request. A zero queue_ns / insert_ns / tgid is stored as NULL. */
+struct fsp_block_io {
+	uint64_t queue_ns, insert_ns, issue_ns, complete_ns;
+	uint64_t sector;
+	uint32_t dev;   /* whole disk, kernel dev_t (major << 20 | minor) */
+	uint32_t bytes;
+	uint32_t tgid;
+	uint16_t op;    /* enum fsp_block_op */
+	uint16_t flags; /* 1 sync, 2 meta, 4 fua, 8 preflush, 16 readahead */
+	int32_t error;
+	int32_t step;   /* -1: outside every step's measured window (NULL) */
+};
+
+/* Insert n rows of run (call inside a transaction). 0, or -1 (printed). */
+int fsp_block_ios_insert(struct fsp_store *st, int64_t run,
+			 const struct fsp_block_io *rows, size_t n);
+
+/* Does the database have block rows for run? 1, 0 (also for a version-2
+ * database, which has no block_ios table), -1 on error. */
+int fsp_block_ios_any(struct fsp_store *st, int64_t run);
+
+/*
+ * The durations of run's requests in one step and direction (reads:
+ * FSP_BLOCK_READ, writes: FSP_BLOCK_WRITE): queue time (request made,
+ * or else insert, to issue; requests with neither are left out of q) and
+ * device time (issue to complete), and their bytes. Arrays malloc'd (free
+ * them); counts in *nq and *nd. 0, or -1 with err set.
+ */
+struct fsp_block_times {
+	uint64_t *queue_ns, *device_ns;
+	size_t nq, nd;
+	uint64_t bytes;
+};
+int fsp_block_ios_times(struct fsp_store *st, int64_t run, int step, unsigned op,
+			struct fsp_block_times *t, char *err, size_t errlen);
+void fsp_block_times_free(struct fsp_block_times *t);
+
+/* The steps with block rows of run, ascending, into steps[0..max): count. */
+int fsp_block_ios_steps(struct fsp_store *st, int64_t run, int *steps, int max);
+
+/* The trace's outcome: run's block.* attributes (docs/schema.md). */
+struct fsp_block_summary {
+	int traced;        /* 1, 0, or -1: no block.traced (run was not traced or older) */
+	char reason[256];  /* block.untraced_reason */
+	char devices[256]; /* block.devices */
+	uint64_t requests, dropped;
+};
+int fsp_block_ios_summary(struct fsp_store *st, int64_t run, struct fsp_block_summary *s);
+
+#endif

@@ -1,0 +1,634 @@
+/*
+ * block.c - the block-layer trace, user side (block.h): which devices to
+ * follow, loading and attaching block.bpf.c through its generated skeleton,
+ * a consumer thread that drains the ring buffer into bounded memory
+ * (rows.h) during the run, and storing the rows after it.
+ *
+ * The BPF side submits with BPF_RB_NO_WAKEUP (the default wakes the
+ * consumer whenever it has caught up, which at a high rate is nearly every
+ * request): the consumer instead drains every POLL_MS, so the traced IO
+ * path pays no wakeups. The ring buffer (8 MiB: 116508 records of 64 bytes
+ * and an 8-byte header) holds POLL_MS of requests at rates far above any
+ * device here.
+ */
+#include "config.h"
+#include <dirent.h>
+#include <errno.h>
+#include <limits.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
+#include <time.h>
+#include <unistd.h>
+#include "src/sys/mountinfo.h"
+#include "src/db/block_ios.h"
+#include "src/trace/block.h"
+
+#define DEFAULT_RING_BYTES (8u << 20)
+#define DEFAULT_MAX_ROWS (4u << 20)
+#define POLL_MS 5
+
+static void set_why(char *why, size_t len, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+
+static void set_why(char *why, size_t len, const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(why, len, fmt, ap);
+	va_end(ap);
+}
+
+/* ---- which devices ------------------------------------------------------------- */
+
+static int read_line(const char *path, char *buf, size_t len)
+{
+	FILE *f = fopen(path, "r");
+	if (!f)
+		return -1;
+	int ok = fgets(buf, (int)len, f) != NULL;
+	fclose(f);
+	if (!ok)
+		return -1;
+	buf[strcspn(buf, "\n")] = 0;
+	return 0;
+}
+
+static int read_u64(const char *path, uint64_t *v)
+{
+	char buf[64], *end;
+	if (read_line(path, buf, sizeof(buf)))
+		return -1;
+	*v = strtoull(buf, &end, 10);
+	return end == buf ? -1 : 0;
+}
+
+static int parse_devno(const char *s, unsigned *ma, unsigned *mi)
+{
+	return sscanf(s, "%u:%u", ma, mi) == 2 ? 0 : -1;
+}
+
+static int add_range(struct fsp_btrace_devs *d, uint32_t dev, uint64_t first, uint64_t end)
+{
+	for (unsigned i = 0; i < d->n; i++)
+		if (d->dev[i] == dev) { /* two ranges on one disk: their span */
+			if (first < d->first[i])
+				d->first[i] = first;
+			if (end > d->end[i])
+				d->end[i] = end;
+			return 0;
+		}
+	if (d->n == FSP_BTRACE_MAX_DEVS)
+		return -1;
+	d->dev[d->n] = dev;
+	d->first[d->n] = first;
+	d->end[d->n] = end;
+	d->n++;
+	return 0;
+}
+
+static uint32_t kdev(unsigned ma, unsigned mi)
+{
+	return (uint32_t)ma << 20 | mi;
+}
+
+static int resolve(unsigned ma, unsigned mi, struct fsp_btrace_devs *d, int depth,
+		   char *why, size_t whylen)
+{
+	char sys[64], p[PATH_MAX + 320], buf[64];
+	snprintf(sys, sizeof(sys), "/sys/dev/block/%u:%u", ma, mi);
+	if (access(sys, F_OK) != 0) {
+		set_why(why, whylen, "device %u:%u is not a block device in /sys/dev/block", ma, mi);
+		return -1;
+	}
+	if (depth > 8) {
+		set_why(why, whylen, "device %u:%u: too deep a stack of devices", ma, mi);
+		return -1;
+	}
+	/* device mapper, md: the requests are on the devices below */
+	snprintf(p, sizeof(p), "%s/slaves", sys);
+	DIR *dir = opendir(p);
+	int below = 0;
+	if (dir) {
+		struct dirent *e;
+		while ((e = readdir(dir))) {
+			unsigned sma, smi;
+			if (e->d_name[0] == '.')
+				continue;
+			snprintf(p, sizeof(p), "%s/slaves/%s/dev", sys, e->d_name);
+			if (read_line(p, buf, sizeof(buf)) || parse_devno(buf, &sma, &smi) ||
+			    resolve(sma, smi, d, depth + 1, why, whylen)) {
+				closedir(dir);
+				if (!*why)
+					set_why(why, whylen, "cannot read %s", p);
+				return -1;
+			}
+			below++;
+		}
+		closedir(dir);
+	}
+	if (below)
+		return 0;
+	/* a partition: its range of the whole disk, where requests are seen */
+	snprintf(p, sizeof(p), "%s/partition", sys);
+	if (access(p, F_OK) == 0) {
+		uint64_t start, size;
+		unsigned pma, pmi;
+		char pp[128];
+		snprintf(p, sizeof(p), "%s/start", sys);
+		snprintf(pp, sizeof(pp), "%s/size", sys);
+		if (read_u64(p, &start) || read_u64(pp, &size)) {
+			set_why(why, whylen, "cannot read the range of partition %u:%u", ma, mi);
+			return -1;
+		}
+		snprintf(p, sizeof(p), "%s/../dev", sys);
+		if (read_line(p, buf, sizeof(buf)) || parse_devno(buf, &pma, &pmi)) {
+			set_why(why, whylen, "cannot find the disk of partition %u:%u", ma, mi);
+			return -1;
+		}
+		if (add_range(d, kdev(pma, pmi), start, start + size) == 0)
+			return 0;
+	} else if (add_range(d, kdev(ma, mi), 0, UINT64_MAX) == 0)
+		return 0;
+	set_why(why, whylen, "more than %d devices to trace", FSP_BTRACE_MAX_DEVS);
+	return -1;
+}
+
+/*
+ * The block device of a file system whose st_dev is not one: its mount
+ * source (btrfs, ...), or for a FUSE mount whose source is a directory (an
+ * fsprism mount names its backing directory) the device of that
+ * directory's file system, where the daemon's backing IO goes. 0, or -1.
+ */
+static int source_device(unsigned ma, unsigned mi, unsigned *sma, unsigned *smi,
+			 char *fstype, size_t fslen)
+{
+	struct fsp_mountinfo mi_;
+	struct fsp_mount m;
+	int found = -1;
+	snprintf(fstype, fslen, "unknown");
+	if (fsp_mountinfo_open(&mi_) != 0)
+		return -1;
+	while (fsp_mountinfo_next(&mi_, &m) == 1) {
+		struct stat sb;
+		if (m.major != ma || m.minor != mi)
+			continue;
+		snprintf(fstype, fslen, "%s", m.fstype);
+		if (m.source[0] != '/' || stat(m.source, &sb) != 0)
+			continue;
+		if (S_ISBLK(sb.st_mode)) {
+			*sma = major(sb.st_rdev);
+			*smi = minor(sb.st_rdev);
+			found = 0;
+		} else if (S_ISDIR(sb.st_mode) && !strncmp(m.fstype, "fuse", 4)) {
+			char sys[64];
+			snprintf(sys, sizeof(sys), "/sys/dev/block/%u:%u", major(sb.st_dev),
+				 minor(sb.st_dev));
+			if (access(sys, F_OK) == 0) {
+				*sma = major(sb.st_dev);
+				*smi = minor(sb.st_dev);
+				found = 0;
+			}
+		}
+	}
+	fsp_mountinfo_close(&mi_);
+	return found;
+}
+
+int fsp_btrace_devs_for(const char *path, struct fsp_btrace_devs *d, char *why,
+			size_t whylen)
+{
+	struct stat sb;
+	char sys[64], fstype[64];
+	unsigned ma, mi;
+	memset(d, 0, sizeof(*d));
+	why[0] = 0;
+	if (stat(path, &sb) != 0) {
+		set_why(why, whylen, "cannot stat %s: %s", path, strerror(errno));
+		return -1;
+	}
+	if (S_ISBLK(sb.st_mode)) {
+		ma = major(sb.st_rdev);
+		mi = minor(sb.st_rdev);
+	} else {
+		ma = major(sb.st_dev);
+		mi = minor(sb.st_dev);
+		snprintf(sys, sizeof(sys), "/sys/dev/block/%u:%u", ma, mi);
+		if (access(sys, F_OK) != 0 &&
+		    source_device(ma, mi, &ma, &mi, fstype, sizeof(fstype)) != 0) {
+			set_why(why, whylen, "the file system of %s (%s) is not on a block device",
+				path, fstype);
+			return -1;
+		}
+	}
+	return resolve(ma, mi, d, 0, why, whylen);
+}
+
+void fsp_btrace_devs_format(const struct fsp_btrace_devs *d, char *buf, size_t len)
+{
+	size_t at = 0;
+	buf[0] = 0;
+	for (unsigned i = 0; i < d->n && at < len; i++) {
+		int w;
+		if (d->first[i] == 0 && d->end[i] == UINT64_MAX)
+			w = snprintf(buf + at, len - at, "%s%u:%u", i ? " " : "",
+				     d->dev[i] >> 20, d->dev[i] & 0xfffff);
+		else
+			w = snprintf(buf + at, len - at, "%s%u:%u[%llu,+%llu]", i ? " " : "",
+				     d->dev[i] >> 20, d->dev[i] & 0xfffff,
+				     (unsigned long long)d->first[i],
+				     (unsigned long long)(d->end[i] - d->first[i]));
+		if (w < 0)
+			break;
+		at += (size_t)w;
+	}
+}
+
+/* ---- storing --------------------------------------------------------------------- */
+
+static void set_attr_u64(struct fsp_store *st, int64_t run, const char *key, uint64_t v)
+{
+	char buf[32];
+	snprintf(buf, sizeof(buf), "%llu", (unsigned long long)v);
+	fsp_store_set_attr(st, run, key, buf);
+}
+
+void fsp_btrace_save_untraced(struct fsp_store *st, int64_t run, const char *why)
+{
+	fsp_store_set_attr(st, run, "block.traced", "0");
+	fsp_store_set_attr(st, run, "block.untraced_reason", why);
+}
+
+static int save_rows(struct fsp_bt_rows *rows, struct fsp_store *st, int64_t run,
+		     const struct fsp_bt_window *w, size_t nw)
+{
+	fsp_bt_rows_assign_steps(rows, w, nw);
+	if (fsp_store_tx_begin(st) != 0)
+		return -1;
+	for (struct fsp_bt_chunk *c = rows->head; c; c = c->next)
+		if (fsp_block_ios_insert(st, run, c->rows, c->n) != 0) {
+			fsp_store_tx_rollback(st);
+			return -1;
+		}
+	return fsp_store_tx_commit(st);
+}
+
+#ifdef HAVE_BPF
+/* ---- with eBPF --------------------------------------------------------------------- */
+#include <bpf/libbpf.h>
+#include <bpf/bpf.h>
+#include <linux/types.h>
+#include "src/trace/block_event.h"
+#include "src/trace/block.skel.h"
+
+_Static_assert(FSP_BT_MAX_DEVS == FSP_BTRACE_MAX_DEVS, "one limit on traced devices");
+_Static_assert((int)FSP_BT_OP_READ == (int)FSP_BLOCK_READ &&
+	       (int)FSP_BT_OP_WRITE == (int)FSP_BLOCK_WRITE &&
+	       (int)FSP_BT_OP_FLUSH == (int)FSP_BLOCK_FLUSH &&
+	       (int)FSP_BT_OP_DISCARD == (int)FSP_BLOCK_DISCARD &&
+	       (int)FSP_BT_OP_WRITE_ZEROES == (int)FSP_BLOCK_WRITE_ZEROES &&
+	       (int)FSP_BT_OP_OTHER == (int)FSP_BLOCK_OTHER,
+	       "the BPF program's op codes are block_ios.op's");
+
+struct fsp_btrace {
+	struct fsp_block_bpf *skel;
+	struct ring_buffer *rb;
+	struct fsp_btrace_devs devs;
+	struct fsp_bt_rows rows;
+	pthread_t consumer;
+	int consumer_up;
+	volatile int stop; /* set by fsp_btrace_stop, read by the consumer */
+	int stopped;
+	uint64_t dropped_ring, missed;
+};
+
+/* libbpf's messages: kept (the last one names the failure), not printed */
+static char libbpf_last[256];
+
+static int libbpf_quiet(enum libbpf_print_level level, const char *fmt, va_list ap)
+{
+	if (level == LIBBPF_DEBUG)
+		return 0;
+	vsnprintf(libbpf_last, sizeof(libbpf_last), fmt, ap);
+	libbpf_last[strcspn(libbpf_last, "\n")] = 0;
+	return 0;
+}
+
+static int on_event(void *ctx, void *data, size_t size)
+{
+	struct fsp_btrace *bt = ctx;
+	const struct fsp_bt_event *e = data;
+	if (size < sizeof(*e))
+		return 0;
+	struct fsp_block_io io = {
+		.queue_ns = e->queue_ns, .insert_ns = e->insert_ns,
+		.issue_ns = e->issue_ns, .complete_ns = e->complete_ns,
+		.sector = e->sector, .dev = e->dev, .bytes = e->bytes,
+		.tgid = e->tgid, .op = e->op, .flags = e->flags,
+		.error = e->error, .step = -1,
+	};
+	fsp_bt_rows_add(&bt->rows, &io);
+	return 0;
+}
+
+static void *consumer_main(void *arg)
+{
+	struct fsp_btrace *bt = arg;
+	struct timespec nap = { 0, POLL_MS * 1000000L };
+	while (!__atomic_load_n(&bt->stop, __ATOMIC_ACQUIRE)) {
+		ring_buffer__consume(bt->rb);
+		nanosleep(&nap, NULL);
+	}
+	return NULL;
+}
+
+static size_t env_size(const char *name, size_t dflt)
+{
+	const char *v = getenv(name);
+	char *end;
+	if (!v || !*v)
+		return dflt;
+	unsigned long long n = strtoull(v, &end, 10);
+	return *end || !n ? dflt : (size_t)n;
+}
+
+/*
+ * Runs of a program skipped because it was already running on that CPU
+ * (a completion in an interrupt on top of one in a task): the kernel counts
+ * them per program. A skipped issue or completion is a request lost.
+ */
+static uint64_t prog_misses(struct bpf_program *p)
+{
+	struct bpf_prog_info info;
+	uint32_t len = sizeof(info);
+	memset(&info, 0, sizeof(info));
+	if (bpf_obj_get_info_by_fd(bpf_program__fd(p), &info, &len) != 0)
+		return 0;
+	return info.recursion_misses;
+}
+
+/* Counter `which` of the per-CPU drops array, summed over the CPUs. */
+static uint64_t read_drops(struct fsp_btrace *bt, uint32_t which)
+{
+	int ncpu = libbpf_num_possible_cpus();
+	if (ncpu <= 0)
+		return 0;
+	uint64_t *v = calloc((size_t)ncpu, sizeof(*v)), sum = 0;
+	if (v && bpf_map__lookup_elem(bt->skel->maps.drops, &which, sizeof(which), v,
+				      (size_t)ncpu * sizeof(*v), 0) == 0)
+		for (int i = 0; i < ncpu; i++)
+			sum += v[i];
+	free(v);
+	return sum;
+}
+
+/*
+ * Requests issued whose completion was never seen: their slots are still
+ * taken after the programs are detached (in flight at the end, or a
+ * completion the kernel did not run the program for).
+ */
+static uint64_t slots_taken(struct fsp_btrace *bt)
+{
+	struct bpf_map *m = bt->skel->maps.inflight;
+	uint32_t n = bpf_map__max_entries(m);
+	struct fsp_bt_slot v;
+	uint64_t taken = 0;
+	if (bpf_map__value_size(m) != sizeof(v))
+		return 0;
+	for (uint32_t i = 0; i < n; i++)
+		if (bpf_map__lookup_elem(m, &i, sizeof(i), &v, sizeof(v), 0) == 0 && v.open)
+			taken++;
+	return taken;
+}
+
+static unsigned bits_for(unsigned long n) /* smallest b with 2^b >= n */
+{
+	unsigned b = 0;
+	while ((1ul << b) < n)
+		b++;
+	return b;
+}
+
+/*
+ * The in-flight slots the BPF program indexes by (disk, hardware queue,
+ * driver tag): from each disk's /sys/dev/block/M:m/mq/Q/nr_tags. Sets the
+ * bit widths and returns the number of slots.
+ */
+static uint32_t slot_layout(const struct fsp_btrace_devs *d, uint32_t *queue_bits,
+			    uint32_t *tag_bits)
+{
+	unsigned long queues = 1, tags = 1;
+	for (unsigned i = 0; i < d->n; i++) {
+		char p[96];
+		snprintf(p, sizeof(p), "/sys/dev/block/%u:%u/mq", d->dev[i] >> 20,
+			 d->dev[i] & 0xfffff);
+		DIR *dir = opendir(p);
+		unsigned long nq = 0;
+		struct dirent *e;
+		while (dir && (e = readdir(dir))) {
+			char t[400];
+			uint64_t nt;
+			if (e->d_name[0] == '.')
+				continue;
+			nq++;
+			snprintf(t, sizeof(t), "%s/%s/nr_tags", p, e->d_name);
+			if (read_u64(t, &nt) == 0 && nt > tags)
+				tags = (unsigned long)nt;
+		}
+		if (dir)
+			closedir(dir);
+		if (nq > queues)
+			queues = nq;
+	}
+	if (tags < 1024 && queues == 1 && d->n == 1)
+		tags = 1024; /* a deeper queue set later costs nothing here */
+	*queue_bits = bits_for(queues);
+	*tag_bits = bits_for(tags);
+	unsigned total = bits_for(d->n) + *queue_bits + *tag_bits;
+	while (total > 20 && *tag_bits > 8) { /* at most 1 Mi slots (48 MiB) */
+		(*tag_bits)--;
+		total--;
+	}
+	return 1u << total;
+}
+
+struct fsp_btrace *fsp_btrace_start(const struct fsp_btrace_devs *d,
+				    const struct fsp_btrace_opts *o, char *why,
+				    size_t whylen)
+{
+	struct fsp_btrace_opts dflt = { 0 };
+	if (!o)
+		o = &dflt;
+	if (access("/sys/kernel/btf/vmlinux", R_OK) != 0) {
+		set_why(why, whylen, "the kernel has no BTF (/sys/kernel/btf/vmlinux: %s)",
+			strerror(errno));
+		return NULL;
+	}
+	struct fsp_btrace *bt = calloc(1, sizeof(*bt));
+	if (!bt) {
+		set_why(why, whylen, "out of memory");
+		return NULL;
+	}
+	bt->devs = *d;
+	size_t ring = o->ring_bytes ? o->ring_bytes
+				    : env_size("FSPRISM_TRACE_RING_BYTES", DEFAULT_RING_BYTES);
+	fsp_bt_rows_init(&bt->rows, o->max_rows ? o->max_rows
+				      : env_size("FSPRISM_TRACE_MAX_ROWS", DEFAULT_MAX_ROWS));
+	libbpf_set_print(libbpf_quiet);
+	libbpf_last[0] = 0;
+	bt->skel = fsp_block_bpf__open();
+	if (!bt->skel) {
+		set_why(why, whylen, "cannot open the block-layer BPF program: %s", strerror(errno));
+		goto fail;
+	}
+	/* the filter is read-only data of the program: set before load */
+	uint32_t queue_bits, tag_bits;
+	uint32_t slots = slot_layout(d, &queue_bits, &tag_bits);
+	bt->skel->rodata->queue_bits = queue_bits;
+	bt->skel->rodata->tag_bits = tag_bits;
+	bt->skel->rodata->ndevs = d->n;
+	for (unsigned i = 0; i < d->n; i++) {
+		bt->skel->rodata->dev_ids[i] = d->dev[i];
+		bt->skel->rodata->dev_ranges[i].first = d->first[i];
+		bt->skel->rodata->dev_ranges[i].end = d->end[i];
+	}
+	int err = bpf_map__set_max_entries(bt->skel->maps.events, (uint32_t)ring);
+	if (!err)
+		err = bpf_map__set_max_entries(bt->skel->maps.inflight, slots);
+	if (!err)
+		err = fsp_block_bpf__load(bt->skel);
+	if (err) {
+		if (err == -EPERM || errno == EPERM)
+			set_why(why, whylen, "no privilege to load BPF programs (needs root, or CAP_BPF and CAP_PERFMON)");
+		else
+			set_why(why, whylen, "cannot load the block-layer BPF program: %s%s%s",
+				strerror(-err), libbpf_last[0] ? ": " : "", libbpf_last);
+		goto fail;
+	}
+	bt->rb = ring_buffer__new(bpf_map__fd(bt->skel->maps.events), on_event, bt, NULL);
+	if (!bt->rb) {
+		set_why(why, whylen, "cannot map the BPF ring buffer: %s", strerror(errno));
+		goto fail;
+	}
+	err = fsp_block_bpf__attach(bt->skel);
+	if (err) {
+		set_why(why, whylen, "cannot attach to the block tracepoints: %s%s%s",
+			strerror(-err), libbpf_last[0] ? ": " : "", libbpf_last);
+		goto fail;
+	}
+	/* the consumer takes no signals: Ctrl-C must reach the IO thread */
+	sigset_t all, old;
+	sigfillset(&all);
+	pthread_sigmask(SIG_BLOCK, &all, &old);
+	err = pthread_create(&bt->consumer, NULL, consumer_main, bt);
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	if (err) {
+		set_why(why, whylen, "cannot start the trace's consumer thread: %s", strerror(err));
+		goto fail;
+	}
+	bt->consumer_up = 1;
+	return bt;
+fail:
+	fsp_btrace_free(bt);
+	return NULL;
+}
+
+void fsp_btrace_stop(struct fsp_btrace *bt)
+{
+	if (!bt || bt->stopped)
+		return;
+	bt->stopped = 1;
+	if (bt->skel)
+		fsp_block_bpf__detach(bt->skel); /* destroys the links */
+	if (bt->consumer_up) {
+		__atomic_store_n(&bt->stop, 1, __ATOMIC_RELEASE);
+		pthread_join(bt->consumer, NULL);
+		bt->consumer_up = 0;
+	}
+	if (bt->rb)
+		ring_buffer__consume(bt->rb);
+	if (bt->skel) {
+		bt->dropped_ring = read_drops(bt, 0);
+		bt->missed = read_drops(bt, 1) + read_drops(bt, 2) + slots_taken(bt) +
+			     prog_misses(bt->skel->progs.fsp_rq_issue) +
+			     prog_misses(bt->skel->progs.fsp_rq_complete);
+	}
+}
+
+void fsp_btrace_free(struct fsp_btrace *bt)
+{
+	if (!bt)
+		return;
+	fsp_btrace_stop(bt);
+	ring_buffer__free(bt->rb);
+	fsp_block_bpf__destroy(bt->skel);
+	fsp_bt_rows_free(&bt->rows);
+	free(bt);
+}
+
+#else
+/* ---- built without eBPF -------------------------------------------------------------- */
+
+struct fsp_btrace {
+	struct fsp_btrace_devs devs;
+	struct fsp_bt_rows rows;
+	uint64_t dropped_ring, missed;
+};
+
+struct fsp_btrace *fsp_btrace_start(const struct fsp_btrace_devs *d,
+				    const struct fsp_btrace_opts *o, char *why,
+				    size_t whylen)
+{
+	set_why(why, whylen, "this fsprism was built without eBPF (configure --disable-bpf, or libbpf, clang, bpftool or the kernel's BTF were missing)");
+	return NULL;
+}
+
+void fsp_btrace_stop(struct fsp_btrace *bt)
+{
+}
+
+void fsp_btrace_free(struct fsp_btrace *bt)
+{
+	if (bt) {
+		fsp_bt_rows_free(&bt->rows);
+		free(bt);
+	}
+}
+#endif
+
+void fsp_btrace_counts(const struct fsp_btrace *bt, struct fsp_btrace_counts *c)
+{
+	c->requests = bt->rows.n;
+	c->dropped_ring = bt->dropped_ring;
+	c->missed = bt->missed;
+	c->dropped_rows = bt->rows.dropped;
+}
+
+const struct fsp_bt_rows *fsp_btrace_rows(const struct fsp_btrace *bt)
+{
+	return &bt->rows;
+}
+
+int fsp_btrace_save(struct fsp_btrace *bt, struct fsp_store *st, int64_t run,
+		    const struct fsp_bt_window *w, size_t nw)
+{
+	char devs[256];
+	struct fsp_btrace_counts c;
+	fsp_btrace_stop(bt);
+	int rc = save_rows(&bt->rows, st, run, w, nw);
+	fsp_btrace_counts(bt, &c);
+	fsp_btrace_devs_format(&bt->devs, devs, sizeof(devs));
+	fsp_store_set_attr(st, run, "block.traced", "1");
+	fsp_store_set_attr(st, run, "block.devices", devs);
+	set_attr_u64(st, run, "block.requests", rc == 0 ? c.requests : 0);
+	set_attr_u64(st, run, "block.dropped", c.dropped_ring + c.missed + c.dropped_rows +
+		     (rc == 0 ? 0 : c.requests));
+	set_attr_u64(st, run, "block.dropped_ring", c.dropped_ring);
+	set_attr_u64(st, run, "block.missed", c.missed);
+	return rc;
+}
