@@ -37,7 +37,7 @@
 /*
  * Worker threads. With asynchronous backing IO a worker never waits for the
  * data, and every thread beyond what the CPUs keep busy costs a wake-up per
- * request (docs/fuse.md, Measurements): 2. When data IO waits in the worker
+ * request (docs/results/fuse-options.md): 2. When data IO waits in the worker
  * (--backing-io=sync, or the emulated store), the thread count is the queue
  * depth the backing file or store can see: 32.
  */
