@@ -326,7 +326,7 @@ static void print_csv(const struct fsp_run_row *h, const struct op_row *rows, si
 	}
 }
 
-static void json_str(FILE *out, const char *s)
+void fsp_json_str(FILE *out, const char *s)
 {
 	if (!s) {
 		fputs("null", out);
@@ -358,21 +358,21 @@ static void print_json(const struct fsp_run_row *h, const struct op_row *rows, s
 		       const struct view *vw, FILE *out)
 {
 	fprintf(out, "{\n  \"run\": {\"id\": %" PRId64 ", \"kind\": ", h->id);
-	json_str(out, h->kind);
+	fsp_json_str(out, h->kind);
 	fputs(", \"label\": ", out);
-	json_str(out, h->label);
+	fsp_json_str(out, h->label);
 	fputs(", \"backing_path\": ", out);
-	json_str(out, h->backing_path);
+	fsp_json_str(out, h->backing_path);
 	fputs(", \"backing_device\": ", out);
-	json_str(out, h->device);
+	fsp_json_str(out, h->device);
 	fputs(", \"backing_fstype\": ", out);
-	json_str(out, h->fstype);
+	fsp_json_str(out, h->fstype);
 	fputs(", \"record_mode\": ", out);
-	json_str(out, h->record_mode);
+	fsp_json_str(out, h->record_mode);
 	fputs(", \"options\": ", out);
-	json_str(out, h->options);
+	fsp_json_str(out, h->options);
 	fputs(", \"started_at\": ", out);
-	json_str(out, h->started_at);
+	fsp_json_str(out, h->started_at);
 	fputs(", \"duration_s\": ", out);
 	json_num(out, run_secs(h) > 0 ? run_secs(h) : NAN);
 	fprintf(out, ", \"recorded\": %" PRId64 ", \"dropped\": %" PRId64,
@@ -386,9 +386,9 @@ static void print_json(const struct fsp_run_row *h, const struct op_row *rows, s
 	for (size_t i = 0; i < n; i++) {
 		const struct op_row *r = &rows[i];
 		fprintf(out, "%s\n    {\"step\": %d, \"step_label\": ", i ? "," : "", r->step);
-		json_str(out, r->step_label);
+		fsp_json_str(out, r->step_label);
 		fputs(", \"op\": ", out);
-		json_str(out, fsp_op_name(r->op));
+		fsp_json_str(out, fsp_op_name(r->op));
 		fprintf(out, ", \"count\": %" PRIu64 ", \"bytes\": %" PRIu64
 			", \"mb_per_s\": ", r->count, r->bytes);
 		json_num(out, mb_per_s(r));
@@ -711,7 +711,7 @@ static void json_attr_value(FILE *out, const char *v)
 	if (parse_u64(v, &x))
 		fprintf(out, "%" PRIu64, x);
 	else
-		json_str(out, v);
+		fsp_json_str(out, v);
 }
 
 /* A JSON array of {"obj", "path", cols[0..2]} objects, one per file or extent. */
@@ -727,7 +727,7 @@ static void json_obj_row(struct json_rows *j, uint64_t obj, const char *path,
 	fprintf(j->out, "%s\n      {\"obj\": %" PRIu64 ", \"path\": ", j->first ? "" : ",",
 		obj);
 	j->first = 0;
-	json_str(j->out, path);
+	fsp_json_str(j->out, path);
 	for (int c = 0; c < 3; c++)
 		fprintf(j->out, ", \"%s\": %" PRIu64, j->cols[c], v[c]);
 	fputc('}', j->out);
@@ -761,7 +761,7 @@ static int json_attr(void *arg, const char *key, const char *value)
 	struct json_rows *j = arg;
 	fputs(j->first ? "" : ", ", j->out);
 	j->first = 0;
-	json_str(j->out, key);
+	fsp_json_str(j->out, key);
 	fputs(": ", j->out);
 	json_attr_value(j->out, value);
 	return 0;

@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "src/db/block_ios.h"
+#include "src/cli/stats.h"
 #include "src/cli/stats_block.h"
 
 #define MAX_STEPS 4096
@@ -186,20 +187,6 @@ int fsp_stats_block_csv(struct fsp_store *st, int64_t run, FILE *out)
 	return 0;
 }
 
-static void json_str(FILE *out, const char *s)
-{
-	fputc('"', out);
-	for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
-		if (*p == '"' || *p == '\\')
-			fprintf(out, "\\%c", *p);
-		else if (*p < 0x20)
-			fprintf(out, "\\u%04x", *p);
-		else
-			fputc(*p, out);
-	}
-	fputc('"', out);
-}
-
 static void json_part(FILE *out, const char *name, const struct part *p)
 {
 	fprintf(out, ", \"%s\": ", name);
@@ -221,7 +208,7 @@ int fsp_stats_block_json(struct fsp_store *st, int64_t run, FILE *out)
 	fprintf(out, ",\n  \"block\": {\"traced\": %s", s.traced ? "true" : "false");
 	if (!s.traced) {
 		fputs(", \"reason\": ", out);
-		json_str(out, s.reason);
+		fsp_json_str(out, s.reason);
 		fputs("}", out);
 		return 0;
 	}
@@ -230,7 +217,7 @@ int fsp_stats_block_json(struct fsp_store *st, int64_t run, FILE *out)
 	if (n < 0)
 		return -1;
 	fputs(", \"devices\": ", out);
-	json_str(out, s.devices);
+	fsp_json_str(out, s.devices);
 	fprintf(out, ", \"requests\": %" PRIu64 ", \"dropped\": %" PRIu64 ", \"steps\": [",
 		s.requests, s.dropped);
 	for (int i = 0; i < n; i++) {

@@ -32,6 +32,7 @@
 #include "fs/emu/store.h"
 #include "src/sys/mountinfo.h"
 #include "src/sys/target.h"
+#include "src/sys/sysfs.h"
 
 /* The device and its partitions: what a write to the device reaches. */
 #define MAX_PARTS 300
@@ -52,21 +53,6 @@ static void set_err(char *err, size_t errlen, const char *fmt, ...)
 	va_start(ap, fmt);
 	vsnprintf(err, errlen, fmt, ap);
 	va_end(ap);
-}
-
-/* Read the first line of a small sysfs file into buf (newline stripped). */
-static int read_line(const char *path, char *buf, size_t len)
-{
-	FILE *f = fopen(path, "re");
-	if (!f)
-		return -1;
-	if (!fgets(buf, (int)len, f)) {
-		fclose(f);
-		return -1;
-	}
-	fclose(f);
-	buf[strcspn(buf, "\n")] = 0;
-	return 0;
 }
 
 static int devset_find(const struct devset *ds, dev_t d)
@@ -98,7 +84,7 @@ static void devset_build(struct devset *ds, const char *path, dev_t rdev)
 		if (access(p, F_OK))
 			continue;
 		snprintf(p, sizeof p, "%s/%s/dev", dir, e->d_name);
-		if (read_line(p, line, sizeof line) ||
+		if (fsp_sysfs_line(p, line, sizeof line) ||
 		    sscanf(line, "%u:%u", &maj, &min) != 2)
 			continue;
 		ds->dev[ds->n] = makedev(maj, min);
@@ -241,7 +227,7 @@ static int btrfs_members(const char *fsid, dev_t *out, int max)
 		if (e->d_name[0] == '.')
 			continue;
 		snprintf(p, sizeof p, "%s/%s/dev", dir, e->d_name);
-		if (!read_line(p, line, sizeof line) &&
+		if (!fsp_sysfs_line(p, line, sizeof line) &&
 		    sscanf(line, "%u:%u", &maj, &min) == 2)
 			out[n++] = makedev(maj, min);
 	}
@@ -313,7 +299,7 @@ static int check_loop_backing(const struct devset *ds, char *err, size_t errlen)
 		if (strncmp(e->d_name, "loop", 4))
 			continue;
 		snprintf(p, sizeof p, "/sys/block/%s/loop/backing_file", e->d_name);
-		if (read_line(p, backing, sizeof backing))
+		if (fsp_sysfs_line(p, backing, sizeof backing))
 			continue;
 		int i = devset_find_path(ds, backing);
 		if (i >= 0) {
@@ -365,7 +351,7 @@ static int part_start(const struct devset *ds, int i, uint64_t *bytes)
 	char p[128], line[64];
 	snprintf(p, sizeof p, "/sys/dev/block/%u:%u/start", major(ds->dev[i]),
 		 minor(ds->dev[i]));
-	if (read_line(p, line, sizeof line))
+	if (fsp_sysfs_line(p, line, sizeof line))
 		return -1;
 	*bytes = strtoull(line, NULL, 10) * 512;
 	return 0;
@@ -527,7 +513,7 @@ static unsigned sysfs_logical_bs(dev_t d)
 	for (size_t i = 0; i < sizeof rel / sizeof rel[0]; i++) {
 		snprintf(p, sizeof p, "/sys/dev/block/%u:%u/%s", major(d),
 			 minor(d), rel[i]);
-		if (!read_line(p, line, sizeof line)) {
+		if (!fsp_sysfs_line(p, line, sizeof line)) {
 			unsigned v = (unsigned)strtoul(line, NULL, 10);
 			if (v >= 512)
 				return v;

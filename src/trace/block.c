@@ -26,6 +26,7 @@
 #include <time.h>
 #include <unistd.h>
 #include "src/sys/mountinfo.h"
+#include "src/sys/sysfs.h"
 #include "src/db/block_ios.h"
 #include "src/trace/block.h"
 
@@ -46,23 +47,10 @@ static void set_why(char *why, size_t len, const char *fmt, ...)
 
 /* ---- which devices ------------------------------------------------------------- */
 
-static int read_line(const char *path, char *buf, size_t len)
-{
-	FILE *f = fopen(path, "r");
-	if (!f)
-		return -1;
-	int ok = fgets(buf, (int)len, f) != NULL;
-	fclose(f);
-	if (!ok)
-		return -1;
-	buf[strcspn(buf, "\n")] = 0;
-	return 0;
-}
-
 static int read_u64(const char *path, uint64_t *v)
 {
 	char buf[64], *end;
-	if (read_line(path, buf, sizeof(buf)))
+	if (fsp_sysfs_line(path, buf, sizeof(buf)))
 		return -1;
 	*v = strtoull(buf, &end, 10);
 	return end == buf ? -1 : 0;
@@ -121,7 +109,7 @@ static int resolve(unsigned ma, unsigned mi, struct fsp_btrace_devs *d, int dept
 			if (e->d_name[0] == '.')
 				continue;
 			snprintf(p, sizeof(p), "%s/slaves/%s/dev", sys, e->d_name);
-			if (read_line(p, buf, sizeof(buf)) || parse_devno(buf, &sma, &smi) ||
+			if (fsp_sysfs_line(p, buf, sizeof(buf)) || parse_devno(buf, &sma, &smi) ||
 			    resolve(sma, smi, d, depth + 1, why, whylen)) {
 				closedir(dir);
 				if (!*why)
@@ -147,7 +135,7 @@ static int resolve(unsigned ma, unsigned mi, struct fsp_btrace_devs *d, int dept
 			return -1;
 		}
 		snprintf(p, sizeof(p), "%s/../dev", sys);
-		if (read_line(p, buf, sizeof(buf)) || parse_devno(buf, &pma, &pmi)) {
+		if (fsp_sysfs_line(p, buf, sizeof(buf)) || parse_devno(buf, &pma, &pmi)) {
 			set_why(why, whylen, "cannot find the disk of partition %u:%u", ma, mi);
 			return -1;
 		}
