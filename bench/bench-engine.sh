@@ -25,6 +25,10 @@
 # QD1), which alone skewed 1 s comparisons by 8%.
 #
 # usage: sudo bench/bench-engine.sh [FSPRISM]   (default ./fsprism)
+# FSPRISM_BASE=path/to/another/fsprism puts that build where fio was: the same
+# jobs, rounds and alternation, two builds side by side (ratios FSPRISM/base;
+# the columns keep fio's names). FSPRISM_ARGS adds arguments to FSPRISM's runs
+# only (e.g. --no-trace, for a build that traces the block layer by default).
 # environment: ROUNDS (4; keep it even, see the last columns), SECS per run (5), SIZE of the RAM disk (1G),
 #              RAMP before each run (1s), JOBS (space-separated subset of the job names below)
 set -eu
@@ -41,6 +45,9 @@ randread-4k-qd1-huge seqread-128k-qd1-huge mixseq-128k-qd1-huge"}
 command -v fio >/dev/null || { echo "bench-engine.sh: fio not found" >&2; exit 1; }
 command -v jq >/dev/null || { echo "bench-engine.sh: jq not found" >&2; exit 1; }
 [ -x "$FSPRISM" ] || { echo "bench-engine.sh: $FSPRISM is not executable" >&2; exit 1; }
+BASE=${FSPRISM_BASE:-}
+[ -z "$BASE" ] || [ -x "$BASE" ] || { echo "bench-engine.sh: FSPRISM_BASE $BASE is not executable" >&2; exit 1; }
+FSPRISM_ARGS=${FSPRISM_ARGS:-}
 
 W=$(mktemp -d /tmp/bench-engine.XXXXXX)
 IMG=$(mktemp /dev/shm/bench-engine.XXXXXX)
@@ -124,16 +131,20 @@ run_fio() {
 			cpu_ns / ios, (qd * ms * 1e6 / ios - $7 / ios) / 1000 }'
 }
 
+# run_fsp JOB [BINARY EXTRA_ARGS]: each binary its own database (builds of
+# different schema versions must not share one)
 run_fsp() {
-	# shellcheck disable=SC2046
-	out=$("$FSPRISM" run $(fsp_args "$1") "$DEV" --db "$W/b.db" \
-		--span="$BYTES" --ramp="$RAMP" --time="${SECS}s" --bytes=0 --idle=0 --quiet) ||
+	bin=${2:-$FSPRISM}
+	db=$W/$(echo "$bin" | md5sum | cut -c1-8).db
+	# shellcheck disable=SC2046,SC2086
+	out=$("$bin" run $(fsp_args "$1") "$DEV" --db "$db" \
+		--span="$BYTES" --ramp="$RAMP" --time="${SECS}s" --bytes=0 --idle=0 --quiet ${3:-}) ||
 		{ echo "$out" >&2; exit 1; }
 	run=$(echo "$out" | sed -n 's/.*run \([0-9]*\) stored.*/\1/p')
-	"$FSPRISM" stats "$W/b.db" --run "$run" --format csv >"$W/stats.csv"
+	"$bin" stats "$db" --run "$run" --format csv >"$W/stats.csv"
 	p50r=$(awk -F, '$3 == "read" && $4 == "total" { print $10 }' "$W/stats.csv" | head -n 1)
 	p50w=$(awk -F, '$3 == "write" && $4 == "total" { print $10 }' "$W/stats.csv" | head -n 1)
-	sqlite3 -separator ' ' "$W/b.db" "SELECT read_ios + write_ios, busy_ns,
+	sqlite3 -separator ' ' "$db" "SELECT read_ios + write_ios, busy_ns,
 		cpu_user_ns + cpu_sys_ns, (SELECT sum(sum_ns) FROM hist
 		WHERE run=$run AND step=0 AND layer=0) FROM steps WHERE run=$run AND step=0" |
 	awk -v r="${p50r:-0}" -v w="${p50w:-0}" -v qd="$(job_qd "$1")" '{
@@ -142,7 +153,8 @@ run_fsp() {
 }
 
 echo "# bench-engine: fio vs fsprism run on $DEV (RAM-backed, $SIZE), $ROUNDS rounds of ${SECS}s after a $RAMP ramp"
-echo "# $(uname -r), $(nproc) CPUs, $(fio --version), $("$FSPRISM" version)"
+echo "# $(uname -r), $(nproc) CPUs, $(fio --version), $("$FSPRISM" version)${FSPRISM_ARGS:+ with $FSPRISM_ARGS}"
+[ -z "$BASE" ] || echo "# FSPRISM_BASE: the 'fio' columns are $BASE ($("$BASE" version)), not fio"
 printf "%-22s %5s %-8s %10s %10s %10s %10s %8s\n" job round tool IOPS p50r_us p50w_us cpu_ns/io gap_us
 : >"$W/results"
 for round in $(seq 1 "$ROUNDS"); do
@@ -150,7 +162,9 @@ for round in $(seq 1 "$ROUNDS"); do
 		# alternate which tool goes first
 		if [ $((round % 2)) -eq 1 ]; then order="fio fsprism"; else order="fsprism fio"; fi
 		for tool in $order; do
-			if [ "$tool" = fio ]; then r=$(run_fio "$job"); else r=$(run_fsp "$job"); fi
+			if [ "$tool" = fio ] && [ -n "$BASE" ]; then r=$(run_fsp "$job" "$BASE" "")
+			elif [ "$tool" = fio ]; then r=$(run_fio "$job")
+			else r=$(run_fsp "$job" "$FSPRISM" "$FSPRISM_ARGS"); fi
 			echo "$job $round $tool $r" >>"$W/results"
 			# shellcheck disable=SC2086
 			printf "%-22s %5s %-8s %10s %10s %10s %10s %8s\n" "$job" "$round" "$tool" $r
