@@ -837,6 +837,8 @@ static int backing_flags(struct fsp_fs *fs, int flags)
 	return flags | O_CLOEXEC;
 }
 
+/* A handle's path by its bits 32-33 (no open sets both bits: 3 is the
+ * store's, as FH_EMU decides wherever it is set). */
 const struct fsp_datapath *const fsp_datapaths[4] = {
 	[FSP_DP_BUFFERED] = &fsp_dp_buffered,
 	[FSP_DP_DIRECT] = &fsp_dp_direct,
