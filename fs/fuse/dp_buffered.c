@@ -14,9 +14,6 @@
 
 static int buffered_open(struct op *o, struct fsp_inode *n, int fd, int flags, uint64_t *fh)
 {
-	(void)o;
-	(void)n;
-	(void)flags;
 	*fh = (uint64_t)(uint32_t)fd | (uint64_t)FSP_DP_BUFFERED << FH_PATH_SHIFT;
 	return 0;
 }
@@ -38,7 +35,6 @@ ssize_t dp_pread(struct op *o, int fd, size_t size, off_t off, void **buf)
 static ssize_t buffered_read(struct op *o, fuse_req_t req, const struct fuse_file_info *fi,
 			     size_t size, off_t off, void **buf)
 {
-	(void)req;
 	return dp_pread(o, fh_fd(fi), size, off, buf);
 }
 
@@ -64,15 +60,12 @@ static ssize_t buffered_write_buf(struct op *o, fuse_req_t req, struct fsp_inode
 				  const struct fuse_file_info *fi, struct fuse_bufvec *in,
 				  size_t *size, off_t off)
 {
-	(void)req;
-	(void)n;
 	return dp_pwrite_payload(o, fh_fd(fi), in, *size, off, 0);
 }
 
 int dp_fd_fsync(struct op *o, struct fsp_inode *n, const struct fuse_file_info *fi,
 		int datasync)
 {
-	(void)n;
 	int fd = fh_fd(fi);
 	return BACKING(o, datasync ? fdatasync(fd) : fsync(fd)) < 0 ? -errno : 0;
 }
@@ -80,7 +73,6 @@ int dp_fd_fsync(struct op *o, struct fsp_inode *n, const struct fuse_file_info *
 int dp_fd_fallocate(struct op *o, struct fsp_inode *n, const struct fuse_file_info *fi,
 		    int mode, off_t off, off_t len)
 {
-	(void)n;
 	return BACKING(o, fallocate(fh_fd(fi), mode, off, len)) < 0 ? -errno : 0;
 }
 
@@ -89,8 +81,6 @@ ssize_t dp_fd_copy_file_range(struct op *o, struct fsp_inode *nin,
 			      struct fsp_inode *nout, const struct fuse_file_info *fi_out,
 			      off_t off_out, size_t len, int flags)
 {
-	(void)nin;
-	(void)nout;
 	if (fh_emu(fi_in))
 		return -EXDEV; /* one side in the store, one not: let the caller copy */
 	loff_t in = off_in, out = off_out;
@@ -107,7 +97,6 @@ off_t dp_fd_lseek(struct op *o, const struct fuse_file_info *fi, off_t off, int 
 
 static void buffered_release(struct op *o, struct fsp_inode *n, const struct fuse_file_info *fi)
 {
-	(void)n;
 	BACKING(o, close(fh_fd(fi)));
 }
 

@@ -100,7 +100,6 @@ static unsigned dio_align_log2(int fd)
  */
 static int direct_open(struct op *o, struct fsp_inode *n, int fd, int flags, uint64_t *fh)
 {
-	(void)n;
 	char path[64];
 	proc_path(path, sizeof(path), fd);
 	int tflags = (flags & ~(O_DIRECT | O_CREAT | O_EXCL | O_TRUNC)) | O_CLOEXEC;
@@ -198,7 +197,6 @@ static ssize_t direct_write_buf(struct op *o, fuse_req_t req, struct fsp_inode *
 				const struct fuse_file_info *fi, struct fuse_bufvec *in,
 				size_t *size, off_t off)
 {
-	(void)n;
 	if (!dio_fits(fi, (uint64_t)off, *size)) {
 		/* through the buffered twin (the request is off the direct-IO
 		 * alignment). An application's O_DIRECT write is on the device
@@ -240,7 +238,6 @@ static ssize_t direct_write_buf(struct op *o, fuse_req_t req, struct fsp_inode *
 /* Close both backing fds. */
 static void direct_release(struct op *o, struct fsp_inode *n, const struct fuse_file_info *fi)
 {
-	(void)n;
 	BACKING(o, close(fh_twin(fi)));
 	BACKING(o, close(fh_fd(fi)));
 }

@@ -95,8 +95,6 @@ static int emu_open(struct op *o, struct fsp_inode *n, int fd, int flags, uint64
 static ssize_t emu_read(struct op *o, fuse_req_t req, const struct fuse_file_info *fi,
 			size_t size, off_t off, void **buf)
 {
-	(void)req;
-	(void)fi;
 	void *b = thread_buf(o->fs, size);
 	if (!b)
 		return -ENOMEM;
@@ -114,8 +112,6 @@ static ssize_t emu_write_buf(struct op *o, fuse_req_t req, struct fsp_inode *n,
 			     const struct fuse_file_info *fi, struct fuse_bufvec *in,
 			     size_t *size, off_t off)
 {
-	(void)req;
-	(void)fi;
 	/* The store takes any alignment: write straight from the request
 	 * buffer when the payload is in memory, else (spliced) copy it into
 	 * the per-thread buffer first. */
@@ -149,7 +145,6 @@ static ssize_t emu_write_buf(struct op *o, fuse_req_t req, struct fsp_inode *n,
 static int emu_fsync(struct op *o, struct fsp_inode *n, const struct fuse_file_info *fi,
 		     int datasync)
 {
-	(void)datasync;
 	sync_mtime(o, n, fh_fd(fi));
 	struct emu_cx cx;
 	op_cx(o, &cx);
@@ -160,7 +155,6 @@ static int emu_fsync(struct op *o, struct fsp_inode *n, const struct fuse_file_i
 static int emu_fallocate(struct op *o, struct fsp_inode *n, const struct fuse_file_info *fi,
 			 int mode, off_t off, off_t len)
 {
-	(void)fi;
 	struct emu_cx cx;
 	op_cx(o, &cx);
 	int r = EMU_CALL(o, &cx, emu_store_fallocate(o->fs->emu, &cx, o->node, mode,
@@ -178,7 +172,6 @@ static ssize_t emu_copy_file_range(struct op *o, struct fsp_inode *nin,
 				   struct fsp_inode *nout, const struct fuse_file_info *fi_out,
 				   off_t off_out, size_t len, int flags)
 {
-	(void)fi_out;
 	if (!fh_emu(fi_in))
 		return -EXDEV; /* one side in the store, one not: let the caller copy */
 	struct emu_cx cx;
@@ -195,7 +188,6 @@ static ssize_t emu_copy_file_range(struct op *o, struct fsp_inode *nin,
 
 static off_t emu_lseek(struct op *o, const struct fuse_file_info *fi, off_t off, int whence)
 {
-	(void)fi;
 	/* the kernel sends only SEEK_DATA and SEEK_HOLE */
 	if (whence != SEEK_DATA && whence != SEEK_HOLE)
 		return -EINVAL;
