@@ -2,21 +2,21 @@
  * fuse_fs.c - the request handlers of fsprism's passthrough file system.
  *
  * Each handler maps one FUSE request onto the same system call on the
- * backing directory and measures itself:
+ * backing directory, replies, and logs itself (request.h: op_begin,
+ * BACKING, op_end, op_log):
  *   start    fsp_now_ns() at handler entry,
  *   backing  the summed durations of the backing system calls (BACKING()),
  *   total    fsp_now_ns() - start, taken just before fuse_reply_*().
  * The record goes to the oplog after the reply, so logging never delays the
  * caller. With --record=off (fs->timing == 0) no clock is read at all.
  *
- * Read/write path: no locks, no malloc, no system call but the IO. The file
- * handle encodes the backing fd and whether it was opened O_DIRECT; O_DIRECT
- * data goes through a page-aligned per-thread bounce buffer, because the
- * payload libfuse hands over sits right after the request headers. A request
- * that an O_DIRECT backing fd cannot serve (an offset or length off the
- * backing file's direct-IO alignment: the kernel's write-back of mapped
- * pages cut at the end of the file, say) goes to a second, buffered fd of
- * the same file that the handle also carries (dio_fits, direct_handle).
+ * A regular file's data goes through its handle's data path (datapath.h),
+ * chosen once at open or create: buffered (dp_buffered.c), O_DIRECT with
+ * asynchronous IO (dp_direct.c) or the emulated store (dp_emu.c). The
+ * handlers of READ, WRITE, FSYNC, FALLOCATE, COPY_FILE_RANGE, LSEEK and
+ * RELEASE call through it once, and only time, reply and log; the read and
+ * write paths take no lock, allocate nothing and make no system call but
+ * the IO.
  *
  * Objects are created with the caller's fsuid/fsgid (so owners and setgid
  * inheritance come out as on the backing file system); permission checks
@@ -24,10 +24,10 @@
  *
  * Emulation (fs->emu set): regular files on the backing root's file system
  * keep their name, owner, mode and times in the backing directory, but
- * their data is an object of the emulated store (fs/emu/store.h) keyed by
- * the backing inode number. Their handles carry FH_EMU; every store call
- * is timed with EMU_CALL, which counts the store's IO of the caller's own
- * data as backing time and the rest of the call as emulation time.
+ * their data is an object of the emulated store (fs/emu/store.h), keyed by
+ * the backing inode number; the handlers here report the object's size
+ * (emu_fix_attr), truncate it, and remove it with the file's last link
+ * (emu_drop_if_last), each store call timed with EMU_CALL or EMU_TIME.
  */
 #include "config.h"
 #include <dirent.h>
@@ -46,153 +46,16 @@
 #include <sys/syscall.h>
 #include <sys/xattr.h>
 #include "fs/fuse/aio.h"
+#include "fs/fuse/datapath.h"
 #include "src/base/bufpool.h"
 #include "src/base/clock.h"
 #include "fs/emu/store.h"
 #include "fs/fuse/fuse_fs.h"
 #include "fs/fuse/inode.h"
+#include "fs/fuse/request.h"
 #include "src/base/ops.h"
-#include "src/sys/target.h"
 
-#define FSP_PAGE 4096u
 #define FSP_DEF_MAX_WRITE (1u << 20)
-
-struct fsp_fs {
-	struct fsp_itable *itable;
-	struct fsp_oplog *log;
-	double attr_timeout, entry_timeout;
-	int timing;
-	int track_inflight;
-	int writeback_cache;
-	int splice;
-	int is_root;           /* can switch fsuid/fsgid per request */
-	unsigned max_write;
-	unsigned max_background;
-	size_t bufsize;        /* per-thread bounce buffer */
-	struct __user_cap_data_struct caps[2]; /* effective caps to restore */
-	unsigned inflight, max_inflight;
-	uint64_t buffer_bytes, huge_buffer_bytes; /* the aio slots' buffers, at stop */
-	int use_aio;           /* O_DIRECT reads/writes through fs/fuse/aio.h */
-	int noatime;           /* -o noatime: backing files opened O_NOATIME */
-	int nodiratime;        /* -o nodiratime (or noatime): directories too */
-	uint64_t direct_fallbacks; /* O_DIRECT requests served buffered (atomic) */
-	struct fsp_aio *aio;   /* started by fsp_fs_start */
-	/* lock requests waiting in threads of their own (lock_wait) */
-	pthread_mutex_t waiters_lock;
-	unsigned waiters;
-	int stopping;          /* fsp_fs_stop ran: waiters neither reply nor log */
-	/* emulation */
-	struct emu_store *emu;  /* NULL: plain passthrough */
-	dev_t emu_dev;          /* regular files on this device are emulated */
-	int hide_store;         /* hide FSP_STORE_NAME at the root */
-	uint32_t emu_bsize;     /* store block size, for st_blksize */
-	pthread_mutex_t pending_lock;
-	struct fsp_rec *pending; /* device records from before the log existed */
-	size_t npending, pending_cap;
-};
-
-/* ---- per-request timing ---- */
-
-struct op {
-	struct fsp_fs *fs;
-	uint64_t node;     /* backing inode number, for the record */
-	uint64_t start;
-	uint64_t backing;
-	uint64_t emu;      /* time in the store beyond moving the caller's data */
-	uint64_t total;
-	uint32_t pid;
-	int timing;
-};
-
-static inline void op_begin(struct op *o, fuse_req_t req)
-{
-	o->fs = fuse_req_userdata(req);
-	o->node = 0;
-	o->timing = o->fs->timing;
-	o->backing = 0;
-	o->emu = 0;
-	o->total = 0;
-	o->start = 0;
-	o->pid = 0;
-	if (o->timing) {
-		o->start = fsp_now_ns();
-		o->pid = (uint32_t)fuse_req_ctx(req)->pid;
-	}
-}
-
-/* Time a backing system call; errno survives (the vDSO clock keeps it). */
-#define BACKING(o, expr) ({                                             \
-	uint64_t bk_t0_ = (o)->timing ? fsp_now_ns() : 0;               \
-	__auto_type bk_r_ = (expr);                                     \
-	if ((o)->timing)                                                \
-		(o)->backing += fsp_now_ns() - bk_t0_;                  \
-	bk_r_; })
-
-/*
- * Call the emulated store with context cx (filled by op_cx): the store's IO
- * of the caller's own data (cx->data_ns) counts as backing time, the rest of
- * the call (its CPU, metadata, journal, flushes) as emulation time.
- */
-#define EMU_CALL(o, cx, expr) ({                                        \
-	(cx)->data_ns = 0;                                              \
-	(cx)->other_ns = 0;                                             \
-	uint64_t em_t0_ = (o)->timing ? fsp_now_ns() : 0;               \
-	__auto_type em_r_ = (expr);                                     \
-	if ((o)->timing) {                                              \
-		uint64_t em_d_ = fsp_now_ns() - em_t0_;                 \
-		uint64_t em_b_ = (cx)->data_ns < em_d_ ? (cx)->data_ns : em_d_; \
-		(o)->backing += em_b_;                                  \
-		(o)->emu += em_d_ - em_b_;                              \
-	}                                                               \
-	em_r_; })
-
-/* A store call that does no IO for the caller (sizes, seek, statfs). */
-#define EMU_TIME(o, expr) ({                                            \
-	uint64_t em_t0_ = (o)->timing ? fsp_now_ns() : 0;               \
-	__auto_type em_r_ = (expr);                                     \
-	if ((o)->timing)                                                \
-		(o)->emu += fsp_now_ns() - em_t0_;                      \
-	em_r_; })
-
-/* The store's context for this operation: its device IO is tied to it. */
-static inline void op_cx(const struct op *o, struct emu_cx *cx)
-{
-	cx->cause_ns = o->start;
-	cx->node = o->node;
-	cx->pid = o->pid;
-	cx->data_ns = 0;
-	cx->other_ns = 0;
-}
-
-static inline void op_end(struct op *o)
-{
-	if (o->timing)
-		o->total = fsp_now_ns() - o->start;
-}
-
-static inline void op_log(struct op *o, int opcode, uint64_t offset,
-			  uint64_t length, uint64_t bytes, int err)
-{
-	if (!o->timing || !o->fs->log)
-		return;
-	uint64_t backing = o->backing < o->total ? o->backing : o->total;
-	uint64_t emu = o->emu < o->total - backing ? o->emu : o->total - backing;
-	struct fsp_rec r = {
-		.start_ns = o->start,
-		.total_ns = o->total,
-		.backing_ns = backing,
-		.emu_ns = emu,
-		.node = o->node,
-		.offset = offset,
-		.length = length > UINT32_MAX ? UINT32_MAX : (uint32_t)length,
-		.pid = o->pid,
-		.result = err,
-		.op = (uint16_t)opcode,
-		.step = 0,
-		.bytes = bytes,
-	};
-	fsp_oplog_add(o->fs->log, &r);
-}
 
 /* Reply with an error (or 0) and log the request. */
 static void finish_err(struct op *o, fuse_req_t req, int opcode, int err)
@@ -221,97 +84,21 @@ static inline struct fsp_inode *op_node(struct op *o, fuse_ino_t ino)
 	return n;
 }
 
-/* File handles: the backing fd, plus bit 32 for "opened O_DIRECT" and bit
- * 33 for "data in the emulated store". An O_DIRECT handle also carries log2
- * of the backing file's direct-IO alignment (bits 34-38) and a second,
- * buffered fd of the same file (bits 40-63), for the requests the direct
- * one cannot serve (fh_make_direct). */
-#define FH_DIRECT (1ull << 32)
-#define FH_EMU (1ull << 33)
-#define FH_ALIGN_SHIFT 34
-#define FH_TWIN_SHIFT 40
-#define FH_TWIN_MAX ((1 << 24) - 1)
-static inline int fh_fd(const struct fuse_file_info *fi)
-{
-	return (int)(uint32_t)fi->fh;
-}
-static inline int fh_direct(const struct fuse_file_info *fi)
-{
-	return (fi->fh & FH_DIRECT) != 0;
-}
-static inline int fh_emu(const struct fuse_file_info *fi)
-{
-	return (fi->fh & FH_EMU) != 0;
-}
-static inline uint64_t fh_make(int fd, int flags, int emu)
-{
-	return (uint64_t)(uint32_t)fd | ((flags & O_DIRECT) ? FH_DIRECT : 0) |
-	       (emu ? FH_EMU : 0);
-}
-static inline uint64_t fh_make_direct(int fd, int twin, unsigned align_log2)
-{
-	return (uint64_t)(uint32_t)fd | FH_DIRECT | (uint64_t)align_log2 << FH_ALIGN_SHIFT |
-	       (uint64_t)twin << FH_TWIN_SHIFT;
-}
-/* The buffered fd of an O_DIRECT handle. */
-static inline int fh_twin(const struct fuse_file_info *fi)
-{
-	return (int)(fi->fh >> FH_TWIN_SHIFT);
-}
-
 /*
- * Can the O_DIRECT backing fd of handle fi serve len bytes at off? The one
- * place that decides: offset and length must be multiples of the backing
- * file's direct-IO alignment (statx's, at open: dio_align_log2). Buffers
- * are then aligned too: they are fsprism's own, from src/base/bufpool.c, aligned
- * to their power-of-two size, which is at least len. A few integer ops.
- */
-static inline int dio_fits(const struct fuse_file_info *fi, uint64_t off, uint64_t len)
-{
-	uint64_t mask = (1ull << ((fi->fh >> FH_ALIGN_SHIFT) & 31)) - 1;
-	return ((off | len) & mask) == 0;
-}
-
-static void proc_path(char *buf, size_t len, int fd)
-{
-	snprintf(buf, len, "/proc/self/fd/%d", fd);
-}
-
-/* O_NOATIME for a backing open where the mount asks for it (-o noatime;
- * -o nodiratime for directories), so reads through the mount leave the
- * backing atime alone. */
-static inline int noatime_flag(const struct fsp_fs *fs, int dir)
-{
-	return (fs->noatime || (dir && fs->nodiratime)) ? O_NOATIME : 0;
-}
-
-/* openat with the mount's O_NOATIME; again without it where it is refused
- * (EPERM: neither the owner nor CAP_FOWNER). */
-static int open_noatime(const struct fsp_fs *fs, int dirfd, const char *path, int flags,
-			mode_t mode, int dir)
-{
-	int na = noatime_flag(fs, dir);
-	int fd = openat(dirfd, path, flags | na, mode);
-	if (fd < 0 && na && errno == EPERM)
-		fd = openat(dirfd, path, flags, mode);
-	return fd;
-}
-
-/*
- * Per-thread page-aligned buffer for the synchronous paths (reads, O_DIRECT
- * writes, the emulation), from one process-wide pool in huge pages
- * (src/base/bufpool.h). The pool lives as long as the process; a thread that
- * ends gives its buffer back.
+ * The per-thread page-aligned buffer of the data paths (thread_buf in
+ * request.h), from one process-wide pool in huge pages (src/base/bufpool.h).
+ * The pool lives as long as the process; a thread that ends gives its
+ * buffer back.
  */
 static struct fsp_bufpool *tbuf_pool;
 static pthread_key_t tbuf_key;
 static pthread_once_t tbuf_once = PTHREAD_ONCE_INIT;
-static __thread void *tbuf;
-static __thread size_t tbuf_len;
+__thread void *fsp_tbuf;
+__thread size_t fsp_tbuf_len;
 
 static void tbuf_release(void *buf)
 {
-	fsp_bufpool_put(tbuf_pool, buf, tbuf_len);
+	fsp_bufpool_put(tbuf_pool, buf, fsp_tbuf_len);
 }
 
 static void tbuf_key_init(void)
@@ -320,37 +107,19 @@ static void tbuf_key_init(void)
 	pthread_key_create(&tbuf_key, tbuf_release);
 }
 
-static void *thread_buf(struct fsp_fs *fs, size_t need)
+/* thread_buf's slow path: the thread's buffer is too small, or none yet. */
+void *fsp_tbuf_grow(struct fsp_fs *fs, size_t need)
 {
-	if (__builtin_expect(need <= tbuf_len, 1))
-		return tbuf;
 	size_t cap;
 	void *p = tbuf_pool ? fsp_bufpool_get(tbuf_pool, need > fs->bufsize ? need : fs->bufsize,
 					      &cap) : NULL;
 	if (!p)
 		return NULL;
-	fsp_bufpool_put(tbuf_pool, tbuf, tbuf_len);
-	tbuf = p;
-	tbuf_len = cap;
+	fsp_bufpool_put(tbuf_pool, fsp_tbuf, fsp_tbuf_len);
+	fsp_tbuf = p;
+	fsp_tbuf_len = cap;
 	pthread_setspecific(tbuf_key, p);
 	return p;
-}
-
-static inline void inflight_enter(struct fsp_fs *fs)
-{
-	if (!fs->track_inflight)
-		return;
-	unsigned n = __atomic_add_fetch(&fs->inflight, 1, __ATOMIC_RELAXED);
-	unsigned m = __atomic_load_n(&fs->max_inflight, __ATOMIC_RELAXED);
-	while (n > m && !__atomic_compare_exchange_n(&fs->max_inflight, &m, n, 0,
-						     __ATOMIC_RELAXED, __ATOMIC_RELAXED))
-		;
-}
-
-static inline void inflight_leave(struct fsp_fs *fs)
-{
-	if (fs->track_inflight)
-		__atomic_sub_fetch(&fs->inflight, 1, __ATOMIC_RELAXED);
 }
 
 uint64_t fsp_fs_direct_fallbacks(const struct fsp_fs *fs)
@@ -432,102 +201,6 @@ static void emu_fix_attr(struct op *o, struct stat *st)
 	st->st_blksize = (blksize_t)o->fs->emu_bsize;
 }
 
-/*
- * Writes to the store leave the backing file's mtime alone, so a node whose
- * data changed is marked (mtime_dirty) and its backing mtime and ctime are
- * set to "now" before its attributes are next reported or its handle is
- * released: the reported mtime is then never older than the change.
- */
-static inline void mark_changed(struct fsp_inode *n)
-{
-	__atomic_store_n(&n->mtime_dirty, 1, __ATOMIC_RELAXED);
-}
-
-static void sync_mtime(struct op *o, struct fsp_inode *n, int fd)
-{
-	if (!__atomic_load_n(&n->mtime_dirty, __ATOMIC_RELAXED) ||
-	    !__atomic_exchange_n(&n->mtime_dirty, 0, __ATOMIC_RELAXED))
-		return;
-	struct timespec tv[2] = { { 0, UTIME_OMIT }, { 0, UTIME_NOW } };
-	if (fd >= 0) {
-		BACKING(o, futimens(fd, tv));
-	} else {
-		char path[64];
-		proc_path(path, sizeof(path), n->fd);
-		BACKING(o, utimensat(AT_FDCWD, path, tv, 0));
-	}
-}
-
-/* The object's generation: the backing file's birth time, read once per
- * node (the node pins the inode, so it cannot change). Under n->lock. */
-static uint64_t node_gen_locked(struct op *o, struct fsp_inode *n)
-{
-	if (!n->gen_known) {
-		n->gen = BACKING(o, fsp_birth_ns(n->fd, "", AT_EMPTY_PATH));
-		n->gen_known = 1;
-	}
-	return n->gen;
-}
-
-/* Make sure n's object exists (and is not a stale one of an earlier file
- * with the same inode number). 0 or -errno. */
-static int emu_obj_ensure(struct op *o, struct fsp_inode *n, struct emu_cx *cx)
-{
-	pthread_mutex_lock(&n->lock);
-	uint64_t gen = node_gen_locked(o, n);
-	pthread_mutex_unlock(&n->lock);
-	return EMU_CALL(o, cx, emu_store_obj_open(o->fs->emu, cx, n->ino, gen));
-}
-
-/* A new handle on n's data: count it, open the object, apply O_TRUNC.
- * Returns 0 or a positive errno (then nothing is counted). */
-static int emu_handle_open(struct op *o, struct fsp_inode *n, int flags)
-{
-	struct emu_cx cx;
-	op_cx(o, &cx);
-	pthread_mutex_lock(&n->lock);
-	uint64_t gen = node_gen_locked(o, n);
-	n->opens++;
-	pthread_mutex_unlock(&n->lock);
-	int r = EMU_CALL(o, &cx, emu_store_obj_open(o->fs->emu, &cx, n->ino, gen));
-	if (!r && (flags & O_TRUNC))
-		r = EMU_CALL(o, &cx, emu_store_truncate(o->fs->emu, &cx, n->ino, 0));
-	if (r < 0) {
-		pthread_mutex_lock(&n->lock);
-		n->opens--;
-		pthread_mutex_unlock(&n->lock);
-		return -r;
-	}
-	return 0;
-}
-
-/*
- * Remove the object of n, whose last link went through the mount, once no
- * handle is open and no link has come back (its O_PATH fd pins the inode
- * and tells). Under n->lock.
- */
-static void emu_remove_if_gone_locked(struct op *o, struct fsp_inode *n)
-{
-	struct stat st;
-	if (!n->unlinked || n->opens || BACKING(o, fstat(n->fd, &st)) < 0 || st.st_nlink)
-		return;
-	struct emu_cx cx;
-	op_cx(o, &cx);
-	EMU_CALL(o, &cx, emu_store_obj_remove(o->fs->emu, &cx, n->ino));
-	n->unlinked = 0;
-}
-
-/* A handle on n's data was released: the last one of an unlinked file
- * takes the object with it. */
-static void emu_handle_close(struct op *o, struct fsp_inode *n)
-{
-	pthread_mutex_lock(&n->lock);
-	if (n->opens)
-		n->opens--;
-	emu_remove_if_gone_locked(o, n);
-	pthread_mutex_unlock(&n->lock);
-}
-
 /* fsp_itable_forget_cb callback: a node leaves the table. An unlinked
  * file the kernel has let go of (no handle open) takes its object along. */
 static void node_gone(void *arg, struct fsp_inode *n)
@@ -536,7 +209,7 @@ static void node_gone(void *arg, struct fsp_inode *n)
 	if (!emulated(o->fs, n))
 		return;
 	pthread_mutex_lock(&n->lock);
-	emu_remove_if_gone_locked(o, n);
+	dp_emu_remove_if_gone_locked(o, n);
 	pthread_mutex_unlock(&n->lock);
 }
 
@@ -882,7 +555,7 @@ static void fs_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr,
 		/* the data is the store's; the backing file stays as it is */
 		struct emu_cx cx;
 		op_cx(&o, &cx);
-		res = emu_obj_ensure(&o, n, &cx);
+		res = dp_emu_obj_ensure(&o, n, &cx);
 		if (!res)
 			res = EMU_CALL(&o, &cx, emu_store_truncate(o.fs->emu, &cx, n->ino,
 								   (uint64_t)attr->st_size));
@@ -1164,74 +837,23 @@ static int backing_flags(struct fsp_fs *fs, int flags)
 	return flags | O_CLOEXEC;
 }
 
-/*
- * log2 of the direct-IO alignment of fd's file: the larger of statx's
- * offset and memory alignment; where statx does not say, the logical block
- * size of the device under the file system (src/sys/target.h, 4096 where that
- * is unknown). 0, no check, where statx says the file system does no direct
- * IO of this file (ext4 then serves O_DIRECT buffered itself).
- */
-static unsigned dio_align_log2(int fd)
-{
-	unsigned a = 0;
-#ifdef STATX_DIOALIGN
-	struct statx stx;
-	if (statx(fd, "", AT_EMPTY_PATH, STATX_DIOALIGN, &stx) == 0 &&
-	    (stx.stx_mask & STATX_DIOALIGN)) {
-		if (!stx.stx_dio_offset_align)
-			return 0;
-		a = stx.stx_dio_offset_align > stx.stx_dio_mem_align ?
-			stx.stx_dio_offset_align : stx.stx_dio_mem_align;
-	}
-#endif
-	if (!a) {
-		char path[64];
-		uint64_t size;
-		proc_path(path, sizeof(path), fd);
-		if (fsp_target_geometry(path, &size, &a) < 0 || !a)
-			a = FSP_PAGE;
-	}
-	unsigned l = 0;
-	while (l < 31 && (1u << l) < a)
-		l++;
-	return l;
-}
+/* A handle's path by its bits 32-33 (no open sets both bits: 3 is the
+ * store's, as FH_EMU decides wherever it is set). */
+const struct fsp_datapath *const fsp_datapaths[4] = {
+	[FSP_DP_BUFFERED] = &fsp_dp_buffered,
+	[FSP_DP_DIRECT] = &fsp_dp_direct,
+	[FSP_DP_EMU] = &fsp_dp_emu,
+	[FSP_DP_EMU | FSP_DP_DIRECT] = &fsp_dp_emu,
+};
 
-/*
- * The handle of O_DIRECT backing fd (opened with flags): with a buffered
- * twin of the same file (the same access mode, O_APPEND, O_SYNC ...) for
- * the requests the direct fd cannot serve. Opened now rather than at the
- * first such request, since that may be the kernel's write-back of mapped
- * pages, which must not fail on an open (EMFILE) with the data only in the
- * page cache; it costs an open and a statx per O_DIRECT open. 0 or errno.
- */
-static int direct_handle(struct op *o, int fd, int flags, uint64_t *fh)
+/* The data path of a new handle on n, whose backing file is opened with
+ * bflags: the store for an emulated file, else by O_DIRECT. */
+static const struct fsp_datapath *path_for(const struct fsp_fs *fs, const struct fsp_inode *n,
+					   int bflags)
 {
-	char path[64];
-	proc_path(path, sizeof(path), fd);
-	int tflags = (flags & ~(O_DIRECT | O_CREAT | O_EXCL | O_TRUNC)) | O_CLOEXEC;
-	int twin = BACKING(o, open_noatime(o->fs, AT_FDCWD, path, tflags, 0, 0));
-	if (twin < 0)
-		return errno;
-	if (twin > FH_TWIN_MAX) {
-		close(twin);
-		return EMFILE;
-	}
-	*fh = fh_make_direct(fd, twin, BACKING(o, dio_align_log2(fd)));
-	return 0;
-}
-
-/* Close a handle's backing fds. */
-static void handle_close(struct op *o, const struct fuse_file_info *fi)
-{
-	if (fh_direct(fi) && !fh_emu(fi))
-		BACKING(o, close(fh_twin(fi)));
-	BACKING(o, close(fh_fd(fi)));
-}
-
-static inline void count_fallback(struct fsp_fs *fs)
-{
-	__atomic_add_fetch(&fs->direct_fallbacks, 1, __ATOMIC_RELAXED);
+	if (emulated(fs, n))
+		return &fsp_dp_emu;
+	return (bflags & O_DIRECT) ? &fsp_dp_direct : &fsp_dp_buffered;
 }
 
 static void fs_create(fuse_req_t req, fuse_ino_t parent, const char *name,
@@ -1245,7 +867,8 @@ static void fs_create(fuse_req_t req, fuse_ino_t parent, const char *name,
 		return;
 	}
 	int flags = backing_flags(o.fs, fi->flags) | O_CREAT;
-	/* the backing file of an emulated file does no IO */
+	/* the backing file of an emulated file does no IO (and a passthrough
+	 * file created in an emulated mount is buffered) */
 	int bflags = o.fs->emu ? flags & ~O_DIRECT : flags;
 	int sw = as_caller(o.fs, req);
 	int fd = BACKING(&o, open_noatime(o.fs, p->fd, name, bflags, mode, 0));
@@ -1253,7 +876,7 @@ static void fs_create(fuse_req_t req, fuse_ino_t parent, const char *name,
 	as_daemon(sw);
 	struct fuse_entry_param e;
 	struct fsp_inode *n = NULL;
-	int emu = 0;
+	const struct fsp_datapath *dp = NULL;
 	uint64_t fh = 0;
 	if (!err) {
 		err = do_lookup(&o, p, name, &e);
@@ -1262,18 +885,10 @@ static void fs_create(fuse_req_t req, fuse_ino_t parent, const char *name,
 	}
 	if (!err) {
 		n = node_of(&o, e.ino);
-		emu = emulated(o.fs, n);
-	}
-	if (!err && (bflags & O_DIRECT)) {
-		err = direct_handle(&o, fd, bflags, &fh);
-		if (err) {
-			close(fd);
-			node_forget(&o, n, 1);
-		}
-	}
-	if (emu) {
-		/* open (or renew a stale) object before the size is reported */
-		err = emu_handle_open(&o, n, flags);
+		dp = path_for(o.fs, n, bflags);
+		/* an emulated file's object is opened (or a stale one renewed)
+		 * here, before its size is reported */
+		err = -dp->open(&o, n, fd, flags, &fh);
 		if (err) {
 			close(fd);
 			node_forget(&o, n, 1);
@@ -1285,13 +900,9 @@ static void fs_create(fuse_req_t req, fuse_ino_t parent, const char *name,
 	if (err) {
 		fuse_reply_err(req, err);
 	} else {
-		/* bflags: a passthrough file created without O_DIRECT in an
-		 * emulated mount has no twin and must not look direct */
-		fi->fh = fh ? fh : fh_make(fd, emu ? flags : bflags, emu);
+		fi->fh = fh;
 		if (fuse_reply_create(req, &e, fi) == -ENOENT) {
-			handle_close(&o, fi);
-			if (emu)
-				emu_handle_close(&o, n);
+			dp->abandon(&o, n, fi);
 			node_forget(&o, n, 1);
 		}
 	}
@@ -1306,18 +917,14 @@ static void fs_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 	char path[64];
 	proc_path(path, sizeof(path), n->fd);
 	int flags = backing_flags(o.fs, fi->flags) & ~O_CREAT;
-	int emu = emulated(o.fs, n);
 	/* the backing file of an emulated file does no IO */
-	int bflags = emu ? flags & ~O_DIRECT : flags;
+	int bflags = emulated(o.fs, n) ? flags & ~O_DIRECT : flags;
 	int fd = BACKING(&o, open_noatime(o.fs, AT_FDCWD, path, bflags, 0, 0));
 	int err = fd < 0 ? errno : 0;
+	const struct fsp_datapath *dp = path_for(o.fs, n, bflags);
 	uint64_t fh = 0;
-	if (!err && emu) {
-		err = emu_handle_open(&o, n, flags);
-		if (err)
-			close(fd);
-	} else if (!err && (bflags & O_DIRECT)) {
-		err = direct_handle(&o, fd, bflags, &fh);
+	if (!err) {
+		err = -dp->open(&o, n, fd, flags, &fh);
 		if (err)
 			close(fd);
 	}
@@ -1325,70 +932,11 @@ static void fs_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 	if (err) {
 		fuse_reply_err(req, err);
 	} else {
-		fi->fh = fh ? fh : fh_make(fd, flags, emu);
-		if (fuse_reply_open(req, fi) == -ENOENT) {
-			handle_close(&o, fi);
-			if (emu)
-				emu_handle_close(&o, n);
-		}
+		fi->fh = fh;
+		if (fuse_reply_open(req, fi) == -ENOENT)
+			dp->abandon(&o, n, fi);
 	}
 	op_log(&o, FSP_OP_OPEN, 0, 0, 0, err);
-}
-
-/*
- * An O_DIRECT read or write of a backing file in flight (fs/fuse/aio.h): the
- * request's timing travels with it, and the reaper thread replies and logs.
- * "backing" is then the time from io_submit to the completion's collection.
- */
-struct aio_req {
-	struct fsp_aio_io io; /* first: the reaper hands this back */
-	struct op o;
-	fuse_req_t req;
-	int opcode;           /* FSP_OP_READ or FSP_OP_WRITE */
-	uint64_t off;
-	size_t len;
-};
-
-static void aio_done(struct fsp_aio_io *io, long res, uint64_t done_ns)
-{
-	struct aio_req *r = (struct aio_req *)io;
-	struct op *o = &r->o;
-	int err = res < 0 ? (int)-res : 0;
-	if (o->timing)
-		o->backing += done_ns - io->submit_ns;
-	inflight_leave(o->fs);
-	op_end(o);
-	if (err)
-		fuse_reply_err(r->req, err);
-	else if (r->opcode == FSP_OP_READ)
-		fuse_reply_buf(r->req, io->buf, (size_t)res);
-	else
-		fuse_reply_write(r->req, (size_t)res);
-	op_log(o, r->opcode, r->off, r->len, err ? 0 : (uint64_t)res, err);
-}
-
-/* Submit len bytes at off of io->buf as a read or write of fd. 0: the reaper
- * now owns the request; -1: not submitted, do it synchronously. */
-static int aio_go(struct op *o, fuse_req_t req, struct fsp_aio_io *io, int opcode,
-		  int fd, size_t len, off_t off)
-{
-	struct aio_req *r = (struct aio_req *)io;
-	r->o = *o;
-	r->req = req;
-	r->opcode = opcode;
-	r->off = (uint64_t)off;
-	r->len = len;
-	io->done = aio_done;
-	if (opcode == FSP_OP_READ)
-		io_prep_pread(&io->cb, fd, io->buf, len, off);
-	else
-		io_prep_pwrite(&io->cb, fd, io->buf, len, off);
-	inflight_enter(o->fs);
-	io->submit_ns = o->timing ? fsp_now_ns() : 0;
-	if (fsp_aio_submit(o->fs->aio, io) == 0)
-		return 0;
-	inflight_leave(o->fs);
-	return -1;
 }
 
 static void fs_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
@@ -1397,42 +945,11 @@ static void fs_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 	struct op o;
 	op_begin(&o, req);
 	op_node(&o, ino);
-	ssize_t got;
-	int err = 0;
-	int fd = fh_fd(fi);
-	if (fh_direct(fi) && !fh_emu(fi)) {
-		if (__builtin_expect(!dio_fits(fi, (uint64_t)off, size), 0)) {
-			fd = fh_twin(fi); /* read buffered below */
-			count_fallback(o.fs);
-		} else if (o.fs->aio) {
-			struct fsp_aio_io *io = fsp_aio_get(o.fs->aio, size);
-			if (io) {
-				if (aio_go(&o, req, io, FSP_OP_READ, fd, size, off) == 0)
-					return;
-				fsp_aio_put(o.fs->aio, io); /* read synchronously below */
-			}
-		}
-	}
-	void *buf = thread_buf(o.fs, size);
-	if (!buf) {
-		got = -1;
-		err = ENOMEM;
-	} else if (fh_emu(fi)) {
-		struct emu_cx cx;
-		op_cx(&o, &cx);
-		inflight_enter(o.fs);
-		got = EMU_CALL(&o, &cx, emu_store_read(o.fs->emu, &cx, o.node, buf, size,
-						       (uint64_t)off));
-		if (got < 0)
-			err = (int)-got;
-		inflight_leave(o.fs);
-	} else {
-		inflight_enter(o.fs);
-		got = BACKING(&o, pread(fd, buf, size, off));
-		if (got < 0)
-			err = errno;
-		inflight_leave(o.fs);
-	}
+	void *buf = NULL;
+	ssize_t got = fh_path(fi)->read(&o, req, fi, size, off, &buf);
+	if (got == FSP_DP_QUEUED)
+		return; /* the reaper replies and logs */
+	int err = got < 0 ? (int)-got : 0;
 	op_end(&o);
 	if (err)
 		fuse_reply_err(req, err);
@@ -1442,26 +959,6 @@ static void fs_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 	       got > 0 ? (uint64_t)got : 0, err);
 }
 
-/* Copy a write request's payload (in memory or spliced) into buf. Returns
- * the bytes copied or -errno. */
-static ssize_t payload_copy_to(void *buf, struct fuse_bufvec *in, size_t size)
-{
-	struct fuse_bufvec dst = FUSE_BUFVEC_INIT(size);
-	dst.buf[0].mem = buf;
-	return fuse_buf_copy(&dst, in, 0);
-}
-
-/* The same into the per-thread page-aligned buffer, returned in *out. */
-static ssize_t payload_copy(struct fsp_fs *fs, struct fuse_bufvec *in, size_t size,
-			    void **out)
-{
-	void *buf = thread_buf(fs, size);
-	if (!buf)
-		return -ENOMEM;
-	*out = buf;
-	return payload_copy_to(buf, in, size);
-}
-
 static void fs_write_buf(fuse_req_t req, fuse_ino_t ino, struct fuse_bufvec *in,
 			 off_t off, struct fuse_file_info *fi)
 {
@@ -1469,85 +966,10 @@ static void fs_write_buf(fuse_req_t req, fuse_ino_t ino, struct fuse_bufvec *in,
 	op_begin(&o, req);
 	struct fsp_inode *n = op_node(&o, ino);
 	size_t size = fuse_buf_size(in);
-	ssize_t res;
-	int err = 0;
-	if (fh_emu(fi)) {
-		/* The store takes any alignment: write straight from the request
-		 * buffer when the payload is in memory, else (spliced) copy it
-		 * into the per-thread buffer first. */
-		void *src;
-		if (in->count == 1 && in->idx == 0 && in->off == 0 &&
-		    !(in->buf[0].flags & FUSE_BUF_IS_FD)) {
-			src = in->buf[0].mem;
-		} else if ((res = payload_copy(o.fs, in, size, &src)) < 0) {
-			err = (int)-res;
-			goto out;
-		} else {
-			size = (size_t)res;
-		}
-		struct emu_cx cx;
-		op_cx(&o, &cx);
-		inflight_enter(o.fs);
-		res = EMU_CALL(&o, &cx, emu_store_write(o.fs->emu, &cx, o.node, src, size,
-							(uint64_t)off));
-		inflight_leave(o.fs);
-		if (res < 0)
-			err = (int)-res;
-		else
-			mark_changed(n);
-	} else if (!fh_direct(fi) || !dio_fits(fi, (uint64_t)off, size)) {
-		/* buffered; for an O_DIRECT handle through its buffered twin
-		 * (the request is off the direct-IO alignment) */
-		int fallback = fh_direct(fi);
-		struct fuse_bufvec dst = FUSE_BUFVEC_INIT(size);
-		dst.buf[0].flags = FUSE_BUF_IS_FD | FUSE_BUF_FD_SEEK;
-		dst.buf[0].fd = fallback ? fh_twin(fi) : fh_fd(fi);
-		dst.buf[0].pos = off;
-		inflight_enter(o.fs);
-		res = BACKING(&o, fuse_buf_copy(&dst, in, 0));
-		/* An application's O_DIRECT write is on the device when it
-		 * returns: write the range out as a direct write would have
-		 * (write-back of the kernel's page cache needs no more). Later
-		 * direct IO of the backing file writes back and invalidates
-		 * cached pages itself, as for any mix of the two. */
-		if (fallback && res > 0 && !fi->writepage &&
-		    BACKING(&o, sync_file_range(dst.buf[0].fd, off, res, SYNC_FILE_RANGE_WAIT_BEFORE |
-						SYNC_FILE_RANGE_WRITE |
-						SYNC_FILE_RANGE_WAIT_AFTER)) < 0)
-			res = -errno;
-		inflight_leave(o.fs);
-		if (fallback)
-			count_fallback(o.fs);
-		if (res < 0)
-			err = (int)-res;
-	} else {
-		/* O_DIRECT needs an aligned source: copy the payload into an aio
-		 * slot's buffer and write asynchronously, or else into the
-		 * per-thread bounce buffer and write here. */
-		struct fsp_aio_io *io = o.fs->aio ? fsp_aio_get(o.fs->aio, size) : NULL;
-		void *buf;
-		if (io) {
-			buf = io->buf;
-			res = payload_copy_to(buf, in, size);
-		} else {
-			res = payload_copy(o.fs, in, size, &buf);
-		}
-		if (res >= 0 && io &&
-		    aio_go(&o, req, io, FSP_OP_WRITE, fh_fd(fi), (size_t)res, off) == 0)
-			return;
-		if (res >= 0) {
-			inflight_enter(o.fs);
-			res = BACKING(&o, pwrite(fh_fd(fi), buf, (size_t)res, off));
-			if (res < 0)
-				res = -errno;
-			inflight_leave(o.fs);
-		}
-		if (io)
-			fsp_aio_put(o.fs->aio, io);
-		if (res < 0)
-			err = (int)-res;
-	}
-out:
+	ssize_t res = fh_path(fi)->write_buf(&o, req, n, fi, in, &size, off);
+	if (res == FSP_DP_QUEUED)
+		return; /* the reaper replies and logs */
+	int err = res < 0 ? (int)-res : 0;
 	op_end(&o);
 	if (err)
 		fuse_reply_err(req, err);
@@ -1593,38 +1015,18 @@ static void fs_release(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi
 	struct op o;
 	op_begin(&o, req);
 	struct fsp_inode *n = op_node(&o, ino);
-	if (fh_emu(fi))
-		sync_mtime(&o, n, fh_fd(fi));
-	handle_close(&o, fi);
-	if (fh_emu(fi))
-		emu_handle_close(&o, n);
+	fh_path(fi)->release(&o, n, fi);
 	finish_err(&o, req, FSP_OP_RELEASE, 0);
 }
 
-/*
- * fsync of an emulated file commits the store (emu_store_fsync) and does not
- * fsync the backing file: the namespace file holds no data, and its own
- * flushes would reach the same device and blur the emulation's flush counts.
- * (docs/fuse.md, "Emulation": what a machine crash can lose.)
- */
 static void fs_fsync(fuse_req_t req, fuse_ino_t ino, int datasync,
 		     struct fuse_file_info *fi)
 {
 	struct op o;
 	op_begin(&o, req);
 	struct fsp_inode *n = op_node(&o, ino);
-	int fd = fh_fd(fi);
-	int err = 0;
-	if (fh_emu(fi)) {
-		sync_mtime(&o, n, fd);
-		struct emu_cx cx;
-		op_cx(&o, &cx);
-		int r = EMU_CALL(&o, &cx, emu_store_fsync(o.fs->emu, &cx, o.node));
-		err = r < 0 ? -r : 0;
-	} else if (BACKING(&o, datasync ? fdatasync(fd) : fsync(fd)) < 0) {
-		err = errno;
-	}
-	finish_err(&o, req, FSP_OP_FSYNC, err);
+	int r = fh_path(fi)->fsync(&o, n, fi, datasync);
+	finish_err(&o, req, FSP_OP_FSYNC, -r);
 }
 
 static void fs_fallocate(fuse_req_t req, fuse_ino_t ino, int mode, off_t offset,
@@ -1633,20 +1035,7 @@ static void fs_fallocate(fuse_req_t req, fuse_ino_t ino, int mode, off_t offset,
 	struct op o;
 	op_begin(&o, req);
 	struct fsp_inode *n = op_node(&o, ino);
-	int err;
-	if (fh_emu(fi)) {
-		struct emu_cx cx;
-		op_cx(&o, &cx);
-		int r = EMU_CALL(&o, &cx, emu_store_fallocate(o.fs->emu, &cx, o.node, mode,
-							      (uint64_t)offset, (uint64_t)length));
-		err = r < 0 ? -r : 0;
-		if (!err && (!(mode & FALLOC_FL_KEEP_SIZE) ||
-			     (mode & (FALLOC_FL_PUNCH_HOLE | FALLOC_FL_ZERO_RANGE))))
-			mark_changed(n);
-	} else {
-		int res = BACKING(&o, fallocate(fh_fd(fi), mode, offset, length));
-		err = res < 0 ? errno : 0;
-	}
+	int err = -fh_path(fi)->fallocate(&o, n, fi, mode, offset, length);
 	op_end(&o);
 	fuse_reply_err(req, err);
 	op_log(&o, FSP_OP_FALLOCATE, (uint64_t)offset, (uint64_t)length, 0, err);
@@ -1660,34 +1049,10 @@ static void fs_copy_file_range(fuse_req_t req, fuse_ino_t ino_in, off_t off_in,
 	struct op o;
 	op_begin(&o, req);
 	struct fsp_inode *nout = op_node(&o, ino_out);
-	ssize_t res;
-	int err = 0;
-	if (fh_emu(fi_in) && fh_emu(fi_out)) {
-		/* whole blocks are shared by reference (a clone) */
-		uint64_t src = node_of(&o, ino_in)->ino;
-		struct emu_cx cx;
-		op_cx(&o, &cx);
-		if (flags) {
-			res = -EINVAL;
-		} else {
-			res = EMU_CALL(&o, &cx, emu_store_clone(o.fs->emu, &cx, src,
-								(uint64_t)off_in, o.node,
-								(uint64_t)off_out, len));
-		}
-		if (res < 0)
-			err = (int)-res;
-		else if (res > 0)
-			mark_changed(nout);
-	} else if (fh_emu(fi_in) || fh_emu(fi_out)) {
-		/* one side in the store, one not: let the caller copy */
-		res = -1;
-		err = EXDEV;
-	} else {
-		loff_t in = off_in, out = off_out;
-		res = BACKING(&o, copy_file_range(fh_fd(fi_in), &in, fh_fd(fi_out),
-						  &out, len, (unsigned)flags));
-		err = res < 0 ? errno : 0;
-	}
+	struct fsp_inode *nin = node_of(&o, ino_in);
+	ssize_t res = fh_path(fi_out)->copy_file_range(&o, nin, fi_in, off_in, nout, fi_out,
+						       off_out, len, flags);
+	int err = res < 0 ? (int)-res : 0;
 	op_end(&o);
 	if (err)
 		fuse_reply_err(req, err);
@@ -1703,27 +1068,8 @@ static void fs_lseek(fuse_req_t req, fuse_ino_t ino, off_t off, int whence,
 	struct op o;
 	op_begin(&o, req);
 	op_node(&o, ino);
-	off_t res;
-	int err = 0;
-	if (fh_emu(fi)) {
-		/* the kernel sends only SEEK_DATA and SEEK_HOLE */
-		if (whence != SEEK_DATA && whence != SEEK_HOLE) {
-			res = -1;
-			err = EINVAL;
-		} else if (off < 0) {
-			res = -1;
-			err = ENXIO;
-		} else {
-			int64_t r = EMU_TIME(&o, emu_store_seek(o.fs->emu, o.node,
-								(uint64_t)off, whence));
-			res = (off_t)r;
-			if (r < 0)
-				err = (int)-r;
-		}
-	} else {
-		res = BACKING(&o, lseek(fh_fd(fi), off, whence));
-		err = res < 0 ? errno : 0;
-	}
+	off_t res = fh_path(fi)->lseek(&o, fi, off, whence);
+	int err = res < 0 ? (int)-res : 0;
 	op_end(&o);
 	if (err)
 		fuse_reply_err(req, err);
@@ -2203,7 +1549,7 @@ int fsp_fs_start(struct fsp_fs *fs)
 	unsigned depth = 4 * fs->max_background;
 	if (depth > 1024)
 		depth = 1024;
-	fs->aio = fsp_aio_start(depth, sizeof(struct aio_req), fs->timing);
+	fs->aio = fsp_aio_start(depth, dp_direct_slot_size(), fs->timing);
 	return fs->aio ? 0 : -errno;
 }
 
