@@ -16,6 +16,7 @@
 #include <unistd.h>
 #include "src/base/clock.h"
 #include "src/base/ops.h"
+#include "fs/emu/io.h"
 #include "fs/emu/store_int.h"
 
 __thread uint8_t *dev_bounce;
@@ -133,23 +134,6 @@ static const int write_op[EMU_IO_NKINDS] = {
 	[EMU_IO_FLUSH] = FSP_OP_DEV_FLUSH,
 };
 
-/* pwrite/pread the whole range, resuming after short transfers. */
-static int full_io(int fd, void *buf, size_t len, uint64_t off, int write)
-{
-	uint8_t *p = buf;
-	while (len) {
-		ssize_t n = write ? pwrite(fd, p, len, (off_t)off) : pread(fd, p, len, (off_t)off);
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n <= 0)
-			return n < 0 ? -errno : -EIO;
-		p += n;
-		len -= (size_t)n;
-		off += (uint64_t)n;
-	}
-	return 0;
-}
-
 int dev_flush(struct emu_store *st, struct emu_cx *cx)
 {
 	if (!st->cfg.flush)
@@ -184,11 +168,11 @@ int dev_write(struct emu_store *st, struct emu_cx *cx, const void *buf, size_t l
 			if (!b)
 				return -ENOMEM;
 			memcpy(b, p + done, n);
-			rc = full_io(fd, b, n, off + done, 1);
+			rc = emu_fd_full_io(fd, b, n, off + done, 1);
 			done += n;
 		}
 	} else {
-		rc = full_io(fd, (void *)p, len, off, 1);
+		rc = emu_fd_full_io(fd, (void *)p, len, off, 1);
 	}
 	dev_note(st, cx, write_op[kind], kind, off, len, t0, rc, user_data, flags);
 	if (!rc && (flags & EMU_IO_FUA))
@@ -208,13 +192,13 @@ int dev_read(struct emu_store *st, struct emu_cx *cx, void *buf, size_t len,
 			size_t n = len - done < BOUNCE_MAX ? len - done : BOUNCE_MAX;
 			if (!b)
 				return -ENOMEM;
-			rc = full_io(st->fd, b, n, off + done, 0);
+			rc = emu_fd_full_io(st->fd, b, n, off + done, 0);
 			if (!rc)
 				memcpy(p + done, b, n);
 			done += n;
 		}
 	} else {
-		rc = full_io(st->fd, p, len, off, 0);
+		rc = emu_fd_full_io(st->fd, p, len, off, 0);
 	}
 	dev_note(st, cx, FSP_OP_DEV_READ, EMU_IO_DATA, off, len, t0, rc, user_data, 0);
 	return rc;

@@ -18,18 +18,15 @@ const char *emu_io_kind_name(enum emu_io_kind kind)
 
 /* ---- struct emu_io over a file descriptor ---- */
 
-static int fd_pwrite_all(int fd, const void *buf, size_t len, uint64_t off)
+int emu_fd_full_io(int fd, void *buf, size_t len, uint64_t off, int write)
 {
-	const uint8_t *p = buf;
+	uint8_t *p = buf;
 	while (len) {
-		ssize_t n = pwrite(fd, p, len, (off_t)off);
-		if (n < 0) {
-			if (errno == EINTR)
-				continue;
-			return -errno;
-		}
-		if (n == 0)
-			return -EIO;
+		ssize_t n = write ? pwrite(fd, p, len, (off_t)off) : pread(fd, p, len, (off_t)off);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			return n < 0 ? -errno : -EIO;
 		p += n;
 		len -= (size_t)n;
 		off += (uint64_t)n;
@@ -50,8 +47,8 @@ static int fd_pwrite(void *ctx, const void *buf, size_t len, uint64_t off,
 	int rc;
 	(void)kind;
 	if ((flags & EMU_IO_FUA) && f->fua_fd >= 0)
-		return fd_pwrite_all(f->fua_fd, buf, len, off);
-	rc = fd_pwrite_all(f->fd, buf, len, off);
+		return emu_fd_full_io(f->fua_fd, (void *)buf, len, off, 1);
+	rc = emu_fd_full_io(f->fd, (void *)buf, len, off, 1);
 	if (!rc && (flags & EMU_IO_FUA))
 		rc = fd_flush(ctx);
 	return rc;
@@ -60,21 +57,7 @@ static int fd_pwrite(void *ctx, const void *buf, size_t len, uint64_t off,
 static int fd_pread(void *ctx, void *buf, size_t len, uint64_t off)
 {
 	struct emu_fd_io *f = ctx;
-	uint8_t *p = buf;
-	while (len) {
-		ssize_t n = pread(f->fd, p, len, (off_t)off);
-		if (n < 0) {
-			if (errno == EINTR)
-				continue;
-			return -errno;
-		}
-		if (n == 0)
-			return -EIO;
-		p += n;
-		len -= (size_t)n;
-		off += (uint64_t)n;
-	}
-	return 0;
+	return emu_fd_full_io(f->fd, buf, len, off, 0);
 }
 
 void emu_io_from_fd(struct emu_io *io, struct emu_fd_io *ctx, int fd, int fua_fd)

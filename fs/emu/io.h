@@ -38,6 +38,10 @@ struct emu_io {
 
 const char *emu_io_kind_name(enum emu_io_kind kind);
 
+/* pwrite (write) or pread the whole range of fd, resuming after short
+ * transfers and EINTR: 0, -errno, or -EIO when the file ends first. */
+int emu_fd_full_io(int fd, void *buf, size_t len, uint64_t off, int write);
+
 /*
  * struct emu_io over a file descriptor (a block device or a file). pwrite
  * and pread loop over short transfers; a short read (end of file) is -EIO.
