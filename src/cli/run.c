@@ -29,7 +29,7 @@
 #include "src/sys/target.h"
 #include "src/trace/block.h"
 
-#define ERRLEN 512
+#define ERRLEN 2048
 #define MAX_OVERRIDES 64
 
 static volatile sig_atomic_t run_stop;
