@@ -79,7 +79,8 @@ static void run_usage(FILE *f)
 "  --no-trace             do not trace the block layer (traced by default when\n"
 "                         eBPF is available: block_ios rows, docs/schema.md)\n");
 	/* the parameters, from the one list of their names */
-	int col = fprintf(f, "parameters (override the profile):");
+	fprintf(f, "parameters (override the profile; see fsprism-run(1)):\n");
+	int col = fprintf(f, " ");
 	for (int i = 0; fsp_param_names[i]; i++) {
 		const char *name = fsp_param_names[i];
 		int flag = fsp_param_is_flag(name);
