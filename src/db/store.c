@@ -19,6 +19,7 @@
 #include <time.h>
 #include <unistd.h>
 #include "src/base/clock.h"
+#include "src/sys/access.h"
 #include "src/db/handle.h"
 #include "src/db/schema.h"
 #include "src/sys/mountinfo.h"
@@ -42,6 +43,18 @@ static void set_err(char *err, size_t errlen, const char *fmt, ...)
 	va_start(ap, fmt);
 	vsnprintf(err, errlen, fmt, ap);
 	va_end(ap);
+}
+
+/* "cannot open database PATH: REASON", and what access it needs when the
+ * reason is a permission error. */
+static void access_err(char *err, size_t errlen, const char *path, int e,
+		       const char *reason)
+{
+	char why[512];
+	if (fsp_access_explain(path, e, 0, why, sizeof why))
+		set_err(err, errlen, "cannot open database %s: %s; %s", path, strerror(e), why);
+	else
+		set_err(err, errlen, "cannot open database %s: %s", path, reason);
 }
 
 /* The most telling reason SQLite has: the OS errno if there was one. */
@@ -285,8 +298,7 @@ struct fsp_store *fsp_store_open_readonly(const char *path, char *err, size_t er
 		if (errno == ENOENT)
 			set_err(err, errlen, "no database at %s", path);
 		else
-			set_err(err, errlen, "cannot open database %s: %s", path,
-				strerror(errno));
+			access_err(err, errlen, path, errno, strerror(errno));
 		return NULL;
 	}
 	if (!S_ISREG(sb.st_mode)) {
@@ -317,7 +329,7 @@ struct fsp_store *fsp_store_open_readonly(const char *path, char *err, size_t er
 		rc = sqlite3_open_v2(path, &db, SQLITE_OPEN_READONLY, NULL);
 	}
 	if (rc != SQLITE_OK) {
-		set_err(err, errlen, "cannot open database %s: %s", path, db_reason(db));
+		access_err(err, errlen, path, access(path, R_OK) ? errno : 0, db_reason(db));
 		sqlite3_close(db);
 		return NULL;
 	}
