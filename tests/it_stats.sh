@@ -56,6 +56,11 @@ INSERT INTO hist VALUES(2, 1, 13, 0, 10, 1000000, 100000, 100000, 40960, 0);
 INSERT INTO hist_bins VALUES(2, 1, 13, 0, 99840, 100351, 10);
 INSERT INTO hist VALUES(2, 2, 13, 0, 20, 4000000, 200000, 200000, 81920, 0);
 INSERT INTO hist_bins VALUES(2, 2, 13, 0, 199680, 200703, 20);
+-- as the engine stores them: backing = total, layer 0 (not a split)
+INSERT INTO hist VALUES(2, 1, 13, 1, 10, 1000000, 100000, 100000, 40960, 0);
+INSERT INTO hist_bins VALUES(2, 1, 13, 1, 99840, 100351, 10);
+INSERT INTO hist VALUES(2, 1, 13, 2, 10, 0, 0, 0, 40960, 0);
+INSERT INTO hist_bins VALUES(2, 1, 13, 2, 0, 0, 10);
 EOF
 } | sqlite3 "$DB" || not_ok "could not build the hand-made database"
 
@@ -119,6 +124,14 @@ expect_eq "per-step throughput" "0.01 0.08" \
 	"$(echo "$out" | awk '$1 == "read" { printf "%s%s", sep, $5; sep = " " }')"
 "$FSPRISM" stats "$DB" --format json | python3 -m json.tool > /dev/null &&
 	ok "multi-step json is valid" || not_ok "multi-step json is valid"
+# an engine run has no backing or layer split: only total, in every format
+expect_eq "engine run: no backing or layer line" 0 "$(echo "$out" | grep -cE ' (backing|layer) +[0-9.]+ ')"
+echo "$out" | grep -q "total = the engine's submission to completion" &&
+	ok "engine run: the header says what total is" || not_ok "engine run: the header says what total is"
+expect_eq "engine run: csv has total rows only" "total total" \
+	"$("$FSPRISM" stats "$DB" --format csv | awk -F, 'NR > 1 && $1 == 2 { printf "%s%s", sep, $4; sep = " " }')"
+expect_eq "engine run: json has the total layer only" "total;total" "$("$FSPRISM" stats "$DB" --format json |
+	python3 -c 'import json,sys; d = json.load(sys.stdin); print(";".join(",".join(r["layers"]) for r in d["ops"]))')"
 
 # The quantile query documented in docs/schema.md gives the same p90 (200 ns).
 docq=$(sed -n '/^-- quantile-example-begin/,/^-- quantile-example-end/p' "$DOC")

@@ -41,6 +41,7 @@ static const int layer_order[FSP_LAYER__COUNT] = {
 struct view {
 	int show_steps;
 	int show_emu;       /* the emu layer (an emulated mount) */
+	int engine;         /* a run of the engine: only total exists */
 	int emulation;      /* the Emulation section / "emulation" key */
 	unsigned flags;     /* FSP_STATS_* */
 	int op_width;       /* width of the op column in the table */
@@ -48,6 +49,8 @@ struct view {
 
 static int layer_shown(const struct view *v, int l)
 {
+	if (v->engine)
+		return l == FSP_LAYER_TOTAL;
 	return l != FSP_LAYER_EMU || v->show_emu;
 }
 
@@ -236,7 +239,9 @@ static void print_table(const struct fsp_run_row *h, const struct op_row *rows,
 		fprintf(out, "\nno operations in this run's histograms\n");
 		return;
 	}
-	if (vw->show_emu)
+	if (vw->engine)
+		fprintf(out, "latencies in microseconds; total = the engine's submission to completion\n");
+	else if (vw->show_emu)
 		fprintf(out, "latencies in microseconds; total = backing + emu (the emulation's "
 			"extra work) + layer (fsprism's own work)\n");
 	else
@@ -864,6 +869,8 @@ int fsp_stats_print(struct fsp_store *st, int64_t run, const char *format, unsig
 		vw.emulation = fsp_store_is_emulated(st, run) > 0;
 		/* runs without the emulation store all-zero emu histograms: not shown */
 		vw.show_emu = vw.emulation || fsp_store_emu_layer_used(st, run) > 0;
+		/* the engine stores its latency as total = backing, layer 0: not a split */
+		vw.engine = hdr.kind && !strcmp(hdr.kind, "run");
 		for (size_t i = 0; i < n; i++) {
 			int len = (int)strlen(fsp_op_name(rows[i].op));
 			if (len > vw.op_width)
