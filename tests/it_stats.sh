@@ -78,9 +78,13 @@ echo "$out" | grep -q "duration 2.000 s" && ok "table prints duration" ||
 # read total: count 100, 3.8 MiB, 2.00 MB/s (4e6 B / 2 s), 2 errors,
 # mean 0.158 us, p50 0.10, p90 0.20, p99 0.20, p99.9 = max = 1.00
 line=$(echo "$out" | grep '^read ')
-expect_eq "table read/total line" \
-	"read 100 3.8 MiB 2.00 2 total 0.16 0.10 0.20 0.20 1.00 1.00" \
+expect_eq "table read/total line (p90 only with --wide)" \
+	"read 100 3.8 MiB 2.00 2 total 0.16 0.10 0.20 1.00 1.00" \
 	"$(echo "$line" | tr -s ' ')"
+expect_eq "--wide read/total line has p90" \
+	"read 100 3.8 MiB 2.00 2 total 0.16 0.10 0.20 0.20 1.00 1.00" \
+	"$("$FSPRISM" stats "$DB" --run 1 --wide | grep '^read ' | tr -s ' ')"
+expect_eq "table fits 100 columns" "" "$(echo "$out" | awk 'length($0) > 100')"
 expect_eq "table has 3 layer lines per op" 6 \
 	"$(echo "$out" | grep -cE ' (total|backing|layer) +[0-9.]+ ')"
 echo "$out" | grep -q -- "-- step" && not_ok "single-step run shows step grouping" ||
@@ -286,10 +290,18 @@ echo "$out" | grep -q "total = backing + emu" && ok "emu table: header names the
 nops=$(eq "SELECT count(DISTINCT op) FROM ops")
 expect_eq "emu table: 4 layer lines per op, device ops included" $((4 * nops)) \
 	"$(echo "$out" | sed '/^Emulation/q' | grep -cE ' (total|backing|emu|layer) +[0-9.]+ ')"
+wide=$("$FSPRISM" stats "$EDB" --wide)
 for op in dev_read dev_write_data dev_write_journal dev_write_meta dev_write_ckpt dev_flush; do
+	expect_eq "emu table --wide: $op count" "$(kind_count $op)" \
+		"$(echo "$wide" | awk -v op=$op '$1 == op && $0 ~ / total / { print $2 }')"
+	# 100 columns: a name longer than the op column stands above its numbers
 	expect_eq "emu table: $op count" "$(kind_count $op)" \
-		"$(echo "$out" | awk -v op=$op '$1 == op && $0 ~ / total / { print $2 }')"
+		"$(echo "$out" | awk -v op=$op 'name && / total / { print $1; exit }
+			{ name = ($1 == op && NF == 1) || ($1 == op && / total /) }
+			$1 == op && / total / { print $2; exit }')"
 done
+expect_eq "emu table's op rows fit 100 columns" "" \
+	"$(echo "$out" | sed '/^Emulation/q' | awk 'length($0) > 100')"
 expect_eq "emu table: user bytes written" "$USER" \
 	"$(echo "$out" | sed -n 's/^  user bytes written (write + copy_file_range): \([0-9]*\) .*/\1/p')"
 tw=0 tb=0
