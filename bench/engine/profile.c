@@ -305,26 +305,14 @@ static int in_range(uint64_t v, const char *text, const struct range *r, char *e
 	return -1;
 }
 
-static int set_size(uint64_t *dst, const char *v, const struct range *r, char *err,
-		    size_t errlen)
+/* A size or a duration (as r says) within r. */
+static int set_ranged(uint64_t *dst, const char *v, const struct range *r, char *err,
+		      size_t errlen)
 {
 	uint64_t u;
-	if (fsp_parse_size(v, &u) != 0) {
-		snprintf(err, errlen, "'%s' is not a size (e.g. 4k, 128M, 1G)", v);
-		return -1;
-	}
-	if (in_range(u, v, r, err, errlen))
-		return -1;
-	*dst = u;
-	return 0;
-}
-
-static int set_duration(uint64_t *dst, const char *v, const struct range *r, char *err,
-			size_t errlen)
-{
-	uint64_t u;
-	if (fsp_parse_duration(v, &u) != 0) {
-		snprintf(err, errlen, "'%s' is not a duration (e.g. 300ms, 2s, 1m)", v);
+	if (r->duration ? fsp_parse_duration(v, &u) : fsp_parse_size(v, &u)) {
+		snprintf(err, errlen, "'%s' is not a %s", v, r->duration ?
+			 "duration (e.g. 300ms, 2s, 1m)" : "size (e.g. 4k, 128M, 1G)");
 		return -1;
 	}
 	if (in_range(u, v, r, err, errlen))
@@ -335,11 +323,11 @@ static int set_duration(uint64_t *dst, const char *v, const struct range *r, cha
 
 /*
  * How each parameter is read and written: a size or a duration within its
- * range, or one of a few words, kept in the field at `field` of struct
+ * range (K_RANGED), or one of a few words, kept in the field at `field` of struct
  * fsp_params; K_OWN ones have code of their own in fsp_param_set and
  * fsp_param_format. A word list's first entry for a value is the one shown.
  */
-enum kind { K_OWN = 0, K_SIZE, K_DURATION, K_WORDS };
+enum kind { K_OWN = 0, K_RANGED, K_WORDS };
 
 struct word {
 	const char *text;
@@ -349,7 +337,7 @@ struct word {
 struct spec {
 	enum kind kind;
 	size_t field;
-	const struct range *range;   /* K_SIZE, K_DURATION */
+	const struct range *range;   /* K_RANGED */
 	const struct word *words;    /* K_WORDS, NULL-terminated */
 	const char *expected;        /* K_WORDS: "'v' is not <expected>" */
 };
@@ -377,16 +365,16 @@ static const struct spec specs[P__COUNT] = {
 	[P_OFFSETS] = { K_WORDS, FIELD(offsets), NULL, offsets_words, "shared or per-direction" },
 	[P_INTERLEAVE] = { K_WORDS, FIELD(interleave), NULL, interleave_words, "exact or random" },
 	[P_NOREPEAT] = { K_WORDS, FIELD(norepeat), NULL, yes_no_words, "yes or no" },
-	[P_SPAN] = { K_SIZE, FIELD(span), &R_SPAN, NULL, NULL },
-	[P_OFFSET] = { K_SIZE, FIELD(offset), &R_OFFSET, NULL, NULL },
-	[P_TIME] = { K_DURATION, FIELD(time_ns), &R_TIME, NULL, NULL },
-	[P_BYTES] = { K_SIZE, FIELD(bytes), &R_BYTES, NULL, NULL },
-	[P_RAMP] = { K_DURATION, FIELD(ramp_ns), &R_RAMP, NULL, NULL },
-	[P_BURST] = { K_SIZE, FIELD(burst), &R_BURST, NULL, NULL },
-	[P_IDLE] = { K_DURATION, FIELD(idle_ns), &R_IDLE, NULL, NULL },
-	[P_SEGMENT] = { K_SIZE, FIELD(segment), &R_SEGMENT, NULL, NULL },
-	[P_TAIL] = { K_SIZE, FIELD(tail), &R_TAIL, NULL, NULL },
-	[P_TIMELINE] = { K_DURATION, FIELD(timeline_ns), &R_TIMELINE, NULL, NULL },
+	[P_SPAN] = { K_RANGED, FIELD(span), &R_SPAN, NULL, NULL },
+	[P_OFFSET] = { K_RANGED, FIELD(offset), &R_OFFSET, NULL, NULL },
+	[P_TIME] = { K_RANGED, FIELD(time_ns), &R_TIME, NULL, NULL },
+	[P_BYTES] = { K_RANGED, FIELD(bytes), &R_BYTES, NULL, NULL },
+	[P_RAMP] = { K_RANGED, FIELD(ramp_ns), &R_RAMP, NULL, NULL },
+	[P_BURST] = { K_RANGED, FIELD(burst), &R_BURST, NULL, NULL },
+	[P_IDLE] = { K_RANGED, FIELD(idle_ns), &R_IDLE, NULL, NULL },
+	[P_SEGMENT] = { K_RANGED, FIELD(segment), &R_SEGMENT, NULL, NULL },
+	[P_TAIL] = { K_RANGED, FIELD(tail), &R_TAIL, NULL, NULL },
+	[P_TIMELINE] = { K_RANGED, FIELD(timeline_ns), &R_TIMELINE, NULL, NULL },
 };
 
 static uint64_t *u64_field(struct fsp_params *p, const struct spec *sp)
@@ -454,14 +442,12 @@ int fsp_param_set(struct fsp_params *p, const char *key, const char *v,
 	}
 	const struct spec *sp = &specs[k];
 	switch (sp->kind) {
-	case K_SIZE:
-		if (set_size(u64_field(p, sp), v, sp->range, err, errlen))
+	case K_RANGED:
+		if (set_ranged(u64_field(p, sp), v, sp->range, err, errlen))
 			return -1;
 		if (k == P_SPAN)
 			p->span_set = 1;
 		return 0;
-	case K_DURATION:
-		return set_duration(u64_field(p, sp), v, sp->range, err, errlen);
 	case K_WORDS:
 		return set_word(int_field(p, sp), v, sp, err, errlen);
 	case K_OWN:
@@ -533,14 +519,13 @@ void fsp_param_format(const struct fsp_params *p, const char *key, char *buf,
 	const struct spec *sp = &specs[k];
 	const char *field = (const char *)p + sp->field;
 	switch (sp->kind) {
-	case K_SIZE:
+	case K_RANGED:
 		if (k == P_SPAN && p->span == 0)
 			snprintf(buf, len, "whole");
+		else if (sp->range->duration)
+			fsp_format_duration(*(const uint64_t *)field, buf, len);
 		else
 			fsp_format_size(*(const uint64_t *)field, buf, len);
-		return;
-	case K_DURATION:
-		fsp_format_duration(*(const uint64_t *)field, buf, len);
 		return;
 	case K_WORDS:
 		format_word(*(const int *)field, sp, buf, len);
