@@ -31,29 +31,25 @@
 #include <sqlite3.h>
 #include "src/db/oplog.h"
 #include "src/db/store.h"
+#include "tests/testdb.h"
+#include "tests/testdir.h"
 
 static char tmpdir[64];
 
-static int rm_entry(const char *p, const struct stat *sb, int flag, struct FTW *ftw)
-{
-	return remove(p);
-}
-
 static int setup(void **state)
 {
-	strcpy(tmpdir, "/tmp/fsprism-test-oplog.XXXXXX");
-	return mkdtemp(tmpdir) ? 0 : -1;
+	return test_dir_make(tmpdir, sizeof(tmpdir), "/tmp", "oplog");
 }
 
 static int teardown(void **state)
 {
-	return nftw(tmpdir, rm_entry, 16, FTW_DEPTH | FTW_PHYS);
+	return test_dir_remove(tmpdir);
 }
 
 static struct fsp_store *open_store(const char *name, int64_t *run)
 {
 	char path[128], err[512];
-	snprintf(path, sizeof(path), "%s/%s", tmpdir, name);
+	test_dir_path(path, sizeof(path), tmpdir, name);
 	struct fsp_store *st = fsp_store_open(path, err, sizeof(err));
 	if (!st)
 		fail_msg("%s", err);
@@ -70,17 +66,8 @@ static int64_t q_int(struct fsp_store *st, const char *fmt, ...)
 	va_start(ap, fmt);
 	vsnprintf(sql, sizeof(sql), fmt, ap);
 	va_end(ap);
-	/* a connection of the test's own on the store's file */
-	sqlite3 *db = NULL;
-	assert_int_equal(sqlite3_open_v2(fsp_store_filename(st), &db, SQLITE_OPEN_READWRITE,
-					 NULL), SQLITE_OK);
-	sqlite3_busy_timeout(db, 10000);
-	sqlite3_stmt *s;
-	int64_t v = -12345;
-	assert_int_equal(sqlite3_prepare_v2(db, sql, -1, &s, NULL), SQLITE_OK);
-	if (sqlite3_step(s) == SQLITE_ROW)
-		v = sqlite3_column_int64(s, 0);
-	sqlite3_finalize(s);
+	sqlite3 *db = test_db_open(fsp_store_filename(st));
+	int64_t v = test_db_int(db, sql);
 	sqlite3_close(db);
 	return v;
 }
@@ -691,7 +678,7 @@ static void assert_attr(struct fsp_store *st, const char *key, const char *want)
 static struct fsp_store *reopen(const char *name)
 {
 	char path[128], err[512];
-	snprintf(path, sizeof(path), "%s/%s", tmpdir, name);
+	test_dir_path(path, sizeof(path), tmpdir, name);
 	struct fsp_store *st = fsp_store_open(path, err, sizeof(err));
 	if (!st)
 		fail_msg("%s", err);

@@ -263,17 +263,19 @@ fail:
 fail_quiet:
 	sqlite3_close(db);
 	/* never leave a half-made file behind */
-	if (!existed) {
-		unlink(path);
-		char side[PATH_MAX + 8];
-		snprintf(side, sizeof(side), "%s-wal", path);
-		unlink(side);
-		snprintf(side, sizeof(side), "%s-shm", path);
-		unlink(side);
-		snprintf(side, sizeof(side), "%s-journal", path);
-		unlink(side);
-	}
+	if (!existed)
+		fsp_store_remove_files(path);
 	return NULL;
+}
+
+void fsp_store_remove_files(const char *path)
+{
+	static const char *const sides[] = { "", "-wal", "-shm", "-journal" };
+	char p[PATH_MAX + 16];
+	for (size_t i = 0; i < sizeof(sides) / sizeof(sides[0]); i++) {
+		snprintf(p, sizeof(p), "%s%s", path, sides[i]);
+		unlink(p);
+	}
 }
 
 struct fsp_store *fsp_store_open_readonly(const char *path, char *err, size_t errlen)
