@@ -1001,6 +1001,27 @@ static int home_apply(void *ctx, uint64_t seq, uint64_t tag, const void *block)
 	return 0;
 }
 
+/* A fresh memory device holding a journal formatted with cfg. */
+static struct emu_journal *md_format(struct memdev *d, struct emu_io *io,
+				     const struct emu_journal_cfg *cfg)
+{
+	struct emu_journal *j;
+	md_init(d, io, JBASE_BLOCKS + cfg->nblocks);
+	assert_int_equal(emu_journal_format(io, cfg, &j), 0);
+	return j;
+}
+
+/* A new handle on the journal, as after a crash, replayed into h. */
+static struct emu_journal *open_replay(const struct emu_io *io,
+				       const struct emu_journal_cfg *cfg, struct home *h,
+				       int reset, struct emu_replay_report *rep)
+{
+	struct emu_journal *j;
+	assert_int_equal(emu_journal_open(io, cfg, &j), 0);
+	assert_int_equal(emu_journal_replay(j, home_apply, h, reset, rep), 0);
+	return j;
+}
+
 static void fill_block(uint8_t *b, uint64_t a, uint64_t c)
 {
 	for (int i = 0; i < JBS; i++)
@@ -1064,10 +1085,9 @@ static void test_journal_roundtrip(void **state)
 	uint64_t tags[100];
 	(void)state;
 
-	md_init(&d, &io, JBASE_BLOCKS + 256);
 	memset(&model, 0, sizeof(model));
 	memset(&h, 0, sizeof(h));
-	assert_int_equal(emu_journal_format(&io, &cfg, &j), 0);
+	j = md_format(&d, &io, &cfg);
 	assert_string_equal(d.trace, "U");
 	md_reset_stats(&d);
 
@@ -1138,10 +1158,9 @@ static void test_journal_torn_commit(void **state)
 		struct emu_journal *j;
 		struct emu_replay_report rep;
 		static struct home model, h;
-		md_init(&d, &io, JBASE_BLOCKS + 64);
 		memset(&model, 0, sizeof(model));
 		memset(&h, 0, sizeof(h));
-		assert_int_equal(emu_journal_format(&io, &cfg, &j), 0);
+		j = md_format(&d, &io, &cfg);
 		commit_txn(j, &model, 1, (uint64_t[]){ 1, 2, 3 }, 3, 1);
 		/* power fails during the second commit */
 		d.budget = torn[c] >= 0 ? 4 * JBS + torn[c] : 2 * JBS;
@@ -1149,8 +1168,7 @@ static void test_journal_torn_commit(void **state)
 		d.budget = -1;
 		emu_journal_close(j);
 
-		assert_int_equal(emu_journal_open(&io, &cfg, &j), 0);
-		assert_int_equal(emu_journal_replay(j, home_apply, &h, 1, &rep), 0);
+		j = open_replay(&io, &cfg, &h, 1, &rep);
 		assert_int_equal(rep.txns_replayed, 1);
 		assert_int_equal(rep.blocks_replayed, 3);
 		assert_int_equal(rep.end, EMU_REPLAY_INCOMPLETE);
@@ -1161,8 +1179,7 @@ static void test_journal_torn_commit(void **state)
 		commit_txn(j, &model, 3, (uint64_t[]){ 7 }, 1, 0);
 		emu_journal_close(j);
 		memset(&h, 0, sizeof(h));
-		assert_int_equal(emu_journal_open(&io, &cfg, &j), 0);
-		assert_int_equal(emu_journal_replay(j, home_apply, &h, 0, &rep), 0);
+		j = open_replay(&io, &cfg, &h, 0, &rep);
 		assert_int_equal(rep.txns_replayed, 1);
 		assert_int_equal(rep.blocks_replayed, 1);
 		assert_int_equal(rep.end, EMU_REPLAY_CLEAN);
@@ -1183,10 +1200,9 @@ static void test_journal_corrupt_data(void **state)
 	struct emu_replay_report rep;
 	static struct home model, h;
 	(void)state;
-	md_init(&d, &io, JBASE_BLOCKS + 64);
 	memset(&model, 0, sizeof(model));
 	memset(&h, 0, sizeof(h));
-	assert_int_equal(emu_journal_format(&io, &cfg, &j), 0);
+	j = md_format(&d, &io, &cfg);
 	commit_txn(j, &model, 1, (uint64_t[]){ 1, 2 }, 2, 1);
 	commit_txn(j, NULL, 2, (uint64_t[]){ 3, 4 }, 2, 2);
 	commit_txn(j, NULL, 3, (uint64_t[]){ 5, 6 }, 2, 3);
@@ -1194,8 +1210,7 @@ static void test_journal_corrupt_data(void **state)
 	/* txn 2 = log blocks 4 (descriptor), 5, 6 (data), 7 (commit) */
 	d.buf[log_off(6) + 17] ^= 0x01;
 
-	assert_int_equal(emu_journal_open(&io, &cfg, &j), 0);
-	assert_int_equal(emu_journal_replay(j, home_apply, &h, 0, &rep), 0);
+	j = open_replay(&io, &cfg, &h, 0, &rep);
 	assert_int_equal(rep.txns_replayed, 1);
 	assert_int_equal(rep.end, EMU_REPLAY_CHECKSUM);
 	assert_int_equal(rep.stop_seq, 2);
@@ -1206,13 +1221,11 @@ static void test_journal_corrupt_data(void **state)
 
 	/* recover, then commit a transaction exactly as long as the bad one:
 	 * the intact old txn 3 right behind it must not come back to life */
-	assert_int_equal(emu_journal_open(&io, &cfg, &j), 0);
-	assert_int_equal(emu_journal_replay(j, home_apply, &h, 1, &rep), 0);
+	j = open_replay(&io, &cfg, &h, 1, &rep);
 	commit_txn(j, NULL, 4, (uint64_t[]){ 7, 8 }, 2, 0);
 	emu_journal_close(j);
 	memset(&h, 0, sizeof(h));
-	assert_int_equal(emu_journal_open(&io, &cfg, &j), 0);
-	assert_int_equal(emu_journal_replay(j, home_apply, &h, 0, &rep), 0);
+	j = open_replay(&io, &cfg, &h, 0, &rep);
 	assert_int_equal(rep.txns_replayed, 1);
 	assert_int_equal(rep.end, EMU_REPLAY_CLEAN);
 	assert_int_equal(h.applied, 2);
@@ -1225,8 +1238,7 @@ static void test_journal_corrupt_data(void **state)
 	emu_journal_close(j);
 	d.buf[log_off(4) + EMU_J_DESC_OFF_NTAGS] = 200;
 	memset(&h, 0, sizeof(h));
-	assert_int_equal(emu_journal_open(&io, &cfg, &j), 0);
-	assert_int_equal(emu_journal_replay(j, home_apply, &h, 0, &rep), 0);
+	j = open_replay(&io, &cfg, &h, 0, &rep);
 	assert_int_equal(rep.txns_replayed, 1);
 	assert_int_equal(rep.end, EMU_REPLAY_BAD_DESC);
 	emu_journal_close(j);
@@ -1256,10 +1268,9 @@ static void test_journal_seq_gap(void **state)
 	static struct home model, h;
 	uint8_t *desc, *commit;
 	(void)state;
-	md_init(&d, &io, JBASE_BLOCKS + 64);
 	memset(&model, 0, sizeof(model));
 	memset(&h, 0, sizeof(h));
-	assert_int_equal(emu_journal_format(&io, &cfg, &j), 0);
+	j = md_format(&d, &io, &cfg);
 	commit_txn(j, &model, 1, (uint64_t[]){ 1, 2 }, 2, 1);
 	commit_txn(j, NULL, 2, (uint64_t[]){ 3, 4 }, 2, 2);
 	commit_txn(j, NULL, 3, (uint64_t[]){ 5, 6 }, 2, 3);
@@ -1272,8 +1283,7 @@ static void test_journal_seq_gap(void **state)
 	put_le32(commit + EMU_J_COMMIT_OFF_DCRC, emu_crc32c(0, desc, 3 * JBS));
 	put_le32(commit + EMU_J_COMMIT_OFF_CRC, emu_crc32c(0, commit, EMU_J_COMMIT_OFF_CRC));
 
-	assert_int_equal(emu_journal_open(&io, &cfg, &j), 0);
-	assert_int_equal(emu_journal_replay(j, home_apply, &h, 0, &rep), 0);
+	j = open_replay(&io, &cfg, &h, 0, &rep);
 	assert_int_equal(rep.txns_replayed, 1);
 	assert_int_equal(rep.end, EMU_REPLAY_SEQ_GAP);
 	assert_int_equal(rep.stop_seq, 7);
@@ -1301,10 +1311,9 @@ static void test_journal_wrap(void **state)
 	int txn_n[NTX + 1];
 	(void)state;
 
-	md_init(&d, &io, JBASE_BLOCKS + NJ);
 	memset(&model, 0, sizeof(model));
 	memset(&disk, 0, sizeof(disk));
-	assert_int_equal(emu_journal_format(&io, &cfg, &j), 0);
+	j = md_format(&d, &io, &cfg);
 	for (uint64_t t = 1; t <= NTX; t++) {
 		int n = 1 + (int)(t % 4);
 		uint64_t seq;
@@ -1347,8 +1356,7 @@ static void test_journal_wrap(void **state)
 	memcpy(&h, &disk, sizeof(h));
 	h.applied = 0;
 	h.last_seq = 0;
-	assert_int_equal(emu_journal_open(&io, &cfg, &j), 0);
-	assert_int_equal(emu_journal_replay(j, home_apply, &h, 1, &rep), 0);
+	j = open_replay(&io, &cfg, &h, 1, &rep);
 	assert_int_equal(rep.start_seq, live_from);
 	assert_int_equal(rep.txns_replayed, NTX - live_from + 1);
 	assert_int_equal(rep.end, EMU_REPLAY_CLEAN);
@@ -1360,8 +1368,7 @@ static void test_journal_wrap(void **state)
 	assert_int_equal(emu_journal_commit(j, NULL), 0);
 	emu_journal_close(j);
 	memset(&h, 0, sizeof(h));
-	assert_int_equal(emu_journal_open(&io, &cfg, &j), 0);
-	assert_int_equal(emu_journal_replay(j, home_apply, &h, 0, &rep), 0);
+	j = open_replay(&io, &cfg, &h, 0, &rep);
 	assert_int_equal(rep.txns_replayed, 1);
 	assert_int_equal(rep.end, EMU_REPLAY_CLEAN);
 	assert_memory_equal(h.b[3], blk, JBS);
@@ -1378,9 +1385,8 @@ static void test_journal_checkpoint_partial(void **state)
 	struct emu_replay_report rep;
 	static struct home h;
 	(void)state;
-	md_init(&d, &io, JBASE_BLOCKS + 64);
 	memset(&h, 0, sizeof(h));
-	assert_int_equal(emu_journal_format(&io, &cfg, &j), 0);
+	j = md_format(&d, &io, &cfg);
 	commit_txn(j, NULL, 1, (uint64_t[]){ 1 }, 1, 1);
 	commit_txn(j, NULL, 2, (uint64_t[]){ 2, 3 }, 2, 2);
 	commit_txn(j, NULL, 3, (uint64_t[]){ 4 }, 1, 3);
@@ -1393,8 +1399,7 @@ static void test_journal_checkpoint_partial(void **state)
 	assert_int_equal(emu_journal_checkpoint(j, 3), 0); /* nothing to do */
 	assert_int_equal(d.flushes, 2);
 	emu_journal_close(j);
-	assert_int_equal(emu_journal_open(&io, &cfg, &j), 0);
-	assert_int_equal(emu_journal_replay(j, home_apply, &h, 0, &rep), 0);
+	j = open_replay(&io, &cfg, &h, 0, &rep);
 	assert_int_equal(rep.start_seq, 3);
 	assert_int_equal(rep.txns_replayed, 1);
 	assert_int_equal(h.applied, 1);
@@ -1412,11 +1417,10 @@ static void test_journal_idempotent(void **state)
 	static struct home model, h1, h2;
 	uint8_t blk[JBS];
 	(void)state;
-	md_init(&d, &io, JBASE_BLOCKS + 64);
 	memset(&model, 0, sizeof(model));
 	memset(&h1, 0, sizeof(h1));
 	memset(&h2, 0, sizeof(h2));
-	assert_int_equal(emu_journal_format(&io, &cfg, &j), 0);
+	j = md_format(&d, &io, &cfg);
 	commit_txn(j, &model, 1, (uint64_t[]){ 1, 2 }, 2, 1);
 	commit_txn(j, &model, 2, (uint64_t[]){ 2, 9 }, 2, 2);
 	commit_txn(j, &model, 3, (uint64_t[]){ 1 }, 1, 3);
@@ -1436,8 +1440,7 @@ static void test_journal_idempotent(void **state)
 	emu_journal_close(j);
 
 	/* with reset: same home state, then the log is empty */
-	assert_int_equal(emu_journal_open(&io, &cfg, &j), 0);
-	assert_int_equal(emu_journal_replay(j, home_apply, &h2, 1, &rep1), 0);
+	j = open_replay(&io, &cfg, &h2, 1, &rep1);
 	assert_int_equal(rep1.txns_replayed, 3);
 	assert_memory_equal(h2.b, model.b, sizeof(model.b));
 	emu_journal_close(j);
@@ -1451,8 +1454,7 @@ static void test_journal_idempotent(void **state)
 	assert_int_equal(emu_journal_log(j, 4, blk), 0);
 	assert_int_equal(emu_journal_commit(j, NULL), 0);
 	emu_journal_close(j);
-	assert_int_equal(emu_journal_open(&io, &cfg, &j), 0);
-	assert_int_equal(emu_journal_replay(j, home_apply, &h2, 0, &rep1), 0);
+	j = open_replay(&io, &cfg, &h2, 0, &rep1);
 	assert_int_equal(rep1.txns_replayed, 1);
 	assert_int_equal(h2.applied, 1);
 	emu_journal_close(j);
@@ -1479,9 +1481,8 @@ static void test_journal_apply_error(void **state)
 	static struct home h;
 	int calls = 0;
 	(void)state;
-	md_init(&d, &io, JBASE_BLOCKS + 64);
 	memset(&h, 0, sizeof(h));
-	assert_int_equal(emu_journal_format(&io, &cfg, &j), 0);
+	j = md_format(&d, &io, &cfg);
 	commit_txn(j, NULL, 1, (uint64_t[]){ 1, 2 }, 2, 1);
 	emu_journal_close(j);
 	assert_int_equal(emu_journal_open(&io, &cfg, &j), 0);
@@ -1508,10 +1509,9 @@ static void test_journal_stale_uuid(void **state)
 	struct emu_replay_report rep;
 	static struct home h;
 	(void)state;
-	md_init(&d, &io, JBASE_BLOCKS + 64);
 	memset(&h, 0, sizeof(h));
 	cfg.uuid = 111;
-	assert_int_equal(emu_journal_format(&io, &cfg, &j), 0);
+	j = md_format(&d, &io, &cfg);
 	commit_txn(j, NULL, 1, (uint64_t[]){ 1 }, 1, 1);
 	commit_txn(j, NULL, 2, (uint64_t[]){ 2 }, 1, 2);
 	commit_txn(j, NULL, 3, (uint64_t[]){ 3 }, 1, 3);
@@ -1520,8 +1520,7 @@ static void test_journal_stale_uuid(void **state)
 	assert_int_equal(emu_journal_format(&io, &cfg, &j), 0);
 	commit_txn(j, NULL, 9, (uint64_t[]){ 9 }, 1, 1);
 	emu_journal_close(j);
-	assert_int_equal(emu_journal_open(&io, &cfg, &j), 0);
-	assert_int_equal(emu_journal_replay(j, home_apply, &h, 0, &rep), 0);
+	j = open_replay(&io, &cfg, &h, 0, &rep);
 	/* old txn 2 (same sequence, same place) belongs to another journal */
 	assert_int_equal(rep.txns_replayed, 1);
 	assert_int_equal(rep.end, EMU_REPLAY_CLEAN);
