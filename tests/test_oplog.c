@@ -163,6 +163,21 @@ static void run_producers(struct fsp_oplog *log, unsigned nthreads, uint64_t (*c
 	pthread_barrier_destroy(&barrier);
 }
 
+/* A log on a fresh database `name` (mode, sample_n, a ring of ring_recs
+ * records per thread) that nthreads producers fill with count(t) records
+ * each and that is then closed: the store, for the checks. */
+static struct fsp_store *logged_run(const char *name, int64_t *run, enum fsp_record_mode mode,
+				    unsigned sample_n, size_t ring_recs, unsigned nthreads,
+				    uint64_t (*count)(unsigned))
+{
+	struct fsp_store *st = open_store(name, run);
+	struct fsp_oplog *log = fsp_oplog_open(st, *run, mode, sample_n, ring_recs);
+	assert_non_null(log);
+	run_producers(log, nthreads, count);
+	assert_int_equal(fsp_oplog_close(log), 0);
+	return st;
+}
+
 /*
  * The stored histograms hold exactly every op the producers made: count,
  * sums of total/backing/layer, bytes and errors per (step, op).
@@ -352,21 +367,13 @@ static void test_spill_fails_counted(void **state)
 static void test_tiny_ring_hist_and_sample(void **state)
 {
 	int64_t run;
-	struct fsp_store *st = open_store("tiny-hist.db", &run);
-	struct fsp_oplog *log = fsp_oplog_open(st, run, FSP_RECORD_HIST, 0, 4);
-	assert_non_null(log);
-	run_producers(log, 8, count_tiny);
-	assert_int_equal(fsp_oplog_close(log), 0);
+	struct fsp_store *st = logged_run("tiny-hist.db", &run, FSP_RECORD_HIST, 0, 4, 8, count_tiny);
 	assert_int_equal(q_int(st, "SELECT dropped FROM runs WHERE id=%lld", (long long)run), 0);
 	assert_int_equal(q_int(st, "SELECT count(*) FROM ops"), 0);
 	check_hists(st, run, 8, count_tiny);
 	fsp_store_close(st);
 
-	st = open_store("tiny-sample.db", &run);
-	log = fsp_oplog_open(st, run, FSP_RECORD_SAMPLE, 7, 4);
-	assert_non_null(log);
-	run_producers(log, 8, count_tiny);
-	assert_int_equal(fsp_oplog_close(log), 0);
+	st = logged_run("tiny-sample.db", &run, FSP_RECORD_SAMPLE, 7, 4, 8, count_tiny);
 	int64_t rows = q_int(st, "SELECT count(*) FROM ops");
 	int64_t dropped = q_int(st, "SELECT dropped FROM runs WHERE id=%lld", (long long)run);
 	assert_int_equal(q_int(st, "SELECT recorded FROM runs WHERE id=%lld", (long long)run), rows);
@@ -379,11 +386,7 @@ static void test_tiny_ring_hist_and_sample(void **state)
 static void test_sample(void **state)
 {
 	int64_t run;
-	struct fsp_store *st = open_store("sample.db", &run);
-	struct fsp_oplog *log = fsp_oplog_open(st, run, FSP_RECORD_SAMPLE, 7, 4096);
-	assert_non_null(log);
-	run_producers(log, 8, count_sample);
-	assert_int_equal(fsp_oplog_close(log), 0);
+	struct fsp_store *st = logged_run("sample.db", &run, FSP_RECORD_SAMPLE, 7, 4096, 8, count_sample);
 	for (unsigned t = 0; t < 8; t++) {
 		uint64_t n = count_sample(t);
 		/* the 1st, 8th, 15th, ... op of each thread: ceil(n/7) rows */
@@ -401,11 +404,7 @@ static uint64_t count_hist(unsigned t) { return 3000 + t; }
 static void test_hist_only(void **state)
 {
 	int64_t run;
-	struct fsp_store *st = open_store("hist.db", &run);
-	struct fsp_oplog *log = fsp_oplog_open(st, run, FSP_RECORD_HIST, 0, 0);
-	assert_non_null(log);
-	run_producers(log, 6, count_hist);
-	assert_int_equal(fsp_oplog_close(log), 0);
+	struct fsp_store *st = logged_run("hist.db", &run, FSP_RECORD_HIST, 0, 0, 6, count_hist);
 	assert_int_equal(q_int(st, "SELECT count(*) FROM ops"), 0);
 	assert_int_equal(q_int(st, "SELECT recorded FROM runs"), 0);
 	assert_int_equal(q_int(st, "SELECT dropped FROM runs"), 0);
