@@ -399,9 +399,9 @@ static uint64_t all_flushes(const struct fsp_pattern *p)
 
 static void pattern_table(FILE *out, const struct pat *pt)
 {
-	fprintf(out, "\nAccess pattern of the block requests (in the order issued; sequential ="
-		" starts where one of the %d most recent streams ended; streams = distinct"
-		" streams per %d requests)\n", FSP_SEQ_STREAMS, FSP_SEQ_WINDOW);
+	fprintf(out, "\nAccess pattern (requests in the order issued; sequential: starts where"
+		" one of the %d latest streams ended;\nstreams: distinct streams per %d"
+		" requests)\n", FSP_SEQ_STREAMS, FSP_SEQ_WINDOW);
 	fprintf(out, "%-5s %-6s %9s %10s %8s\n", "step", "dir", "requests", "sequential",
 		"streams");
 	for (size_t i = 0; i < pt->n; i++)
@@ -420,8 +420,8 @@ static void pattern_table(FILE *out, const struct pat *pt)
 				fsp_pat_dir_name(d), q->ios, sh, sm);
 		}
 
-	fprintf(out, "\nIO sizes at each layer (count, mean, and by power of two: \"4k 10\" is"
-		" 10 IOs of 4 KiB to under 8 KiB)\n");
+	fprintf(out, "\nIO sizes at each layer (by power of two: \"4k 10\" is 10 IOs of 4 KiB to"
+		" under 8 KiB)\n");
 	fprintf(out, "%-5s %-6s %-12s %9s %9s  %s\n", "step", "dir", "layer", "count",
 		"mean KiB", "sizes");
 	for (size_t i = 0; i < pt->n; i++)
@@ -438,8 +438,8 @@ static void pattern_table(FILE *out, const struct pat *pt)
 				fputc('\n', out);
 			}
 
-	fprintf(out, "\nReads after writes: device reads by the time since a write last covered"
-		" any of their sectors\n");
+	fprintf(out, "\nReads after writes (device reads by the time since a write last covered"
+		" any of their sectors)\n");
 	fprintf(out, "%-5s %9s %8s %8s %8s %8s %8s %8s\n", "step", "reads", "<1ms", "<10ms",
 		"<100ms", "<1s", ">=1s", "never");
 	for (size_t i = 0; i < pt->n; i++) {
@@ -493,7 +493,7 @@ static void csv_metric(FILE *out, int64_t run, int step, const char *op, const c
 	fprintf(out, "%" PRId64 ",%d,%s,%s,%" PRIu64 ",", run, step, op, metric, v);
 	if (bytes)
 		fprintf(out, "%" PRIu64, *bytes);
-	fputs(",,,,,,,,,\n", out);
+	fputs(",,,,,,,,\n", out);
 }
 
 static void pattern_csv(FILE *out, int64_t run, const struct pat *pt)
