@@ -1,0 +1,205 @@
+#!/bin/sh
+# it_devpat.sh - the device-level access pattern of `fsprism stats`
+# (src/prism/pattern.c) on block requests traced on loop devices made here,
+# with answers known in advance:
+# - one sequential stream: every request but the first sequential, 1.00
+#   streams; reads and writes interleaved from two offsets (mixed-seq,
+#   offsets=per-direction): one stream per direction, two together; one
+#   sequence shared by both directions: no direction sequential alone, one
+#   stream together; 4 MiB reads split at the device's max_sectors_kb: the
+#   application's 4 IOs beside the block layer's 16 requests of two sizes;
+# - read-after-write recency of a scripted pattern (tests/devpat_pattern.py,
+#   O_DIRECT on the raw loop device: reads at once, 3 ms, 30 ms, 300 ms and
+#   1.5 s after their writes, never-written reads, a partial overwrite),
+#   traced by a slow `fsprism run` of the same device: every bucket exact;
+#   the fsync's flush;
+# - an emulated mount (--cow=always --journal=ordered) with its store on a
+#   loop device, O_DIRECT IO through the mount: the block requests of the
+#   store device that the daemon queued agree with the emulation's own
+#   dev_* rows in count and bytes per direction (within 1%; exact here), and
+#   the flush requests with its flushes.
+# The block rows of the recency and emulation parts come from a `fsprism
+# run` on the same device (its own reads are counted and told apart by
+# their tgid), since a mount does not trace its store's device itself.
+. "$TESTS_SRCDIR/lib.sh"
+
+command -v python3 >/dev/null || fsp_skip "python3 not installed"
+command -v fio >/dev/null || fsp_skip "fio not installed"
+DB=$T/devpat.db
+q() { sqlite3 "$DB" "$1"; }
+attr() { q "SELECT value FROM run_attrs WHERE run=$RUN AND key='$1'"; }
+# pat PYTHON-EXPR: a value of the stats JSON of run $RUN (p: the pattern
+# of step 0)
+pat() {
+	"$FSPRISM" stats "$DB" --run "$RUN" --format json >"$T/stats.json" &&
+	python3 -c 'import json,sys
+d = json.load(open(sys.argv[1]))
+p = d["block"]["pattern"][0]
+v = eval(sys.argv[2])
+print(" ".join(str(x) for x in v) if isinstance(v, tuple) else v)' "$T/stats.json" "$1"
+}
+
+# run_fg DESC ARGS...: fsprism run ARGS, sets RUN.
+run_fg() {
+	desc=$1; shift
+	"$FSPRISM" run "$@" --db "$DB" --quiet >"$T/out" 2>"$T/err"
+	rc=$?
+	RUN=$(sed -n 's/^run \([0-9]*\) stored in .*/\1/p' "$T/out")
+	if [ "$rc" -eq 0 ] && [ -n "$RUN" ]; then ok "$desc"; else
+		not_ok "$desc: exit $rc ($(cat "$T/err"))"; RUN=0; fi
+}
+
+# tracer_start DEV OFFSET: a slow traced `fsprism run` of DEV, reading 4 KiB
+# at OFFSET.. at 1% duty (a few seconds), in the background; returns once
+# its BPF links are attached and its step has begun. tracer_wait sets RUN.
+tracer_start() {
+	"$FSPRISM" run sustained-randread "$1" --qd=1 --bs=4k --burst=4k --duty=1 --bytes=3M \
+		--offset="$2" --span=16M --ramp=0 --db "$DB" --quiet >"$T/tracer.out" 2>"$T/tracer.err" &
+	TRACER=$!
+	n=0
+	while [ "$(grep -l '^link_type:' /proc/$TRACER/fdinfo/* 2>/dev/null | wc -l)" -lt 4 ] &&
+	      [ $n -lt 100 ]; do sleep 0.05; n=$((n + 1)); done
+	sleep 0.2
+}
+tracer_wait() {
+	wait "$TRACER"
+	rc=$?
+	RUN=$(sed -n 's/^run \([0-9]*\) stored in .*/\1/p' "$T/tracer.out")
+	if [ "$rc" -eq 0 ] && [ -n "$RUN" ]; then ok "$1: the tracing run"; else
+		not_ok "$1: the tracing run: exit $rc ($(cat "$T/tracer.err"))"; RUN=0; fi
+}
+
+LOOP=$(fsp_loop_new 256M) || { not_ok "make a loop device"; fsp_done; exit 1; }
+fsp_track_loop "$LOOP"
+LIMIT_KB=$(cat "/sys/block/${LOOP#/dev/}/queue/max_sectors_kb")
+
+run_fg "probe run" sustained-seqread "$LOOP" --qd=1 --bs=4k --bytes=1M --span=16M --ramp=0
+[ "$(attr block.traced)" = 1 ] || fsp_skip "block layer not traced here: $(cat "$T/err")"
+
+# ---- sequential share and streams -----------------------------------------------
+N=$((256 - $(attr block.missed)))
+expect_eq "one stream: $N reads, all sequential but the first, 1 stream per window" \
+	"$N $((N - 1)) 1.0 0" \
+	"$(pat 'p["sequential"]["read"]["ios"], p["sequential"]["read"]["seq_ios"], p["sequential"]["read"]["streams"], p["sequential"]["write"]["ios"]')"
+expect_eq "one stream: the table says 99.6% and 1.00" "0 read 256 99.6% 1.00" \
+	"$("$FSPRISM" stats "$DB" --run "$RUN" | awk '/^Access pattern/ {on = 1} on && $1 == "0" && $2 == "read" {print; exit}' | tr -s ' ')"
+expect_eq "one stream: the application's 4 KiB IOs, the block layer's 4 KiB requests" \
+	"256 4096 {'4096': $N}" \
+	"$(pat 'p["sizes"]["read"]["application"]["count"], p["sizes"]["read"]["application"]["mean_bytes"].__int__(), p["sizes"]["read"]["block"]["bins"]')"
+expect_eq "one stream: no writes, so every read never written" "$N 0" \
+	"$(pat 'p["recency"]["never"], sum(p["recency"].values()) - p["recency"]["never"]')"
+
+run_fg "two streams: 4 KiB reads and writes alternating, offsets per direction" mixed-seq "$LOOP" \
+	--mix=50 --offsets=per-direction --interleave=exact --qd=1 --bs=4k --bytes=1M --span=16M \
+	--ramp=0 --duty=100
+if [ "$(attr block.missed)" = 0 ]; then
+	expect_eq "two streams: reads 128, 127 sequential, 1 stream; writes the same; together 2 streams" \
+		"128 127 1.0 128 127 1.0 256 254 2.0" \
+		"$(pat 'p["sequential"]["read"]["ios"], p["sequential"]["read"]["seq_ios"], p["sequential"]["read"]["streams"], p["sequential"]["write"]["ios"], p["sequential"]["write"]["seq_ios"], p["sequential"]["write"]["streams"], p["sequential"]["both"]["ios"], p["sequential"]["both"]["seq_ios"], p["sequential"]["both"]["streams"]')"
+	# each read comes right after the write of the block before it: 0 ms
+	expect_eq "two streams: every read of a block the step wrote at once, or never" "128" \
+		"$(pat 'p["recency"]["lt_1ms"] + p["recency"]["never"]')"
+else
+	not_ok "two streams: $(attr block.missed) completions missed, the counts are not exact"
+fi
+
+run_fg "one sequence shared by reads and writes" mixed-seq "$LOOP" --mix=50 --offsets=shared \
+	--interleave=exact --qd=1 --bs=4k --bytes=1M --span=16M --ramp=0 --duty=100
+if [ "$(attr block.missed)" = 0 ]; then
+	expect_eq "shared sequence: no direction sequential alone (16 streams per window), one together" \
+		"0 16.0 0 255 1.0" \
+		"$(pat 'p["sequential"]["read"]["seq_ios"], p["sequential"]["read"]["streams"], p["sequential"]["write"]["seq_ios"], p["sequential"]["both"]["seq_ios"], p["sequential"]["both"]["streams"]')"
+else
+	not_ok "shared sequence: $(attr block.missed) completions missed, the counts are not exact"
+fi
+
+run_fg "4 MiB reads, split at ${LIMIT_KB} KiB" sustained-seqread "$LOOP" --qd=1 --bs=4M --bytes=16M \
+	--span=64M --ramp=0
+PIECES=$(( (4096 + LIMIT_KB - 1) / LIMIT_KB ))
+expect_eq "split: 4 application IOs of 4 MiB, $((4 * PIECES)) block requests, the same bytes" \
+	"4 4194304 $((4 * PIECES - $(attr block.missed))) $((16777216 - $(attr block.missed) * LIMIT_KB * 1024))" \
+	"$(pat 'p["sizes"]["read"]["application"]["count"], int(p["sizes"]["read"]["application"]["mean_bytes"]), p["sizes"]["read"]["block"]["count"], p["sizes"]["read"]["block"]["bytes"]')"
+expect_eq "split: the table shows both layers" "2" \
+	"$("$FSPRISM" stats "$DB" --run "$RUN" | grep -cE '^0 +read +(application|block) ')"
+
+# ---- read-after-write recency, scripted ------------------------------------------
+tracer_start "$LOOP" 64M
+python3 "$TESTS_SRCDIR/devpat_pattern.py" "$LOOP" >"$T/py.out" 2>&1
+PYRC=$?
+expect_eq "recency: the scripted pattern ran ($(cat "$T/py.out"))" 0 "$PYRC"
+tracer_wait recency
+PYTGID=$(q "SELECT tgid FROM block_ios WHERE run=$RUN AND op='write' GROUP BY tgid
+	ORDER BY count(*) DESC LIMIT 1")
+TRACER_READS=$(q "SELECT count(*) FROM block_ios WHERE run=$RUN AND step=0 AND tgid=$TRACER")
+expect_eq "recency: all of the script's requests inside the traced step" \
+	"0|38|50" \
+	"$(q "SELECT sum(step IS NULL), sum(op='write'), sum(op='read') FROM block_ios
+	      WHERE run=$RUN AND tgid=${PYTGID:-0}")"
+expect_eq "recency: nothing missed" 0 "$(attr block.missed)"
+# lt_1ms: 16 + 2, lt_10ms: 8, lt_100ms: 4, lt_1s: 2 + 1, ge_1s: 6, never:
+# 10 + 1 and the tracer's own reads (devpat_pattern.py says which is which)
+expect_eq "recency: <1ms 18, <10ms 8, <100ms 4, <1s 3, >=1s 6, never 11 + the tracer's $TRACER_READS" \
+	"18 8 4 3 6 $((11 + TRACER_READS))" \
+	"$(pat '" ".join(str(p["recency"][k]) for k in ("lt_1ms", "lt_10ms", "lt_100ms", "lt_1s", "ge_1s", "never"))')"
+expect_eq "recency: the table's row" "0 $((50 + TRACER_READS)) 18 8 4 3 6 $((11 + TRACER_READS))" \
+	"$("$FSPRISM" stats "$DB" --run "$RUN" | awk '/^Reads after writes/ {on = 1} on && $1 == "0" {print; exit}' | tr -s ' ')"
+expect_eq "recency: csv rows" "18 8 4 3 6 $((11 + TRACER_READS))" \
+	"$("$FSPRISM" stats "$DB" --run "$RUN" --format csv | awk -F, '$3 == "block_read" && $4 ~ /^recency_/ {printf "%s%s", n++ ? " " : "", $5}')"
+expect_eq "recency: the script's fsync is one flush request" "1 0" \
+	"$(pat 'p["flushes"], p["fua_writes"]')"
+expect_eq "recency: the overwrite's sizes: 36 writes of 4 KiB, 2 of 64 KiB" "{'4096': 36, '65536': 2}" \
+	"$(pat 'p["sizes"]["write"]["block"]["bins"]')"
+
+# ---- the emulated mount: the block view and the emulation's own ------------------
+truncate -s 256M "$T/store.img"
+STORE=$(losetup --find --show --direct-io=on "$T/store.img") || {
+	not_ok "losetup --direct-io=on"; fsp_done; exit 1; }
+fsp_track_loop "$STORE"
+mkdir "$T/back" "$T/mnt"
+MDB=$T/mount.db
+if fsp_mount "$T/back" "$T/mnt" --store "$STORE" --format --cow=always --journal=ordered \
+	--record=full --log "$MDB" 2>"$T/mount.err"; then
+	DPID=$(fsp_daemon_pid "$T/mnt")
+	tracer_start "$STORE" 200M
+	fio --name=seqw --filename="$T/mnt/f" --size=8M --bs=128k --rw=write --direct=1 \
+		--ioengine=psync --fsync_on_close=1 --output="$T/fio1" &&
+	fio --name=seqr --filename="$T/mnt/f" --size=8M --bs=128k --rw=read --direct=1 \
+		--ioengine=psync --output="$T/fio2" &&
+	fio --name=randw --filename="$T/mnt/f" --size=8M --bs=4k --rw=randwrite --direct=1 \
+		--ioengine=psync --io_size=1M --fsync=16 --randrepeat=1 --output="$T/fio3"
+	FIORC=$?
+	expect_eq "emu: fio through the mount" 0 "$FIORC"
+	tracer_wait emu
+	fsp_umount "$T/mnt"
+	W=$(q "SELECT started_ns || ' AND ' || ended_ns FROM steps WHERE run=$RUN AND step=0")
+	# the daemon's requests on the store device in the step; the
+	# emulation's store IO (dev_* rows) that started in it
+	blk() { q "SELECT count(*) || ' ' || coalesce(sum(bytes), 0) FROM block_ios
+		   WHERE run=$RUN AND step=0 AND tgid=${DPID:-0} AND op='$1'"; }
+	emu() { sqlite3 "$MDB" "SELECT count(*) || ' ' || coalesce(sum(length), 0) FROM ops
+		   WHERE op $1 AND start_ns BETWEEN $W"; }
+	BR=$(blk read); ER=$(emu "= 36")
+	BW=$(blk write); EW=$(emu "BETWEEN 37 AND 40")
+	echo "# emu: reads block $BR, emulation $ER; writes block $BW, emulation $EW" >&9
+	within() { # within DESC "N BYTES" "N BYTES": both within 1%, and not empty
+		python3 -c 'import sys
+a = [int(x) for x in sys.argv[1].split()]; b = [int(x) for x in sys.argv[2].split()]
+sys.exit(0 if b[0] > 0 and all(abs(x - y) <= 0.01 * y for x, y in zip(a, b)) else 1)' "$2" "$3" &&
+		ok "$1: block $2, emulation $3" || not_ok "$1: block $2, emulation $3"
+	}
+	within "emu: device reads agree in count and bytes within 1%" "$BR" "$ER"
+	within "emu: device writes agree in count and bytes within 1%" "$BW" "$EW"
+	expect_eq "emu: the same, exactly (O_DIRECT at QD1: no merge; no IO above the split size)" \
+		"$BR|$BW" "$ER|$EW"
+	# flush requests are queued by the kernel's flush machinery (a kworker), not the daemon
+	expect_eq "emu: flush requests on the store device = the emulation's flushes" \
+		"$(sqlite3 "$MDB" "SELECT count(*) FROM ops WHERE op = 41 AND start_ns BETWEEN $W")" \
+		"$(q "SELECT count(*) FROM block_ios WHERE run=$RUN AND step=0 AND (op='flush' OR flags & 8)")"
+	expect_eq "emu: the stats pattern counts them too" \
+		"$(q "SELECT count(*) FROM block_ios WHERE run=$RUN AND step=0 AND op='flush'")" \
+		"$(pat 'p["flushes"]')"
+else
+	not_ok "emu: mount with the store on $STORE ($(cat "$T/mount.err"))"
+fi
+
+fsp_done
