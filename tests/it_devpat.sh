@@ -50,10 +50,11 @@ run_fg() {
 }
 
 # tracer_start DEV OFFSET: a slow traced `fsprism run` of DEV, reading 4 KiB
-# at OFFSET.. at 1% duty (a few seconds), in the background; returns once
-# its BPF links are attached and its step has begun. tracer_wait sets RUN.
+# at OFFSET.. in bursts of one IO at 1% duty for 60 ms of busy time (so
+# about 6 s, however fast the IO), in the background; returns once its BPF
+# links are attached and its step has begun. tracer_wait sets RUN.
 tracer_start() {
-	"$FSPRISM" run sustained-randread "$1" --qd=1 --bs=4k --burst=4k --duty=1 --bytes=3M \
+	"$FSPRISM" run sustained-randread "$1" --qd=1 --bs=4k --burst=4k --duty=1 --time=60ms --bytes=1G \
 		--offset="$2" --span=16M --ramp=0 --db "$DB" --quiet >"$T/tracer.out" 2>"$T/tracer.err" &
 	TRACER=$!
 	n=0
