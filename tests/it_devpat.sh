@@ -16,8 +16,10 @@
 # - an emulated mount (--cow=always --journal=ordered) with its store on a
 #   loop device, O_DIRECT IO through the mount: the block requests of the
 #   store device that the daemon queued agree with the emulation's own
-#   dev_* rows in count and bytes per direction (within 1%; exact here), and
-#   the flush requests with its flushes.
+#   dev_* rows in bytes and, each emulation IO counted as the requests the
+#   device's max_sectors_kb (set to 64 KiB) splits it into, in requests per
+#   direction (within 1%; exact here), and the flush requests with its
+#   flushes.
 # The block rows of the recency and emulation parts come from a `fsprism
 # run` on the same device (its own reads are counted and told apart by
 # their tgid), since a mount does not trace its store's device itself.
@@ -70,8 +72,20 @@ tracer_wait() {
 		not_ok "$1: the tracing run: exit $rc ($(cat "$T/tracer.err"))"; RUN=0; fi
 }
 
+# set_limit DEV KB: the request size limit of a loop device made here, put
+# back at the end (a loop device keeps it after it is detached).
+limits=""
+set_limit() {
+	f=/sys/block/${1#/dev/}/queue/max_sectors_kb
+	limits="$limits $f=$(cat "$f")"
+	echo "$2" >"$f"
+}
+trap 'for l in $limits; do echo "${l#*=}" >"${l%%=*}"; done; fsp_cleanup' EXIT
+
 LOOP=$(fsp_loop_new 256M) || { not_ok "make a loop device"; fsp_done; exit 1; }
 fsp_track_loop "$LOOP"
+# the device's own limit (another test may have left a smaller one)
+set_limit "$LOOP" "$(cat "/sys/block/${LOOP#/dev/}/queue/max_hw_sectors_kb")"
 LIMIT_KB=$(cat "/sys/block/${LOOP#/dev/}/queue/max_sectors_kb")
 
 run_fg "probe run" sustained-seqread "$LOOP" --qd=1 --bs=4k --bytes=1M --span=16M --ramp=0
@@ -123,6 +137,37 @@ expect_eq "split: 4 application IOs of 4 MiB, $((4 * PIECES)) block requests, th
 expect_eq "split: the table shows both layers" "2" \
 	"$("$FSPRISM" stats "$DB" --run "$RUN" | grep -cE '^0 +read +(application|block) ')"
 
+# ---- the FUSE layer: a compare's mount run beside its engine run --------------
+# The probe run made the engine run of a compare by hand, with a mount run
+# whose read and write rows (FUSE requests) are known: those that started in
+# the engine step's window are its FUSE layer; the mount run itself, given the
+# same block rows, takes all of its own.
+FDB=$T/fuse.db
+cp "$DB" "$FDB"
+S0=$(sqlite3 "$FDB" "SELECT started_ns FROM steps WHERE run=1 AND step=0")
+S1=$(sqlite3 "$FDB" "SELECT ended_ns FROM steps WHERE run=1 AND step=0")
+sqlite3 "$FDB" "UPDATE runs SET parent=99, label='fsprism' WHERE id=1;
+	INSERT INTO runs(id, kind, record_mode) VALUES(99, 'compare', NULL);
+	INSERT INTO runs(id, kind, parent, label, record_mode) VALUES(100, 'mount', 99, 'fsprism-fuse', 'full');
+	INSERT INTO ops(run, step, op, length, start_ns) VALUES
+	  (100, 0, 13, 131072, $S0), (100, 0, 13, 131072, $S1), (100, 0, 13, 4096, $S0 + 1),
+	  (100, 0, 13, 4096, $S0 + 2), (100, 0, 13, 4096, $S0 + 3), (100, 0, 14, 8192, $S0 + 4),
+	  (100, 0, 13, 65536, $S1 + 1000000000);
+	INSERT INTO block_ios(run, step, dev, sector, bytes, op, flags, tgid, queue_ns, insert_ns,
+	  issue_ns, complete_ns, error) SELECT 100, step, dev, sector, bytes, op, flags, tgid,
+	  queue_ns, insert_ns, issue_ns, complete_ns, error FROM block_ios WHERE run=1;
+	INSERT INTO run_attrs(run, key, value) VALUES(100, 'block.traced', '1')"
+fuse_sizes() {
+	"$FSPRISM" stats "$FDB" --run "$1" --format json | python3 -c 'import json,sys
+s = json.load(sys.stdin)["block"]["pattern"][0]["sizes"]
+f = lambda x: x and (x["count"], x["bins"])
+print(f(s["read"]["fuse"]), f(s["write"]["fuse"]), f(s["read"]["application"]) and "app")'
+}
+expect_eq "fuse layer: a compare's engine run takes its mount's requests in the step's window" \
+	"(5, {'4096': 3, '131072': 2}) (1, {'8192': 1}) app" "$(fuse_sizes 1)"
+expect_eq "fuse layer: a mount run takes its own, and has no application layer" \
+	"(6, {'4096': 3, '65536': 1, '131072': 2}) (1, {'8192': 1}) None" "$(fuse_sizes 100)"
+
 # ---- read-after-write recency, scripted ------------------------------------------
 tracer_start "$LOOP" 64M
 python3 "$TESTS_SRCDIR/devpat_pattern.py" "$LOOP" >"$T/py.out" 2>&1
@@ -156,6 +201,8 @@ truncate -s 256M "$T/store.img"
 STORE=$(losetup --find --show --direct-io=on "$T/store.img") || {
 	not_ok "losetup --direct-io=on"; fsp_done; exit 1; }
 fsp_track_loop "$STORE"
+# requests of at most 64 KiB: the emulation's 128 KiB IOs are split in two
+set_limit "$STORE" 64
 mkdir "$T/back" "$T/mnt"
 MDB=$T/mount.db
 if fsp_mount "$T/back" "$T/mnt" --store "$STORE" --format --cow=always --journal=ordered \
@@ -174,24 +221,31 @@ if fsp_mount "$T/back" "$T/mnt" --store "$STORE" --format --cow=always --journal
 	fsp_umount "$T/mnt"
 	W=$(q "SELECT started_ns || ' AND ' || ended_ns FROM steps WHERE run=$RUN AND step=0")
 	# the daemon's requests on the store device in the step; the
-	# emulation's store IO (dev_* rows) that started in it
+	# emulation's store IO (dev_* rows) that started in it, each counted as
+	# the requests the block layer makes of it: one per max_sectors_kb
+	# (loop devices keep a limit someone set, 64 KiB on some here)
+	SLIM=$(( $(cat "/sys/block/${STORE#/dev/}/queue/max_sectors_kb") * 1024 ))
 	blk() { q "SELECT count(*) || ' ' || coalesce(sum(bytes), 0) FROM block_ios
 		   WHERE run=$RUN AND step=0 AND tgid=${DPID:-0} AND op='$1'"; }
-	emu() { sqlite3 "$MDB" "SELECT count(*) || ' ' || coalesce(sum(length), 0) FROM ops
-		   WHERE op $1 AND start_ns BETWEEN $W"; }
+	emu() { sqlite3 "$MDB" "SELECT coalesce(sum((length + $SLIM - 1) / $SLIM), 0) || ' ' ||
+		   coalesce(sum(length), 0) FROM ops WHERE op $1 AND start_ns BETWEEN $W"; }
+	emu_ios() { sqlite3 "$MDB" "SELECT count(*) FROM ops WHERE op $1 AND start_ns BETWEEN $W"; }
 	BR=$(blk read); ER=$(emu "= 36")
 	BW=$(blk write); EW=$(emu "BETWEEN 37 AND 40")
-	echo "# emu: reads block $BR, emulation $ER; writes block $BW, emulation $EW" >&9
+	echo "# emu: max_sectors_kb $((SLIM / 1024)); reads: block $BR, emulation $ER" \
+		"($(emu_ios "= 36") IOs); writes: block $BW, emulation $EW ($(emu_ios "BETWEEN 37 AND 40") IOs)" >&9
 	within() { # within DESC "N BYTES" "N BYTES": both within 1%, and not empty
 		python3 -c 'import sys
 a = [int(x) for x in sys.argv[1].split()]; b = [int(x) for x in sys.argv[2].split()]
 sys.exit(0 if b[0] > 0 and all(abs(x - y) <= 0.01 * y for x, y in zip(a, b)) else 1)' "$2" "$3" &&
 		ok "$1: block $2, emulation $3" || not_ok "$1: block $2, emulation $3"
 	}
-	within "emu: device reads agree in count and bytes within 1%" "$BR" "$ER"
-	within "emu: device writes agree in count and bytes within 1%" "$BW" "$EW"
-	expect_eq "emu: the same, exactly (O_DIRECT at QD1: no merge; no IO above the split size)" \
+	within "emu: device reads agree in requests and bytes within 1%" "$BR" "$ER"
+	within "emu: device writes agree in requests and bytes within 1%" "$BW" "$EW"
+	expect_eq "emu: the same, exactly (O_DIRECT, one IO at a time: nothing merged)" \
 		"$BR|$BW" "$ER|$EW"
+	expect_eq "emu: the 8 MiB of 128 KiB reads are 64 IOs of the emulation, 128 requests" \
+		"64 128" "$(emu_ios "= 36" ) ${BR% *}"
 	# flush requests are queued by the kernel's flush machinery (a kworker), not the daemon
 	expect_eq "emu: flush requests on the store device = the emulation's flushes" \
 		"$(sqlite3 "$MDB" "SELECT count(*) FROM ops WHERE op = 41 AND start_ns BETWEEN $W")" \

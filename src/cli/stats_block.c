@@ -350,7 +350,10 @@ static int pat_load(struct fsp_store *st, int64_t run, struct pat *pt)
 		int64_t from = 0, to = 0;
 		if (pt->fuse_run > 0 && pt->fuse_run != run) {
 			/* a compare's engine run: its mount's requests in the step's window */
-			if (fsp_store_step_span(st, run, step, NULL, &from, &to) != 1)
+			char *label = NULL;
+			int found = fsp_store_step_span(st, run, step, &label, &from, &to);
+			free(label);
+			if (found != 1)
 				continue;
 			step = -1;
 		}
