@@ -173,12 +173,15 @@ tracer_start "$LOOP" 64M
 python3 "$TESTS_SRCDIR/devpat_pattern.py" "$LOOP" >"$T/py.out" 2>&1
 PYRC=$?
 expect_eq "recency: the scripted pattern ran ($(cat "$T/py.out"))" 0 "$PYRC"
+# the writes it made (36 of 4 KiB and 2 of 64 KiB, more when it had to retry)
+W4=$(sed -n 's/.*4096:\([0-9]*\).*/\1/p' "$T/py.out")
+W64=$(sed -n 's/.*65536:\([0-9]*\).*/\1/p' "$T/py.out")
 tracer_wait recency
 PYTGID=$(q "SELECT tgid FROM block_ios WHERE run=$RUN AND op='write' GROUP BY tgid
 	ORDER BY count(*) DESC LIMIT 1")
 TRACER_READS=$(q "SELECT count(*) FROM block_ios WHERE run=$RUN AND step=0 AND tgid=$TRACER")
 expect_eq "recency: all of the script's requests inside the traced step" \
-	"0|38|50" \
+	"0|$((W4 + W64))|50" \
 	"$(q "SELECT sum(step IS NULL), sum(op='write'), sum(op='read') FROM block_ios
 	      WHERE run=$RUN AND tgid=${PYTGID:-0}")"
 expect_eq "recency: nothing missed" 0 "$(attr block.missed)"
@@ -190,10 +193,10 @@ expect_eq "recency: <1ms 18, <10ms 8, <100ms 4, <1s 3, >=1s 6, never 11 + the tr
 expect_eq "recency: the table's row" "0 $((50 + TRACER_READS)) 18 8 4 3 6 $((11 + TRACER_READS))" \
 	"$("$FSPRISM" stats "$DB" --run "$RUN" | awk '/^Reads after writes/ {on = 1} on && $1 == "0" {print; exit}' | tr -s ' ')"
 expect_eq "recency: csv rows" "18 8 4 3 6 $((11 + TRACER_READS))" \
-	"$("$FSPRISM" stats "$DB" --run "$RUN" --format csv | awk -F, '$3 == "block_read" && $4 ~ /^recency_/ {printf "%s%s", n++ ? " " : "", $5}')"
+	"$("$FSPRISM" stats "$DB" --run "$RUN" --format csv | awk -F, '$3 == "pattern_read" && $4 ~ /^recency_/ {printf "%s%s", n++ ? " " : "", $5}')"
 expect_eq "recency: the script's fsync is one flush request" "1 0" \
 	"$(pat 'p["flushes"], p["fua_writes"]')"
-expect_eq "recency: the overwrite's sizes: 36 writes of 4 KiB, 2 of 64 KiB" "{'4096': 36, '65536': 2}" \
+expect_eq "recency: the writes' sizes: $W4 of 4 KiB, $W64 of 64 KiB" "{'4096': $W4, '65536': $W64}" \
 	"$(pat 'p["sizes"]["write"]["block"]["bins"]')"
 
 # ---- the emulated mount: the block view and the emulation's own ------------------
@@ -208,7 +211,9 @@ MDB=$T/mount.db
 if fsp_mount "$T/back" "$T/mnt" --store "$STORE" --format --cow=always --journal=ordered \
 	--record=full --log "$MDB" 2>"$T/mount.err"; then
 	DPID=$(fsp_daemon_pid "$T/mnt")
+	mono() { python3 -c 'import time; print(time.monotonic_ns())'; }
 	tracer_start "$STORE" 200M
+	T0=$(mono)
 	fio --name=seqw --filename="$T/mnt/f" --size=8M --bs=128k --rw=write --direct=1 \
 		--ioengine=psync --fsync_on_close=1 --output="$T/fio1" &&
 	fio --name=seqr --filename="$T/mnt/f" --size=8M --bs=128k --rw=read --direct=1 \
@@ -216,17 +221,23 @@ if fsp_mount "$T/back" "$T/mnt" --store "$STORE" --format --cow=always --journal
 	fio --name=randw --filename="$T/mnt/f" --size=8M --bs=4k --rw=randwrite --direct=1 \
 		--ioengine=psync --io_size=1M --fsync=16 --randrepeat=1 --output="$T/fio3"
 	FIORC=$?
+	sleep 0.3 # the last IO done (the commit timer's next commit comes seconds later)
+	T1=$(mono)
 	expect_eq "emu: fio through the mount" 0 "$FIORC"
 	tracer_wait emu
 	fsp_umount "$T/mnt"
-	W=$(q "SELECT started_ns || ' AND ' || ended_ns FROM steps WHERE run=$RUN AND step=0")
+	# the IO of the fio jobs, and the tracer's step around them
+	W="$T0 AND $T1"
+	expect_eq "emu: the fio jobs ran inside the traced step" 1 \
+		"$(q "SELECT started_ns <= $T0 AND $T1 <= ended_ns FROM steps WHERE run=$RUN AND step=0")"
 	# the daemon's requests on the store device in the step; the
 	# emulation's store IO (dev_* rows) that started in it, each counted as
 	# the requests the block layer makes of it: one per max_sectors_kb
 	# (loop devices keep a limit someone set, 64 KiB on some here)
 	SLIM=$(( $(cat "/sys/block/${STORE#/dev/}/queue/max_sectors_kb") * 1024 ))
 	blk() { q "SELECT count(*) || ' ' || coalesce(sum(bytes), 0) FROM block_ios
-		   WHERE run=$RUN AND step=0 AND tgid=${DPID:-0} AND op='$1'"; }
+		   WHERE run=$RUN AND tgid=${DPID:-0} AND op='$1'
+		   AND coalesce(queue_ns, insert_ns, issue_ns) BETWEEN $W"; }
 	emu() { sqlite3 "$MDB" "SELECT coalesce(sum((length + $SLIM - 1) / $SLIM), 0) || ' ' ||
 		   coalesce(sum(length), 0) FROM ops WHERE op $1 AND start_ns BETWEEN $W"; }
 	emu_ios() { sqlite3 "$MDB" "SELECT count(*) FROM ops WHERE op $1 AND start_ns BETWEEN $W"; }
@@ -244,12 +255,19 @@ sys.exit(0 if b[0] > 0 and all(abs(x - y) <= 0.01 * y for x, y in zip(a, b)) els
 	within "emu: device writes agree in requests and bytes within 1%" "$BW" "$EW"
 	expect_eq "emu: the same, exactly (O_DIRECT, one IO at a time: nothing merged)" \
 		"$BR|$BW" "$ER|$EW"
+	if [ "$BR|$BW" != "$ER|$EW" ]; then
+		echo "# block.missed $(attr block.missed), block.dropped $(attr block.dropped); requests in the window by tgid:" >&9
+		q "SELECT tgid, op, count(*), sum(bytes) FROM block_ios WHERE run=$RUN
+		   AND coalesce(queue_ns, insert_ns, issue_ns) BETWEEN $W GROUP BY tgid, op" | sed 's/^/#   /' >&9
+		cp "$DB" "$MDB" /tmp/ 2>/dev/null
+	fi
 	expect_eq "emu: the 8 MiB of 128 KiB reads are 64 IOs of the emulation, 128 requests" \
 		"64 128" "$(emu_ios "= 36" ) ${BR% *}"
 	# flush requests are queued by the kernel's flush machinery (a kworker), not the daemon
 	expect_eq "emu: flush requests on the store device = the emulation's flushes" \
 		"$(sqlite3 "$MDB" "SELECT count(*) FROM ops WHERE op = 41 AND start_ns BETWEEN $W")" \
-		"$(q "SELECT count(*) FROM block_ios WHERE run=$RUN AND step=0 AND (op='flush' OR flags & 8)")"
+		"$(q "SELECT count(*) FROM block_ios WHERE run=$RUN AND (op='flush' OR flags & 8)
+		      AND coalesce(queue_ns, insert_ns, issue_ns) BETWEEN $W")"
 	expect_eq "emu: the stats pattern counts them too" \
 		"$(q "SELECT count(*) FROM block_ios WHERE run=$RUN AND step=0 AND op='flush'")" \
 		"$(pat 'p["flushes"]')"

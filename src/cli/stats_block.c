@@ -487,8 +487,8 @@ static int pattern_table_of(struct fsp_store *st, int64_t run, FILE *out)
 	return 0;
 }
 
-/* CSV: (step, metric) rows in the ops table's columns: op block_read /
- * block_write / block_both / block_flush, layer the metric, count its
+/* CSV: (step, metric) rows in the ops table's columns: op pattern_read /
+ * pattern_write / pattern_both / pattern_flush, layer the metric, count its
  * value, bytes for sizes; the other columns empty. */
 static void csv_metric(FILE *out, int64_t run, int step, const char *op, const char *metric,
 		       uint64_t v, const uint64_t *bytes)
@@ -501,8 +501,8 @@ static void csv_metric(FILE *out, int64_t run, int step, const char *op, const c
 
 static void pattern_csv(FILE *out, int64_t run, const struct pat *pt)
 {
-	static const char *const ops[FSP_PAT_NDIRS] = { "block_read", "block_write",
-							 "block_both" };
+	static const char *const ops[FSP_PAT_NDIRS] = { "pattern_read", "pattern_write",
+							 "pattern_both" };
 	for (size_t i = 0; i < pt->n; i++) {
 		const struct pat_step *s = &pt->s[i];
 		int step = s->p.step;
@@ -537,14 +537,14 @@ static void pattern_csv(FILE *out, int64_t run, const struct pat *pt)
 			for (int b = 0; b < FSP_REC_NBUCKETS; b++) {
 				char m[64];
 				snprintf(m, sizeof(m), "recency_%s", fsp_recency_name(b));
-				csv_metric(out, run, step, "block_read", m, s->p.recency[b], NULL);
+				csv_metric(out, run, step, "pattern_read", m, s->p.recency[b], NULL);
 			}
-		csv_metric(out, run, step, "block_flush", "flushes", s->p.flushes, NULL);
-		csv_metric(out, run, step, "block_flush", "preflushes", s->p.preflushes, NULL);
-		csv_metric(out, run, step, "block_flush", "fua_writes", s->p.fua_writes, NULL);
+		csv_metric(out, run, step, "pattern_flush", "flushes", s->p.flushes, NULL);
+		csv_metric(out, run, step, "pattern_flush", "preflushes", s->p.preflushes, NULL);
+		csv_metric(out, run, step, "pattern_flush", "fua_writes", s->p.fua_writes, NULL);
 		if (s->have_fsyncs)
-			csv_metric(out, run, step, "block_flush", "fsyncs", s->fsyncs, NULL);
-		csv_metric(out, run, step, "block_flush", "errors", s->p.errors, NULL);
+			csv_metric(out, run, step, "pattern_flush", "fsyncs", s->fsyncs, NULL);
+		csv_metric(out, run, step, "pattern_flush", "errors", s->p.errors, NULL);
 	}
 }
 
