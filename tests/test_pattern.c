@@ -182,12 +182,18 @@ static void test_shared_sequence(void **state)
 static void test_disks_apart(void **state)
 {
 	(void)state;
-	struct fsp_block_io rows[2] = { rq(FSP_BLOCK_READ, 0, 4096, 1),
-					rq(FSP_BLOCK_READ, 8, 4096, 2) };
+	struct fsp_block_io rows[4] = { rq(FSP_BLOCK_READ, 0, 4096, 1),
+					rq(FSP_BLOCK_READ, 8, 4096, 2),
+					wr_done(0, 8, 3), rd_at(0, 8, 4) };
 	rows[1].dev = 8 << 20;
+	/* majors 16 and 32 (dev_t bits above the 24th): still two disks */
+	rows[2].dev = 16u << 20;
+	rows[3].dev = 32u << 20;
 	size_t np;
-	struct fsp_pattern *p = compute(rows, 2, &np);
+	struct fsp_pattern *p = compute(rows, 4, &np);
 	assert_int_equal(p[0].seq[FSP_PAT_READ].seq_ios, 0);
+	assert_int_equal(p[0].recency[FSP_REC_NEVER], 3);
+	assert_int_equal(p[0].recency[FSP_REC_1MS], 0);
 	free(p);
 }
 

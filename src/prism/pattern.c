@@ -17,7 +17,15 @@
 #include "src/prism/pattern.h"
 
 #define SECTOR 512u
-#define DEV_SHIFT 40 /* positions: disk << 40 | sector (512 TiB per disk) */
+#define DEV_SHIFT 40 /* positions: disk index << 40 | sector (512 TiB per disk) */
+
+/* The distinct disks of the rows, sorted: a row's position is its disk's
+ * index here and its sector, so that two disks never share a stream or a
+ * sector. */
+struct disks {
+	uint32_t *dev;
+	size_t n;
+};
 
 int fsp_size_bin(uint64_t bytes)
 {
@@ -79,9 +87,44 @@ static int is_data(const struct fsp_block_io *r)
 	return !r->error && r->bytes && (r->op == FSP_BLOCK_READ || r->op == FSP_BLOCK_WRITE);
 }
 
-static uint64_t pos_of(const struct fsp_block_io *r)
+static uint64_t pos_of(const struct disks *d, const struct fsp_block_io *r)
 {
-	return ((uint64_t)r->dev << DEV_SHIFT) | r->sector;
+	size_t lo = 0, hi = d->n;
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+		if (d->dev[mid] < r->dev)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return ((uint64_t)lo << DEV_SHIFT) | r->sector;
+}
+
+static int cmp_u32(const void *a, const void *b)
+{
+	uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
+	return x < y ? -1 : x > y;
+}
+
+static int disks_of(const struct fsp_block_io *rows, size_t n, struct disks *d)
+{
+	d->n = 0;
+	d->dev = malloc((n ? n : 1) * sizeof(*d->dev));
+	if (!d->dev)
+		return -1;
+	for (size_t i = 0; i < n; i++)
+		if (!d->n || rows[i].dev != d->dev[d->n - 1]) /* runs of one disk: few to sort */
+			d->dev[d->n++] = rows[i].dev;
+	qsort(d->dev, d->n, sizeof(*d->dev), cmp_u32);
+	size_t k = 0;
+	for (size_t i = 0; i < d->n; i++)
+		if (!k || d->dev[i] != d->dev[k - 1])
+			d->dev[k++] = d->dev[i];
+	d->n = k;
+	uint32_t *small = realloc(d->dev, (k ? k : 1) * sizeof(*d->dev));
+	if (small)
+		d->dev = small;
+	return 0;
 }
 
 static uint64_t sectors_of(const struct fsp_block_io *r)
@@ -132,8 +175,8 @@ static int cmp_issued(const void *a, const void *b)
 	return x->row < y->row ? -1 : x->row > y->row;
 }
 
-static int add_seq(const struct fsp_block_io *rows, size_t n, struct fsp_pattern *p,
-		   size_t np)
+static int add_seq(const struct fsp_block_io *rows, size_t n, const struct disks *dk,
+		   struct fsp_pattern *p, size_t np)
 {
 	struct issued *v = malloc((n ? n : 1) * sizeof(*v));
 	size_t k = 0;
@@ -141,7 +184,7 @@ static int add_seq(const struct fsp_block_io *rows, size_t n, struct fsp_pattern
 		return -1;
 	for (size_t i = 0; i < n; i++)
 		if (is_data(&rows[i]) && rows[i].step >= 0)
-			v[k++] = (struct issued){ rows[i].issue_ns, pos_of(&rows[i]), (uint32_t)i };
+			v[k++] = (struct issued){ rows[i].issue_ns, pos_of(dk, &rows[i]), (uint32_t)i };
 	qsort(v, k, sizeof(*v), cmp_issued);
 	for (size_t i = 0; i < k; i++) {
 		const struct fsp_block_io *r = &rows[v[i].row];
@@ -231,8 +274,8 @@ static size_t seg_index(const uint64_t *c, size_t nc, uint64_t v)
 	return lo;
 }
 
-static int add_recency(const struct fsp_block_io *rows, size_t n, struct fsp_pattern *p,
-		       size_t np)
+static int add_recency(const struct fsp_block_io *rows, size_t n, const struct disks *dk,
+		       struct fsp_pattern *p, size_t np)
 {
 	size_t ndata = 0, nc = 0, ne = 0;
 	for (size_t i = 0; i < n; i++)
@@ -250,8 +293,8 @@ static int add_recency(const struct fsp_block_io *rows, size_t n, struct fsp_pat
 		const struct fsp_block_io *r = &rows[i];
 		if (!is_data(r))
 			continue;
-		c[nc++] = pos_of(r);
-		c[nc++] = pos_of(r) + sectors_of(r);
+		c[nc++] = pos_of(dk, r);
+		c[nc++] = pos_of(dk, r) + sectors_of(r);
 		if (r->op == FSP_BLOCK_WRITE)
 			ev[ne++] = (struct event){ r->complete_ns, (uint32_t)i, 0 };
 		else
@@ -272,8 +315,9 @@ static int add_recency(const struct fsp_block_io *rows, size_t n, struct fsp_pat
 	uint32_t rank = 0;
 	for (size_t i = 0; i < ne; i++) {
 		const struct fsp_block_io *r = &rows[ev[i].row];
-		size_t a = seg_index(c, nc, pos_of(r));
-		size_t b = seg_index(c, nc, pos_of(r) + sectors_of(r));
+		uint64_t pos = pos_of(dk, r);
+		size_t a = seg_index(c, nc, pos);
+		size_t b = seg_index(c, nc, pos + sectors_of(r));
 		if (ev[i].kind == 0) {
 			wt[++rank] = ev[i].t;
 			rt_raise(&t, 0, 0, nseg, a, b, rank);
@@ -343,10 +387,14 @@ int fsp_pattern_compute(const struct fsp_block_io *rows, size_t n,
 		if (r->op == FSP_BLOCK_READ || r->op == FSP_BLOCK_WRITE)
 			fsp_size_hist_add(&s->size[r->op == FSP_BLOCK_WRITE], r->bytes, 1);
 	}
-	if (add_seq(rows, n, p, np) || add_recency(rows, n, p, np)) {
+	struct disks dk;
+	if (disks_of(rows, n, &dk) || add_seq(rows, n, &dk, p, np) ||
+	    add_recency(rows, n, &dk, p, np)) {
+		free(dk.dev);
 		free(p);
 		return -1;
 	}
+	free(dk.dev);
 	*out = p;
 	*nout = np;
 	return 0;
