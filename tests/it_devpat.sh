@@ -157,7 +157,17 @@ sqlite3 "$FDB" "UPDATE runs SET parent=99, label='fsprism' WHERE id=1;
 	INSERT INTO block_ios(run, step, dev, sector, bytes, op, flags, tgid, queue_ns, insert_ns,
 	  issue_ns, complete_ns, error) SELECT 100, step, dev, sector, bytes, op, flags, tgid,
 	  queue_ns, insert_ns, issue_ns, complete_ns, error FROM block_ios WHERE run=1;
-	INSERT INTO run_attrs(run, key, value) VALUES(100, 'block.traced', '1')"
+	INSERT INTO run_attrs(run, key, value) VALUES(100, 'block.traced', '1');
+	INSERT INTO block_ios(run, step, dev, sector, bytes, op, flags, issue_ns, complete_ns, error)
+	  VALUES (100, 0, '7:0', 0, 0, 'flush', 1, $S0, $S0 + 9, 0),
+	  (100, 0, '7:0', 0, 0, 'flush', 1, $S0, $S0 + 9, 0), (100, 0, '7:0', 0, 0, 'flush', 9, $S0, $S0 + 9, 0),
+	  (100, 0, '7:0', 0, 0, 'flush', 1, $S0, $S0 + 9, 0), (100, 0, '7:0', 0, 0, 'flush', 1, $S0, $S0 + 9, 0),
+	  (100, 0, '7:0', 0, 0, 'flush', 1, $S0, $S0 + 9, 5),
+	  (100, 0, '7:0', 9000, 4096, 'write', 12, $S0, $S0 + 9, 0),
+	  (100, 0, '7:0', 9008, 4096, 'write', 13, $S0, $S0 + 9, 0),
+	  (100, 0, '7:0', 9016, 4096, 'write', 5, $S0, $S0 + 9, 0);
+	INSERT INTO hist(run, step, op, layer, count, sum_ns, min_ns, max_ns, bytes, errors)
+	  VALUES (100, 0, 17, 0, 4, 4000, 1000, 1000, 0, 0)"
 fuse_sizes() {
 	"$FSPRISM" stats "$FDB" --run "$1" --format json | python3 -c 'import json,sys
 s = json.load(sys.stdin)["block"]["pattern"][0]["sizes"]
@@ -168,6 +178,19 @@ expect_eq "fuse layer: a compare's engine run takes its mount's requests in the 
 	"(5, {'4096': 3, '131072': 2}) (1, {'8192': 1}) app" "$(fuse_sizes 1)"
 expect_eq "fuse layer: a mount run takes its own, and has no application layer" \
 	"(6, {'4096': 3, '65536': 1, '131072': 2}) (1, {'8192': 1}) None" "$(fuse_sizes 100)"
+# and its flushes: 5 flush requests (a sixth failed), 2 writes with a
+# preflush, 3 FUA writes, against its 4 fsyncs
+expect_eq "flushes: a mount run's flushes, preflushes, FUA writes, fsyncs, per fsync, errors" \
+	"0 5 2 3 4 1.75 1" \
+	"$("$FSPRISM" stats "$FDB" --run 100 | awk '/^Flushes/ {on = 1} on && $1 == "0" {print; exit}' | tr -s ' ')"
+expect_eq "flushes: the same in JSON" "5 2 3 4 1.75 1" \
+	"$("$FSPRISM" stats "$FDB" --run 100 --format json | python3 -c 'import json,sys
+p = json.load(sys.stdin)["block"]["pattern"][0]
+print(p["flushes"], p["preflushes"], p["fua_writes"], p["fsyncs"], p["flushes_per_fsync"], p["errors"])')"
+expect_eq "flushes: an engine run has no fsyncs" "None None" \
+	"$("$FSPRISM" stats "$FDB" --run 1 --format json | python3 -c 'import json,sys
+p = json.load(sys.stdin)["block"]["pattern"][0]
+print(p["fsyncs"], p["flushes_per_fsync"])')"
 
 # ---- read-after-write recency, scripted ------------------------------------------
 tracer_start "$LOOP" 64M
