@@ -402,9 +402,9 @@ static uint64_t all_flushes(const struct fsp_pattern *p)
 
 static void pattern_table(FILE *out, const struct pat *pt)
 {
-	fprintf(out, "\nAccess pattern (requests in the order issued; sequential: starts where"
-		" one of the %d latest streams ended;\nstreams: distinct streams per %d"
-		" requests)\n", FSP_SEQ_STREAMS, FSP_SEQ_WINDOW);
+	fprintf(out, "\nAccess pattern (requests in the order issued; sequential: starts where one"
+		" of the %d\nlatest streams ended; streams: distinct streams per %d requests)\n",
+		FSP_SEQ_STREAMS, FSP_SEQ_WINDOW);
 	fprintf(out, "%-5s %-6s %9s %10s %8s\n", "step", "dir", "requests", "sequential",
 		"streams");
 	for (size_t i = 0; i < pt->n; i++)
