@@ -22,7 +22,9 @@
 #   flushes.
 # The block rows of the recency and emulation parts come from a `fsprism
 # run` on the same device (its own reads are counted and told apart by
-# their tgid), since a mount does not trace its store's device itself.
+# their tgid), since a mount does not trace its store's device itself; a
+# traced run in which the kernel missed a completion (block.missed) is done
+# again, up to three times.
 . "$TESTS_SRCDIR/lib.sh"
 
 command -v python3 >/dev/null || fsp_skip "python3 not installed"
