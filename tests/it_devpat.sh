@@ -29,6 +29,7 @@
 
 command -v python3 >/dev/null || fsp_skip "python3 not installed"
 command -v fio >/dev/null || fsp_skip "fio not installed"
+fsp_capture_daemon_reports
 DB=$T/devpat.db
 q() { sqlite3 "$DB" "$1"; }
 attr() { q "SELECT value FROM run_attrs WHERE run=$RUN AND key='$1'"; }
@@ -322,4 +323,5 @@ else
 	not_ok "emu: mount with the store on $STORE ($(cat "$T/mount.err"))"
 fi
 
+no_sanitizer_reports
 fsp_done
