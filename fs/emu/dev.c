@@ -3,7 +3,8 @@
  * sends to its one descriptor (O_DIRECT when the file system takes it,
  * unaligned buffers through a per-thread bounce buffer), timed and
  * accounted: the counters of struct emu_store_acct, the sequentiality of
- * the IO (streams), the caller's data and other time, the devio callback.
+ * the IO (streams: src/base/seqstream, the definition the block view of
+ * the trace shares), the caller's data and other time, the devio callback.
  * The journal reaches the device through the struct emu_io made here, and
  * a fragmented read sends its pieces together through libaio.
  */
@@ -16,6 +17,7 @@
 #include <unistd.h>
 #include "src/base/clock.h"
 #include "src/base/ops.h"
+#include "src/base/seqstream.h"
 #include "fs/emu/io.h"
 #include "fs/emu/store_int.h"
 
@@ -48,44 +50,6 @@ static int aligned(const void *p, size_t len, uint64_t off)
 	return ((uintptr_t)p % 4096) == 0 && len % 512 == 0 && off % 512 == 0;
 }
 
-/* Sequentiality: a device IO continues a stream when it starts where one of
- * the STREAMS most recent streams ended. */
-static void account_io(struct emu_store *st, uint64_t off, uint64_t len)
-{
-	int hit = -1, lru = 0;
-	st->acct.ios++;
-	st->io_clock++;
-	for (int i = 0; i < STREAMS; i++) {
-		if (st->stream_used[i] && st->stream_end[i] == off) {
-			hit = i;
-			break;
-		}
-		if (st->stream_used[i] < st->stream_used[lru])
-			lru = i;
-	}
-	if (hit >= 0) {
-		st->acct.seq_ios++;
-	} else {
-		hit = lru;
-		st->stream_id[hit] = ++st->next_stream;
-	}
-	st->stream_end[hit] = off + len;
-	st->stream_used[hit] = st->io_clock;
-	st->window[st->nwindow++] = st->stream_id[hit];
-	if (st->nwindow == WINDOW) {
-		unsigned distinct = 0;
-		for (unsigned i = 0; i < WINDOW; i++) {
-			unsigned j = 0;
-			while (j < i && st->window[j] != st->window[i])
-				j++;
-			distinct += j == i;
-		}
-		st->streams_sum += distinct;
-		st->acct.windows++;
-		st->nwindow = 0;
-	}
-}
-
 /* Account one device IO that ran from t0 to t1. user_data: 1 the caller's
  * own data (backing time), 0 the emulation's (emu time), -1 the caller
  * accounts the time itself. */
@@ -112,7 +76,7 @@ static void dev_note_at(struct emu_store *st, struct emu_cx *cx, int op, int kin
 				st->acct.fua_writes++;
 		}
 		if (op != FSP_OP_DEV_FLUSH)
-			account_io(st, off, len);
+			fsp_seq_add(&st->seq, off, len);
 	}
 	pthread_mutex_unlock(&st->acct_lock);
 	if (st->cfg.devio)
@@ -331,6 +295,9 @@ void emu_store_get_acct(struct emu_store *st, struct emu_store_acct *out)
 {
 	pthread_mutex_lock(&st->acct_lock);
 	*out = st->acct;
-	out->streams_x1000 = st->acct.windows ? st->streams_sum * 1000 / st->acct.windows : 0;
+	out->ios = st->seq.ios;
+	out->seq_ios = st->seq.seq_ios;
+	out->windows = st->seq.windows;
+	out->streams_x1000 = fsp_seq_streams_x1000(&st->seq);
 	pthread_mutex_unlock(&st->acct_lock);
 }

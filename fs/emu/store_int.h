@@ -35,6 +35,7 @@
 #include <pthread.h>
 #include <stdint.h>
 #include <stdlib.h>
+#include "src/base/seqstream.h"
 #include "fs/emu/alloc.h"
 #include "fs/emu/extent.h"
 #include "fs/emu/io.h"
@@ -105,9 +106,6 @@ struct pend {
 	uint8_t *buf;
 };
 
-#define STREAMS 32
-#define WINDOW 16
-
 struct emu_store {
 	struct emu_store_cfg cfg;
 	char path[4096];
@@ -157,11 +155,7 @@ struct emu_store {
 	/* accounting */
 	pthread_mutex_t acct_lock;
 	struct emu_store_acct acct;
-	uint64_t stream_end[STREAMS], stream_used[STREAMS], stream_id[STREAMS];
-	uint64_t next_stream, io_clock;
-	uint64_t window[WINDOW];
-	unsigned nwindow;
-	uint64_t streams_sum;
+	struct fsp_seq seq;      /* sequentiality of the device IO */
 
 	/* the commit-interval thread */
 	pthread_t timer;

@@ -4,6 +4,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include "src/base/ops.h"
 #include "src/db/block_ios.h"
 #include "src/db/handle.h"
 
@@ -209,4 +210,134 @@ int fsp_block_ios_summary(struct fsp_store *st, int64_t run, struct fsp_block_su
 	}
 	sqlite3_finalize(s);
 	return 0;
+}
+
+/* "7:3" -> 7 << 20 | 3 */
+static uint32_t parse_dev(const char *s)
+{
+	unsigned ma = 0, mi = 0;
+	if (!s || sscanf(s, "%u:%u", &ma, &mi) != 2)
+		return 0;
+	return ma << 20 | (mi & 0xfffff);
+}
+
+static unsigned op_number(const char *name)
+{
+	for (unsigned i = 0; i < sizeof(op_names) / sizeof(op_names[0]); i++)
+		if (name && !strcmp(name, op_names[i]))
+			return i;
+	return FSP_BLOCK_OTHER;
+}
+
+int fsp_block_ios_load(struct fsp_store *st, int64_t run, struct fsp_block_io **rows,
+		       size_t *n, char *err, size_t errlen)
+{
+	sqlite3 *db = st->db;
+	*rows = NULL;
+	*n = 0;
+	int t = has_table(db);
+	if (t <= 0) {
+		if (t < 0)
+			snprintf(err, errlen, "cannot read the schema: %s", sqlite3_errmsg(db));
+		return t;
+	}
+	sqlite3_stmt *s;
+	if (sqlite3_prepare_v2(db,
+		"SELECT step, dev, sector, bytes, op, flags, tgid, queue_ns, insert_ns,"
+		" issue_ns, complete_ns, error FROM block_ios WHERE run = ? ORDER BY rowid",
+		-1, &s, NULL) != SQLITE_OK) {
+		snprintf(err, errlen, "cannot read block_ios: %s", sqlite3_errmsg(db));
+		return -1;
+	}
+	sqlite3_bind_int64(s, 1, run);
+	size_t cap = 0;
+	int rc, fail = 0;
+	while ((rc = sqlite3_step(s)) == SQLITE_ROW) {
+		if (*n == cap) {
+			size_t c = cap ? 2 * cap : 1024;
+			struct fsp_block_io *p = realloc(*rows, c * sizeof(*p));
+			if (!p) {
+				fail = 1;
+				break;
+			}
+			*rows = p;
+			cap = c;
+		}
+		struct fsp_block_io *r = &(*rows)[(*n)++];
+		memset(r, 0, sizeof(*r));
+		r->step = sqlite3_column_type(s, 0) == SQLITE_NULL ? -1 : sqlite3_column_int(s, 0);
+		r->dev = parse_dev((const char *)sqlite3_column_text(s, 1));
+		r->sector = (uint64_t)sqlite3_column_int64(s, 2);
+		r->bytes = (uint32_t)sqlite3_column_int64(s, 3);
+		r->op = (uint16_t)op_number((const char *)sqlite3_column_text(s, 4));
+		r->flags = (uint16_t)sqlite3_column_int(s, 5);
+		r->tgid = (uint32_t)sqlite3_column_int64(s, 6);
+		r->queue_ns = (uint64_t)sqlite3_column_int64(s, 7);
+		r->insert_ns = (uint64_t)sqlite3_column_int64(s, 8);
+		r->issue_ns = (uint64_t)sqlite3_column_int64(s, 9);
+		r->complete_ns = (uint64_t)sqlite3_column_int64(s, 10);
+		r->error = sqlite3_column_int(s, 11);
+	}
+	if (fail)
+		snprintf(err, errlen, "out of memory reading block_ios");
+	else if (rc != SQLITE_DONE) {
+		snprintf(err, errlen, "cannot read block_ios: %s", sqlite3_errmsg(db));
+		fail = 1;
+	}
+	sqlite3_finalize(s);
+	if (fail) {
+		free(*rows);
+		*rows = NULL;
+		*n = 0;
+		return -1;
+	}
+	return 0;
+}
+
+int64_t fsp_block_ios_fuse_run(struct fsp_store *st, int64_t run)
+{
+	sqlite3_stmt *s;
+	int64_t id = -1;
+	if (sqlite3_prepare_v2(st->db,
+		"SELECT CASE WHEN r.kind = 'mount' THEN r.id ELSE"
+		" (SELECT m.id FROM runs m WHERE m.parent = r.parent AND m.kind = 'mount'"
+		"  AND m.label = r.label || '-fuse' ORDER BY m.id DESC LIMIT 1) END"
+		" FROM runs r WHERE r.id = ?", -1, &s, NULL) != SQLITE_OK)
+		return -1;
+	sqlite3_bind_int64(s, 1, run);
+	int rc = sqlite3_step(s);
+	if (rc == SQLITE_ROW)
+		id = sqlite3_column_type(s, 0) == SQLITE_NULL ? 0 : sqlite3_column_int64(s, 0);
+	else if (rc == SQLITE_DONE)
+		id = 0;
+	sqlite3_finalize(s);
+	return id;
+}
+
+int fsp_block_ios_op_lengths(struct fsp_store *st, int64_t run, int step, int64_t from_ns,
+			     int64_t to_ns,
+			     int (*fn)(void *arg, int op, uint64_t length, uint64_t count),
+			     void *arg)
+{
+	sqlite3_stmt *s;
+	if (sqlite3_prepare_v2(st->db,
+		"SELECT op, length, count(*) FROM ops WHERE run = ?1 AND op IN (?2, ?3)"
+		" AND (?4 < 0 OR step = ?4) AND (?5 = 0 AND ?6 = 0 OR start_ns BETWEEN ?5 AND ?6)"
+		" GROUP BY op, length ORDER BY op, length", -1, &s, NULL) != SQLITE_OK)
+		return -1;
+	sqlite3_bind_int64(s, 1, run);
+	sqlite3_bind_int(s, 2, FSP_OP_READ);
+	sqlite3_bind_int(s, 3, FSP_OP_WRITE);
+	sqlite3_bind_int(s, 4, step);
+	sqlite3_bind_int64(s, 5, from_ns);
+	sqlite3_bind_int64(s, 6, to_ns);
+	int rc;
+	while ((rc = sqlite3_step(s)) == SQLITE_ROW)
+		if (fn(arg, sqlite3_column_int(s, 0), (uint64_t)sqlite3_column_int64(s, 1),
+		       (uint64_t)sqlite3_column_int64(s, 2))) {
+			rc = SQLITE_DONE;
+			break;
+		}
+	sqlite3_finalize(s);
+	return rc == SQLITE_DONE ? 0 : -1;
 }

@@ -21,6 +21,15 @@ enum fsp_block_op {
 };
 const char *fsp_block_op_name(unsigned op);
 
+/* block_ios.flags, as stored (the trace's FSP_BT_* bits) */
+enum fsp_block_flag {
+	FSP_BLOCK_F_SYNC = 1,
+	FSP_BLOCK_F_META = 2,
+	FSP_BLOCK_F_FUA = 4,
+	FSP_BLOCK_F_PREFLUSH = 8,
+	FSP_BLOCK_F_READAHEAD = 16,
+};
+
 /* One request. A zero queue_ns / insert_ns / tgid is stored as NULL. */
 struct fsp_block_io {
 	uint64_t queue_ns, insert_ns, issue_ns, complete_ns;
@@ -60,6 +69,26 @@ void fsp_block_times_free(struct fsp_block_times *t);
 
 /* The steps with block rows of run, ascending, into steps[0..max): count. */
 int fsp_block_ios_steps(struct fsp_store *st, int64_t run, int *steps, int max);
+
+/* Every block request of run, in the order stored (dev back to a kernel
+ * dev_t, a NULL step as -1): *rows malloc'd (free it), *n rows. A database
+ * without the table has none. 0, or -1 with err set. */
+int fsp_block_ios_load(struct fsp_store *st, int64_t run, struct fsp_block_io **rows,
+		       size_t *n, char *err, size_t errlen);
+
+/* The mount run whose FUSE requests served run's IO: run itself if it is a
+ * mount; for an engine run of a compare, its target's mount run (same
+ * parent, label NAME-fuse). 0 if none, -1 on error. */
+int64_t fsp_block_ios_fuse_run(struct fsp_store *st, int64_t run);
+
+/* How many of run's read and write op rows have each requested length:
+ * fn(arg, op, length, count) per (op, length), among the rows of step
+ * (-1: any step) that started in [from_ns, to_ns] (0, 0: any time). A
+ * non-zero fn return stops the walk. 0, or -1 on error. */
+int fsp_block_ios_op_lengths(struct fsp_store *st, int64_t run, int step, int64_t from_ns,
+			     int64_t to_ns,
+			     int (*fn)(void *arg, int op, uint64_t length, uint64_t count),
+			     void *arg);
 
 /* The trace's outcome: run's block.* attributes (docs/schema.md). */
 struct fsp_block_summary {
