@@ -952,6 +952,11 @@ static void stats_usage(FILE *f)
 "--extents also lists every file's extents (bytes, like filefrag -v);\n"
 "table and json only.\n"
 "\n"
+"When the block layer was traced (docs/tracing.md), a Block section (JSON key\n"
+"\"block\"): per step and direction, requests, queue and device time, and the\n"
+"access pattern the device saw: sequential share and streams, IO sizes at\n"
+"each layer, read-after-write recency, flushes and FUA writes.\n"
+"\n"
 "The table fits 100 columns: p90 is in CSV and JSON, and in the table with\n"
 "--wide, which also prints long operation names on their numbers' line.\n");
 }
