@@ -26,7 +26,8 @@ allowed() {
 	fs/emu) echo "src/base" ;;
 	fs/fuse) echo "src/base src/sys src/db src/trace fs/emu" ;;
 	bench/engine) echo "src/base src/sys src/db src/trace" ;;
-	src/cli) echo "src/base src/sys src/db src/trace fs/emu fs/fuse bench/engine" ;;
+	src/report) echo "src/base src/sys src/db" ;;
+	src/cli) echo "src/base src/sys src/db src/trace fs/emu fs/fuse bench/engine src/report" ;;
 	*) echo "?" ;;
 	esac
 }
@@ -38,7 +39,7 @@ found=$(mktemp)
 trap 'rm -f "$found"' EXIT
 layer_of() { # path -> its layer folder, or nothing
 	case $1 in
-	src/base/* | src/sys/* | src/db/* | src/trace/* | src/cli/* | fs/emu/* | fs/fuse/* | bench/engine/*)
+	src/base/* | src/sys/* | src/db/* | src/trace/* | src/cli/* | fs/emu/* | fs/fuse/* | bench/engine/* | src/report/*)
 		echo "${1%/*}" ;;
 	esac
 }
@@ -64,6 +65,7 @@ for f in $files; do
 		# generated in the build tree from a source beside it (Makefile.am)
 		case $inc in
 		*.skel.h) [ -f "${inc%.skel.h}.bpf.c" ] && continue ;;
+		*_js.h) [ -f "${inc%_js.h}.js" ] && continue ;;
 		esac
 		if [ ! -f "$inc" ]; then
 			not_ok "$f includes \"$inc\", which is not in the tree"
