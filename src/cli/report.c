@@ -134,8 +134,8 @@ int report_html(const char *cmd, struct fsp_store *st, int64_t run, int64_t vs,
 		if (find_run(cmd, st, i ? vs : run, &r[i]) != 1)
 			goto out;
 	if (vs && strcmp(r[0].kind ? r[0].kind : "", r[1].kind ? r[1].kind : "")) {
-		fprintf(stderr, "fsprism %s: run %" PRId64 " is a %s run, run %" PRId64
-			" a %s run: --vs needs two runs of the same kind\n", cmd, run,
+		fprintf(stderr, "fsprism %s: run %" PRId64 " is of kind '%s', run %" PRId64
+			" of kind '%s': --vs needs two runs of the same kind\n", cmd, run,
 			r[0].kind ? r[0].kind : "?", vs, r[1].kind ? r[1].kind : "?");
 		goto out;
 	}

@@ -589,8 +589,8 @@ int64_t fsp_store_count_block_positions(struct fsp_store *st, int64_t run)
 {
 	if (!have_block_ios(st))
 		return 0;
-	return run_int(st, "SELECT count(*) FROM block_ios WHERE run=? AND step IS NOT NULL",
-		       run, 0);
+	return run_int(st, "SELECT count(*) FROM block_ios WHERE run=? AND step IS NOT NULL"
+		       " AND bytes > 0", run, 0);
 }
 
 int fsp_store_each_block_position(struct fsp_store *st, int64_t run,
@@ -603,7 +603,7 @@ int fsp_store_each_block_position(struct fsp_store *st, int64_t run,
 		return 0;
 	sqlite3_stmt *s = prepare_run(st, "SELECT step, op, issue_ns, sector, bytes"
 				      " FROM block_ios WHERE run=? AND step IS NOT NULL"
-				      " ORDER BY issue_ns", run);
+				      " AND bytes > 0 ORDER BY issue_ns", run);
 	if (!s)
 		return -1;
 	int rc;

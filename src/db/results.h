@@ -167,8 +167,9 @@ int fsp_store_each_op_latency(struct fsp_store *st, int64_t run,
 			      int (*fn)(void *arg, int step, int op, uint64_t start_ns,
 					uint64_t total_ns),
 			      void *arg);
-/* Block requests of run inside a step (block_ios; none in a version-2
- * database): where on the disk and when, by issue time. */
+/* Block requests of run that carry data (not flushes) inside a step
+ * (block_ios; none in a version-2 database): where on the disk and when,
+ * by issue time. */
 int64_t fsp_store_count_block_positions(struct fsp_store *st, int64_t run);
 int fsp_store_each_block_position(struct fsp_store *st, int64_t run,
 				  int (*fn)(void *arg, int step, const char *op,

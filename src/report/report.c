@@ -199,7 +199,8 @@ int fsp_report_write(const char *path, struct fsp_store *st, const char *dbname,
 	}
 	int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
 	if (fd < 0 || !(out = fdopen(fd, "w"))) {
-		snprintf(err, errlen, "cannot write %s: %s", tmp, strerror(errno));
+		snprintf(err, errlen, "cannot write the report %s (as %s first): %s", path, tmp,
+			 strerror(errno));
 		if (fd >= 0) {
 			close(fd);
 			made = 1;

@@ -43,6 +43,7 @@
   function fmt(v) {
     if (v === null || v === undefined || (typeof v === "number" && !isFinite(v))) return "-";
     if (typeof v !== "number") return String(v);
+    if (Number.isInteger(v)) return String(v);
     var a = Math.abs(v);
     return a >= 1000 ? v.toFixed(0) : a >= 10 ? v.toFixed(1) : a >= 0.01 || a === 0 ? v.toFixed(3) : v.toPrecision(3);
   }
@@ -65,7 +66,9 @@
     columns.forEach(function (c, i) { add(hr, "th", { "class": i ? "" : "l", text: c }); });
     rows.forEach(function (r) {
       var tr = add(t, "tr");
-      r.forEach(function (v, i) { add(tr, "td", { "class": i ? "" : "l", text: fmt(v) }); });
+      r.forEach(function (v, i) {
+        add(tr, "td", { "class": i && (typeof v === "number" || v === null) ? "" : "l", text: fmt(v) });
+      });
     });
     return t;
   }
@@ -364,8 +367,6 @@
       y: { min: 0, max: 1, title: { display: true, text: "fraction of IOs" } } } };
     if (E.length) {
       var steps = E[0].steps;
-      var sel = add(s, "select", { id: "cdf-step" });
-      steps.forEach(function (st) { add(sel, "option", { value: st.step, text: "step " + st.step + ": " + (st.label || "") }); });
       ["read", "write"].forEach(function (op) {
         var id = "cdf-" + op;
         var build = function (step) {
@@ -379,9 +380,12 @@
           ds.forEach(function (d) { d.pointRadius = 0; });
           return ds;
         };
-        var ds0 = build(steps[0].step);
-        if (!ds0.length && !steps.some(function (st) { return build(st.step).length; })) return;
-        var c = chart(s, id, op + "s", { type: "scatter", data: { datasets: ds0 }, options: opts });
+        var have = steps.filter(function (st) { return build(st.step).length; });
+        if (!have.length) return;
+        add(s, "h3", { text: op + "s" });
+        var sel = add(s, "select", { id: id + "-step" });
+        have.forEach(function (st) { add(sel, "option", { value: st.step, text: "step " + st.step + ": " + (st.label || "") }); });
+        var c = chart(s, id, null, { type: "scatter", data: { datasets: build(have[0].step) }, options: opts });
         var tbl = add(s, "div");
         var fill = function () {
           tbl.textContent = "";
@@ -423,7 +427,8 @@
     if (!E.length) note(s, "No timeline rows: the runs recorded none.");
     E.forEach(function (T) {
       var r = [], w = [], rows = [];
-      T.timeline.forEach(function (st) {
+      T.timeline.forEach(function (st, k) {
+        if (k) { r.push({ x: st.rows[0][0], y: null }); w.push({ x: st.rows[0][0], y: null }); }
         st.rows.forEach(function (p) {
           r.push({ x: p[0], y: p[1] });
           w.push({ x: p[0], y: p[2] });
@@ -433,7 +438,7 @@
       var id = "timeline-" + T.run;
       var dr = line("read MB/s", r, 0, false, { run: T.run }), dw = line("write MB/s", w, 1, false, { run: T.run });
       dr.pointRadius = dw.pointRadius = 0;
-      chart(s, id, T.label + ": throughput (" + fmt(T.timeline[0].bucket_s * 1000) + " ms buckets)",
+      chart(s, id, T.label + ": throughput (" + Math.round(T.timeline[0].bucket_s * 1000) + " ms buckets)",
         { type: "scatter", data: { datasets: [dr, dw] }, options: { showLine: true,
           scales: { x: { title: { display: true, text: "s" } }, y: { beginAtZero: true,
             title: { display: true, text: "MB/s" } } } } });
