@@ -121,10 +121,14 @@
   function mountTargets(R) {
     return R.targets.filter(function (T) { return T.kind === "mount"; });
   }
+  // The target of run R that matches one of the main run: by name, and a
+  // run that is its own only target matches the other's only target.
   function findTarget(R, label) {
     if (!R) return null;
     for (var i = 0; i < R.targets.length; i++)
       if (R.targets[i].label === label) return R.targets[i];
+    if (R.targets.length === 1 && MAIN.targets.length === 1 && R.kind !== "compare")
+      return R.targets[0];
     return null;
   }
   var MAIN = D.runs[0], VS = D.runs.length > 1 ? D.runs[1] : null;
