@@ -612,6 +612,11 @@
   device();
   ratios();
   facts();
+  // where each chart's box is on the page (docs/report.md's screenshots are cut there)
+  Object.keys(plotted).forEach(function (id) {
+    var box = document.getElementById(id).parentNode.getBoundingClientRect();
+    plotted[id].box = [Math.round(box.top + window.scrollY), Math.round(box.height)];
+  });
   var out = add(document.body, "pre", { id: "fsp-plotted", hidden: "" });
   out.textContent = JSON.stringify(plotted);
   document.body.setAttribute("data-charts", String(nchart));
