@@ -131,8 +131,9 @@ struct cdf_walk {
 
 /*
  * One (step, op)'s CDF: (latency us, fraction at or below) at the upper
- * end of a bucket whenever the fraction has grown enough to show, and
- * every bucket of the last 1% (the tail is what the chart is for).
+ * end of a bucket whenever the fraction has grown enough to show, at the
+ * buckets of p50, p90, p99 and p99.9, and at every bucket of the last 1%
+ * (the tail is what the chart is for).
  */
 static int write_cdf(void *arg, int step, int op)
 {
@@ -152,15 +153,22 @@ static int write_cdf(void *arg, int step, int op)
 	sep(&w->l);
 	fprintf(out, "  {\"step\": %d, \"op\": \"%s\", \"count\": %" PRIu64 ", \"points\": [",
 		step, fsp_op_name(op), w->h->count);
+	/* the buckets that hold stats' quantiles are always points */
+	static const double crossings[] = { 0.5, 0.9, 0.99, 0.999, 2 };
 	double n = (double)w->h->count, shown = -1;
 	uint64_t upto = 0;
-	int first = 1;
+	int first = 1, next = 0;
 	for (unsigned b = 0; b < FSP_HIST_NBUCKETS && upto < w->h->count; b++) {
 		if (!w->h->buckets[b])
 			continue;
 		upto += w->h->buckets[b];
 		double f = (double)upto / n;
-		if (upto < w->h->count && f - shown < 0.002 && f < 0.99)
+		int crossed = 0;
+		while ((double)upto >= crossings[next] * n) {
+			crossed = 1;
+			next++;
+		}
+		if (!crossed && upto < w->h->count && f - shown < 0.002 && f < 0.99)
 			continue;
 		uint64_t hi = fsp_hist_bucket_hi(b);
 		if (hi > w->h->max)
