@@ -284,32 +284,27 @@ static int heat_row(void *arg, int step, int op, uint64_t start_ns, uint64_t tot
 	return 0;
 }
 
-static int write_heatmap(FILE *out, struct fsp_store *st, int64_t run)
+static int write_heatmap(FILE *out, struct fsp_store *st, const struct fsp_run_row *r)
 {
-	struct fsp_run_row r;
-	int64_t nrows = fsp_store_count_op_rows(st, run);
-	if (nrows < 0 || fsp_store_load_run(st, run, &r) != 1) {
-		fsp_run_row_free(&r);
+	int64_t nrows = fsp_store_count_op_rows(st, r->id);
+	if (nrows < 0)
 		return -1;
-	}
 	fputs("\"heatmap\": ", out);
 	if (nrows == 0) {
 		fputs("{\"available\": false, \"record_mode\": ", out);
-		fsp_json_str(out, r.record_mode);
+		fsp_json_str(out, r->record_mode);
 		fputs("}", out);
-		fsp_run_row_free(&r);
 		return 0;
 	}
-	uint64_t span = r.ended_ns > r.started_ns ? (uint64_t)(r.ended_ns - r.started_ns) :
+	uint64_t span = r->ended_ns > r->started_ns ? (uint64_t)(r->ended_ns - r->started_ns) :
 		1000000000;
 	/* columns of a whole number of 100 ms, at most HEAT_COLS of them */
 	uint64_t col = 100000000;
 	while (span / col >= HEAT_COLS)
 		col += 100000000;
-	struct heat_walk w = { .origin = (uint64_t)r.started_ns, .col_ns = col };
+	struct heat_walk w = { .origin = (uint64_t)r->started_ns, .col_ns = col };
 	w.cells = calloc(HEAT_COLS, sizeof(*w.cells));
-	fsp_run_row_free(&r);
-	if (!w.cells || fsp_store_each_op_latency(st, run, heat_row, &w) < 0) {
+	if (!w.cells || fsp_store_each_op_latency(st, r->id, heat_row, &w) < 0) {
 		free(w.cells);
 		return -1;
 	}
@@ -358,21 +353,17 @@ static int block_row(void *arg, int step, const char *op, uint64_t issue_ns,
 	return 0;
 }
 
-static int write_block(FILE *out, struct fsp_store *st, int64_t run)
+static int write_block(FILE *out, struct fsp_store *st, const struct fsp_run_row *r)
 {
-	struct fsp_run_row r;
-	int64_t n = fsp_store_count_block_positions(st, run);
-	if (n < 0 || fsp_store_load_run(st, run, &r) != 1) {
-		fsp_run_row_free(&r);
+	int64_t n = fsp_store_count_block_positions(st, r->id);
+	if (n < 0)
 		return -1;
-	}
-	struct block_walk w = { .l.out = out, .origin = (uint64_t)r.started_ns,
+	struct block_walk w = { .l.out = out, .origin = (uint64_t)r->started_ns,
 				.stride = n > BLOCK_POINTS ? (uint64_t)(n + BLOCK_POINTS - 1) /
 							     BLOCK_POINTS : 1 };
-	fsp_run_row_free(&r);
 	fprintf(out, "\"block_positions\": {\"requests\": %" PRId64 ", \"every\": %" PRIu64
 		", \"rows\": [", n, w.stride);
-	int rc = fsp_store_each_block_position(st, run, block_row, &w);
+	int rc = fsp_store_each_block_position(st, r->id, block_row, &w);
 	fputs("]}", out);
 	return rc;
 }
@@ -401,6 +392,7 @@ int fsp_report_write_run_data(FILE *out, struct fsp_store *st, int64_t run)
 		return -1;
 	fputs("]", out);
 
+	/* times below are seconds since the run began */
 	struct fsp_run_row r;
 	if (fsp_store_load_run(st, run, &r) != 1) {
 		fsp_run_row_free(&r);
@@ -408,23 +400,24 @@ int fsp_report_write_run_data(FILE *out, struct fsp_store *st, int64_t run)
 	}
 	struct timeline_walk tw = { .l.out = out, .run_start = (uint64_t)r.started_ns,
 				    .step = -1 };
-	fsp_run_row_free(&r);
 	fputs(",\n\"timeline\": [", out);
 	rc = fsp_store_each_timeline(st, run, timeline_row, &tw);
 	if (rc == 0 && !tw.failed)
 		flush_timeline(&tw);
 	free(tw.rows);
-	if (rc < 0 || tw.failed)
-		return -1;
-	fputs("]", out);
-
 	struct list seg = { .out = out };
-	fputs(",\n\"segments\": [", out);
-	if (fsp_store_each_segment(st, run, segment_row, &seg) < 0)
-		return -1;
-	fputs("],\n", out);
-	if (write_heatmap(out, st, run) < 0)
-		return -1;
-	fputs(",\n", out);
-	return write_block(out, st, run);
+	if (rc == 0 && !tw.failed) {
+		fputs("],\n\"segments\": [", out);
+		rc = fsp_store_each_segment(st, run, segment_row, &seg);
+	}
+	if (rc == 0 && !tw.failed) {
+		fputs("],\n", out);
+		rc = write_heatmap(out, st, &r);
+	}
+	if (rc == 0 && !tw.failed) {
+		fputs(",\n", out);
+		rc = write_block(out, st, &r);
+	}
+	fsp_run_row_free(&r);
+	return rc < 0 || tw.failed ? -1 : 0;
 }
