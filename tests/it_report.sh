@@ -126,6 +126,25 @@ else
 	not_ok "compare: $(tail -3 "$T/cmp.err")"
 fi
 
+# --- a second compare overlaid on the first: targets matched by name -----------
+if "$FSPRISM" compare --targets raw,fs --size 1G --db "$T/cmp.db" --time=300ms --mix=100,50,0 --quiet \
+	>"$T/cmp2.out" 2>"$T/cmp2.err"; then
+	second=$(sqlite3 "$T/cmp.db" "SELECT max(id) FROM runs WHERE kind='compare'")
+	check "compare: report --run $second --vs 1" \
+		"$FSPRISM" report "$T/cmp.db" --run "$second" --vs 1 -o "$T/cmpvs.html"
+	look cmpvs "$T/cmpvs.html" "$T/cmp.db" 6 curve-total curve-rw lat- cdf-read
+	raw1=$(sqlite3 "$T/cmp.db" "SELECT id FROM runs WHERE parent=1 AND label='raw'")
+	raw2=$(sqlite3 "$T/cmp.db" "SELECT id FROM runs WHERE parent=$second AND label='raw'")
+	got=$(python3 -c 'import json,re,html,sys
+d=json.loads(html.unescape(re.search(r"<pre id=\"fsp-plotted\"[^>]*>(.*?)</pre>", open(sys.argv[1]).read(), re.S).group(1)))
+print(" ".join(sorted({str(x["fsp"]["run"]) for x in d["curve-total"]["datasets"] if x["label"].startswith("raw")})))' "$T/cmpvs.dom")
+	expect_eq "compare --vs: the raw target of both compares on one curve" "$raw1 $raw2" "$got"
+	if grep -q 'data-chart="ratios"' "$T/cmpvs.dom"; then ok "compare --vs: the table of ratios"
+	else not_ok "compare --vs: no table of ratios"; fi
+else
+	not_ok "second compare: $(tail -3 "$T/cmp2.err")"
+fi
+
 # --- bad input ------------------------------------------------------------------------
 name=bad
 bad "missing run" 1 "$T/x.html" "$FSPRISM" report "$T/run.db" --run 99 -o "$T/x.html"
