@@ -243,7 +243,7 @@ expect_fail "no /dev/fuse" 1 "no /dev/fuse" \
 expect_fail "/dev/fuse is not the device" 1 "/dev/fuse is not the FUSE device" \
 	unshare -m sh -c "mount --bind '$T/notdev' /dev/fuse && exec '$F' mount --log '$T/d.db' '$B' '$M'"
 mknod -m 600 "$T/fusedev" c 10 229
-expect_fail "no permission on /dev/fuse (uid 1000)" 1 "cannot open /dev/fuse: Permission denied" \
+expect_fail "no permission on /dev/fuse (uid 1000)" 1 "/dev/fuse: Permission denied; /dev/fuse needs read and write access" \
 	unshare -m sh -c "mount --bind '$T/fusedev' /dev/fuse && exec setpriv --reuid=1000 --regid=1000 --clear-groups '$F' mount --log '$T/u.db' '$B' '$M'"
 
 # umount of a mount that is not fsprism's

@@ -653,7 +653,7 @@ static int parse_mount_args(int argc, char **argv, struct mount_opts *o)
 	}
 	int fd = open("/dev/fuse", O_RDWR | O_CLOEXEC);
 	if (fd < 0) {
-		return fsp_file_error("mount", "/dev/fuse", "cannot open", errno, 1);
+		return fsp_file_error("mount", "/dev/fuse", NULL, errno, 1);
 	}
 	close(fd);
 	/* Resolve the database path now, before the daemon leaves the cwd. */

@@ -49,11 +49,10 @@ int fsp_usage_error(const char *cmd, const char *fmt, ...)
 int fsp_file_error(const char *cmd, const char *path, const char *what, int err,
 		   int need_write)
 {
-	fprintf(stderr, "fsprism %s: %s: %s%s%s\n", cmd, path, what ? what : "",
-		what ? ": " : "", strerror(err));
 	char why[512];
-	if (fsp_access_explain(path, err, need_write, why, sizeof why))
-		fprintf(stderr, "fsprism %s: %s\n", cmd, why);
+	int hint = fsp_access_explain(path, err, need_write, why, sizeof why);
+	fprintf(stderr, "fsprism %s: %s: %s%s%s%s%s\n", cmd, path, what ? what : "",
+		what ? ": " : "", strerror(err), hint ? "; " : "", hint ? why : "");
 	return 1;
 }
 
