@@ -171,15 +171,16 @@ int fsp_store_each_attr(struct fsp_store *st, int64_t run, unsigned which,
 			int (*fn)(void *arg, const char *key, const char *value),
 			void *arg)
 {
-	static const char *const sql[4] = {
+	static const char *const sql[FSP_ATTRS_ALL + 1] = {
 		[FSP_ATTRS_EMU] = "SELECT key, value FROM run_attrs WHERE run=?"
 			" AND key LIKE 'emu.%' ORDER BY key",
 		[FSP_ATTRS_DEV] = "SELECT key, value FROM run_attrs WHERE run=?"
 			" AND key LIKE 'dev.%' ORDER BY key",
 		[FSP_ATTRS_EMU | FSP_ATTRS_DEV] = "SELECT key, value FROM run_attrs WHERE run=? AND"
 			" (key LIKE 'emu.%' OR key LIKE 'dev.%') ORDER BY key",
+		[FSP_ATTRS_ALL] = "SELECT key, value FROM run_attrs WHERE run=? ORDER BY key",
 	};
-	if (which >= 4 || !sql[which])
+	if (which > FSP_ATTRS_ALL || !sql[which])
 		return -1;
 	sqlite3_stmt *s = prepare_run(st, sql[which], run);
 	if (!s)
@@ -481,21 +482,6 @@ void fsp_run_facts_free(struct fsp_run_facts *f)
 	free(f->version);
 	free(f->started_at);
 	free(f->ended_at);
-}
-
-int fsp_store_each_run_attr(struct fsp_store *st, int64_t run,
-			    int (*fn)(void *arg, const char *key, const char *value),
-			    void *arg)
-{
-	sqlite3_stmt *s = prepare_run(st, "SELECT key, value FROM run_attrs WHERE run=?"
-				      " ORDER BY key", run);
-	if (!s)
-		return -1;
-	int rc;
-	while ((rc = sqlite3_step(s)) == SQLITE_ROW)
-		if (fn(arg, col_str(s, 0), col_str(s, 1)))
-			break;
-	return walk_end(s, rc);
 }
 
 int fsp_store_each_child_run(struct fsp_store *st, int64_t run,

@@ -54,6 +54,7 @@ char *fsp_store_attr(struct fsp_store *st, int64_t run, const char *key);
 /* Which attributes fsp_store_each_attr walks, by key prefix. */
 #define FSP_ATTRS_EMU 1u /* emu.*: the emulated store's state at mount */
 #define FSP_ATTRS_DEV 2u /* dev.*: the emulation's device counters */
+#define FSP_ATTRS_ALL 8u /* every attribute (alone, not with the others) */
 /* run's attributes of the kinds in which (at least one), in key order. */
 int fsp_store_each_attr(struct fsp_store *st, int64_t run, unsigned which,
 			int (*fn)(void *arg, const char *key, const char *value),
@@ -141,10 +142,6 @@ struct fsp_run_facts {
 /* 1 found, 0 no such run, -1 error. *f is zeroed first; free it either way. */
 int fsp_store_load_run_facts(struct fsp_store *st, int64_t run, struct fsp_run_facts *f);
 void fsp_run_facts_free(struct fsp_run_facts *f);
-/* Every attribute of run, in key order. */
-int fsp_store_each_run_attr(struct fsp_store *st, int64_t run,
-			    int (*fn)(void *arg, const char *key, const char *value),
-			    void *arg);
 /* The runs whose parent is run (a compare's targets and mounts; 0: the runs
  * that are nobody's part), in id order. */
 int fsp_store_each_child_run(struct fsp_store *st, int64_t run,

@@ -89,7 +89,7 @@ static int write_facts(FILE *out, struct fsp_store *st, int64_t run)
 		fsp_json_str(out, r.record_mode);
 		fputs(", \"attributes\": {", out);
 		struct list l = { .out = out };
-		rc = fsp_store_each_run_attr(st, run, fact_attr, &l) < 0 ? -1 : 1;
+		rc = fsp_store_each_attr(st, run, FSP_ATTRS_ALL, fact_attr, &l) < 0 ? -1 : 1;
 		fputs("}}", out);
 	}
 	fsp_run_facts_free(&f);
