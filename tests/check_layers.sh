@@ -27,7 +27,8 @@ allowed() {
 	fs/fuse) echo "src/base src/sys src/db src/trace fs/emu" ;;
 	bench/engine) echo "src/base src/sys src/db src/trace" ;;
 	src/prism) echo "src/base src/sys src/db" ;;
-	src/cli) echo "src/base src/sys src/db src/trace src/prism fs/emu fs/fuse bench/engine" ;;
+	src/report) echo "src/base src/sys src/db" ;;
+	src/cli) echo "src/base src/sys src/db src/trace src/prism fs/emu fs/fuse bench/engine src/report" ;;
 	*) echo "?" ;;
 	esac
 }
@@ -39,7 +40,7 @@ found=$(mktemp)
 trap 'rm -f "$found"' EXIT
 layer_of() { # path -> its layer folder, or nothing
 	case $1 in
-	src/base/* | src/sys/* | src/db/* | src/trace/* | src/prism/* | src/cli/* | fs/emu/* | fs/fuse/* | bench/engine/*)
+	src/base/* | src/sys/* | src/db/* | src/trace/* | src/prism/* | src/cli/* | fs/emu/* | fs/fuse/* | bench/engine/* | src/report/*)
 		echo "${1%/*}" ;;
 	esac
 }
@@ -65,6 +66,7 @@ for f in $files; do
 		# generated in the build tree from a source beside it (Makefile.am)
 		case $inc in
 		*.skel.h) [ -f "${inc%.skel.h}.bpf.c" ] && continue ;;
+		*_js.h) [ -f "${inc%_js.h}.js" ] && continue ;;
 		esac
 		if [ ! -f "$inc" ]; then
 			not_ok "$f includes \"$inc\", which is not in the tree"

@@ -203,6 +203,13 @@ static void test_attrs(void **state)
 	assert_int_equal(s.n, 2);
 	assert_int_equal(fsp_store_each_attr(st, run, 0, note_attr, &s), -1);
 	assert_int_equal(fsp_store_each_attr(st, run, 4, note_attr, &s), -1);
+	/* every attribute of the run (the report's facts), none of the other run's */
+	memset(&s, 0, sizeof(s));
+	assert_int_equal(fsp_store_each_attr(st, run, FSP_ATTRS_ALL, note_attr, &s), 0);
+	assert_string_equal(s.text, "dev.fua_writes=2 dev.ios=10 devx=1 emu.alloc=next-fit "
+			    "emu.cow=always emu.none=(null) emux.y=1 threads=4");
+	assert_int_equal(fsp_store_each_attr(st, run, FSP_ATTRS_ALL | FSP_ATTRS_EMU, note_attr,
+					     &s), -1);
 
 	/* a database error is one: -1, and the store says why */
 	side_exec("DROP TABLE run_attrs");

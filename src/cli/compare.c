@@ -59,6 +59,7 @@
 #include "src/base/ops.h"
 #include "src/base/units.h"
 #include "bench/engine/profile.h"
+#include "src/cli/report.h"
 #include "src/cli/stats.h"
 #include "src/db/results.h"
 #include "src/db/store.h"
@@ -122,6 +123,7 @@ static void usage(FILE *f)
 "                       [--journal=off|writeback|ordered|data]\n"
 "                       [--alloc=next-fit|first-fit]\n"
 "                       [--size SIZE] [--destroy-data] [--quiet]\n"
+"                       [--report FILE.html]\n"
 "                       [--PARAM=VALUE ...]\n"
 "\n"
 "Run one profile (default " DEFAULT_PROFILE ") on a raw block device, on a file of a\n"
@@ -138,7 +140,8 @@ static void usage(FILE *f)
 "With --device, the device is refused if it or a partition of it is mounted\n"
 "or in use, and, unless --destroy-data, if it carries any signature.\n"
 "Other --PARAM=VALUE options are passed to 'fsprism run' unchanged.\n"
-"On a terminal, progress is shown unless --quiet. See docs/compare.md.\n");
+"On a terminal, progress is shown unless --quiet. See docs/compare.md.\n"
+"--report FILE.html: also write the charts of the compare (fsprism report).\n");
 }
 
 /* ---- small helpers ------------------------------------------------------ */
@@ -693,7 +696,7 @@ static int parse_targets(const char *list, int want[T__COUNT])
 }
 
 enum { OPT_PROFILE = 256, OPT_DEVICE, OPT_FS, OPT_TARGETS, OPT_DB, OPT_SCALE, OPT_SIZE,
-       OPT_COW, OPT_JOURNAL, OPT_ALLOC, OPT_DESTROY };
+       OPT_COW, OPT_JOURNAL, OPT_ALLOC, OPT_DESTROY, OPT_REPORT };
 
 /* Returns 0, 1 after --help, or -1 (usage error, said). */
 static int parse_args(int argc, char **argv, struct opts *o)
@@ -711,6 +714,7 @@ static int parse_args(int argc, char **argv, struct opts *o)
 		{ "alloc", required_argument, NULL, OPT_ALLOC },
 		{ "destroy-data", no_argument, NULL, OPT_DESTROY },
 		{ "quiet", no_argument, NULL, 'q' },
+		{ "report", required_argument, NULL, OPT_REPORT },
 		FSP_OPT_HELP,
 		{ NULL, 0, NULL, 0 },
 	};
@@ -746,6 +750,7 @@ static int parse_args(int argc, char **argv, struct opts *o)
 		case OPT_ALLOC: o->alloc = v; break;
 		case OPT_DESTROY: o->destroy_data = 1; break;
 		case 'q': o->quiet = 1; break;
+		case OPT_REPORT: o->report = v; break;
 		default: {
 			/* a run parameter: validate_params checks it; the
 			 * children get it as --key=value */
@@ -1121,6 +1126,8 @@ int cmd_compare(int argc, char **argv)
 		return 2;
 	if (preflight(&c))
 		return 1;
+	if (c.o.report && report_check_output("compare", c.o.report))
+		return 1;
 	choose_span(&c.params, c.dev_size, c.o.span_arg, sizeof c.o.span_arg);
 
 	char err[1024];
@@ -1155,6 +1162,10 @@ out:;
 		fsp_store_end_run(c.st, c.run, 0, 0);
 		/* also after Ctrl-C or a failure: what was measured is shown */
 		compare_report(stdout, c.st, &c.o, c.su.device, c.run, c.mount_run);
+		fflush(stdout);
+		if (c.o.report && report_html("compare", c.st, c.run, 0, c.o.report, NULL, 0) &&
+		    !rc)
+			rc = 1;
 	}
 	if (stop_sig) {
 		fail("interrupted by signal %d; %s", (int)stop_sig, torn ?

@@ -24,6 +24,7 @@ struct opts {
 	int want[T__COUNT];
 	int destroy_data;
 	int quiet;
+	const char *report;   /* --report FILE.html, or NULL */
 	uint64_t image_size;
 	char *pass[MAX_PASS]; /* --PARAM=VALUE overrides for run */
 	const char *pass_key[MAX_PASS], *pass_val[MAX_PASS]; /* the same, parsed */

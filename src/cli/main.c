@@ -23,6 +23,8 @@ static void usage(FILE *f)
 "  profiles                                 list the benchmark profiles and their parameters\n"
 "  stats DB [--run N] [--format F] [--extents]\n"
 "                                           per-operation, per-layer latency statistics\n"
+"  report DB [--run N] [--vs M] -o FILE.html\n"
+"                                           the run's charts in one HTML file\n"
 "  version, -V, --version                   print the version\n"
 "  help COMMAND                             a command's options (as COMMAND --help)\n"
 "\n"
@@ -41,6 +43,7 @@ static const struct {
 	{ "profiles", cmd_profiles },
 	{ "compare", cmd_compare },
 	{ "stats", cmd_stats },
+	{ "report", cmd_report },
 };
 
 static int (*find_command(const char *name))(int, char **)

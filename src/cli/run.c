@@ -19,6 +19,7 @@
 #include <unistd.h>
 #include "src/cli/cli.h"
 #include "src/cli/opt.h"
+#include "src/cli/report.h"
 #include "src/base/clock.h"
 #include "src/base/units.h"
 #include "bench/engine/engine.h"
@@ -51,6 +52,7 @@ struct run_opts {
 	const char *label;
 	int quiet;
 	int no_trace;
+	const char *report;       /* --report FILE.html, or NULL */
 	enum fsp_record_mode record;
 	unsigned sample_n;
 	const char *record_text;
@@ -77,7 +79,8 @@ static void run_usage(FILE *f)
 "  --record=MODE          full | sample:N | hist (default) | off\n"
 "  --quiet                no summary table, only the run number line\n"
 "  --no-trace             do not trace the block layer (traced by default when\n"
-"                         eBPF is available: block_ios rows, docs/schema.md)\n");
+"                         eBPF is available: block_ios rows, docs/schema.md)\n"
+"  --report FILE.html     also write the run's charts (as fsprism report)\n");
 	/* the parameters, from the one list of their names */
 	fprintf(f, "parameters (override the profile; see fsprism-run(1)):\n");
 	int col = fprintf(f, " ");
@@ -91,7 +94,8 @@ static void run_usage(FILE *f)
 	fputc('\n', f);
 }
 
-enum { OPT_DB = 256, OPT_SCALE, OPT_DESTROY, OPT_PARENT, OPT_LABEL, OPT_RECORD, OPT_NO_TRACE };
+enum { OPT_DB = 256, OPT_SCALE, OPT_DESTROY, OPT_PARENT, OPT_LABEL, OPT_RECORD, OPT_NO_TRACE,
+       OPT_REPORT };
 
 /* Returns 0, 1 after --help, or 2 (usage error, said). */
 static int parse_args(int argc, char **argv, struct run_opts *o)
@@ -105,6 +109,7 @@ static int parse_args(int argc, char **argv, struct run_opts *o)
 		{ "record", required_argument, NULL, OPT_RECORD },
 		{ "quiet", no_argument, NULL, 'q' },
 		{ "no-trace", no_argument, NULL, OPT_NO_TRACE },
+		{ "report", required_argument, NULL, OPT_REPORT },
 		FSP_OPT_HELP,
 		{ NULL, 0, NULL, 0 },
 	};
@@ -133,6 +138,9 @@ static int parse_args(int argc, char **argv, struct run_opts *o)
 			break;
 		case OPT_NO_TRACE:
 			o->no_trace = 1;
+			break;
+		case OPT_REPORT:
+			o->report = v;
 			break;
 		case OPT_DB:
 			o->db = v;
@@ -959,6 +967,8 @@ int cmd_run(int argc, char **argv)
 		fprintf(stderr, "fsprism run: %s\n", err); /* a fill's span is known now */
 		rc = 2;
 	}
+	if (!rc && o.report && report_check_output("run", o.report))
+		rc = 1;
 	if (!rc && t.raw && fsp_params_writes(&p) &&
 	    fsp_target_check_raw_write(t.path, o.destroy_data, err, sizeof(err)) != 0) {
 		fprintf(stderr, "fsprism run: %s\n", err);
@@ -1067,6 +1077,8 @@ int cmd_run(int argc, char **argv)
 		printf("interrupted: ");
 	printf("run %lld stored in %s\n", (long long)run, o.db);
 	fflush(stdout);
+	if (o.report && report_html("run", st, run, 0, o.report, NULL, 0) && !rc)
+		rc = 1;
 	for (unsigned i = 0; steps && i < nsteps; i++)
 		fsp_step_result_free(&steps[i].res);
 	free(steps);

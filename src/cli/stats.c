@@ -20,6 +20,7 @@
 #include "src/cli/cli.h"
 #include "src/cli/opt.h"
 #include "src/base/hist.h"
+#include "src/base/json.h"
 #include "src/base/ops.h"
 #include "src/base/units.h"
 #include "src/cli/stats.h"
@@ -350,32 +351,6 @@ static void print_csv(const struct fsp_run_row *h, const struct op_row *rows, si
 	}
 }
 
-void fsp_json_str(FILE *out, const char *s)
-{
-	if (!s) {
-		fputs("null", out);
-		return;
-	}
-	fputc('"', out);
-	for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
-		if (*p == '"' || *p == '\\')
-			fprintf(out, "\\%c", *p);
-		else if (*p < 0x20)
-			fprintf(out, "\\u%04x", *p);
-		else
-			fputc(*p, out);
-	}
-	fputc('"', out);
-}
-
-static void json_num(FILE *out, double v)
-{
-	if (isnan(v) || isinf(v))
-		fputs("null", out);
-	else
-		fprintf(out, "%.3f", v);
-}
-
 static void json_attr_value(FILE *out, const char *v);
 
 static void print_json(const struct fsp_run_row *h, const struct op_row *rows, size_t n,
@@ -398,7 +373,7 @@ static void print_json(const struct fsp_run_row *h, const struct op_row *rows, s
 	fputs(", \"started_at\": ", out);
 	fsp_json_str(out, h->started_at);
 	fputs(", \"duration_s\": ", out);
-	json_num(out, run_secs(h) > 0 ? run_secs(h) : NAN);
+	fsp_json_num(out, run_secs(h) > 0 ? run_secs(h) : NAN);
 	fprintf(out, ", \"recorded\": %" PRId64 ", \"dropped\": %" PRId64,
 		h->recorded, h->dropped);
 	if (h->crashed) {
@@ -415,7 +390,7 @@ static void print_json(const struct fsp_run_row *h, const struct op_row *rows, s
 		fsp_json_str(out, fsp_op_name(r->op));
 		fprintf(out, ", \"count\": %" PRIu64 ", \"bytes\": %" PRIu64
 			", \"mb_per_s\": ", r->count, r->bytes);
-		json_num(out, mb_per_s(r));
+		fsp_json_num(out, mb_per_s(r));
 		fprintf(out, ", \"errors\": %" PRIu64 ", \"layers\": {", r->errors);
 		int first = 1;
 		for (int k = 0; k < FSP_LAYER__COUNT; k++) {
@@ -426,13 +401,13 @@ static void print_json(const struct fsp_run_row *h, const struct op_row *rows, s
 			fprintf(out, "%s\n      \"%s\": {\"mean_us\": ", first ? "" : ",",
 				fsp_layer_name(l));
 			first = 0;
-			json_num(out, ls->mean);
+			fsp_json_num(out, ls->mean);
 			for (int q = 0; q < NQUANT; q++) {
 				fprintf(out, ", \"%s_us\": ", quant_keys[q]);
-				json_num(out, ls->q[q]);
+				fsp_json_num(out, ls->q[q]);
 			}
 			fputs(", \"max_us\": ", out);
-			json_num(out, ls->max);
+			fsp_json_num(out, ls->max);
 			fputc('}', out);
 		}
 		fputs("}}", out);
@@ -798,18 +773,18 @@ static int print_emulation_json(struct fsp_store *st, int64_t run,
 		"    \"write_amplification\": {", a->user_write_bytes);
 	for (int k = 0; k < NKINDS; k++) {
 		fprintf(out, "\"%s\": ", dev_kinds[k].name);
-		json_num(out, ratio(a->bytes[k], a->user_write_bytes));
+		fsp_json_num(out, ratio(a->bytes[k], a->user_write_bytes));
 		fputs(", ", out);
 	}
 	fputs("\"total\": ", out);
-	json_num(out, ratio(a->write_bytes, a->user_write_bytes));
+	fsp_json_num(out, ratio(a->write_bytes, a->user_write_bytes));
 	fputs("},\n    \"device_bytes\": {", out);
 	for (int k = 0; k < NKINDS; k++)
 		fprintf(out, "\"%s\": %" PRIu64 ", ", dev_kinds[k].name, a->bytes[k]);
 	fprintf(out, "\"read\": %" PRIu64 "},\n", a->read_bytes);
 	fprintf(out, "    \"flushes\": %" PRIu64 ", \"fsyncs\": %" PRIu64
 		", \"flushes_per_fsync\": ", a->flushes, a->fsyncs);
-	json_num(out, ratio(a->flushes, a->fsyncs));
+	fsp_json_num(out, ratio(a->flushes, a->fsyncs));
 	if (a->have_fua)
 		fprintf(out, ", \"fua_writes\": %" PRIu64, a->fua_writes);
 	fputs(",\n    \"device\": {\"ios\": ", out);
@@ -823,9 +798,9 @@ static int print_emulation_json(struct fsp_store *st, int64_t run,
 	else
 		fputs("null", out);
 	fputs(", \"seq_share\": ", out);
-	json_num(out, seq_share(a));
+	fsp_json_num(out, seq_share(a));
 	fputs(", \"streams\": ", out);
-	json_num(out, streams(a));
+	fsp_json_num(out, streams(a));
 	fputs("},\n    \"attributes\": {", out);
 
 	struct json_rows attrs = { .out = out, .first = 1 };

@@ -10,6 +10,7 @@
 
 #include <stdint.h>
 #include <stdio.h>
+#include "src/base/json.h" /* fsp_json_str, for stats' sections */
 
 struct fsp_store;
 
@@ -63,7 +64,5 @@ int fsp_stats_emu_acct(struct fsp_store *st, int64_t run, struct fsp_emu_acct *a
 int fsp_stats_quantile_us(struct fsp_store *st, int64_t run, int step, int op,
 			  int layer, double q, double *us);
 
-/* s as a JSON string, escaped; null for NULL (stats and its sections). */
-void fsp_json_str(FILE *out, const char *s);
 
 #endif

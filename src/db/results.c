@@ -171,15 +171,16 @@ int fsp_store_each_attr(struct fsp_store *st, int64_t run, unsigned which,
 			int (*fn)(void *arg, const char *key, const char *value),
 			void *arg)
 {
-	static const char *const sql[4] = {
+	static const char *const sql[FSP_ATTRS_ALL + 1] = {
 		[FSP_ATTRS_EMU] = "SELECT key, value FROM run_attrs WHERE run=?"
 			" AND key LIKE 'emu.%' ORDER BY key",
 		[FSP_ATTRS_DEV] = "SELECT key, value FROM run_attrs WHERE run=?"
 			" AND key LIKE 'dev.%' ORDER BY key",
 		[FSP_ATTRS_EMU | FSP_ATTRS_DEV] = "SELECT key, value FROM run_attrs WHERE run=? AND"
 			" (key LIKE 'emu.%' OR key LIKE 'dev.%') ORDER BY key",
+		[FSP_ATTRS_ALL] = "SELECT key, value FROM run_attrs WHERE run=? ORDER BY key",
 	};
-	if (which >= 4 || !sql[which])
+	if (which > FSP_ATTRS_ALL || !sql[which])
 		return -1;
 	sqlite3_stmt *s = prepare_run(st, sql[which], run);
 	if (!s)
@@ -449,5 +450,154 @@ int fsp_store_each_emu_extent(struct fsp_store *st, int64_t run,
 		if (fn(arg, &f, &e))
 			break;
 	}
+	return walk_end(s, rc);
+}
+
+/* ---- the report's questions ----------------------------------------------- */
+
+int fsp_store_load_run_facts(struct fsp_store *st, int64_t run, struct fsp_run_facts *f)
+{
+	memset(f, 0, sizeof(*f));
+	sqlite3_stmt *s = prepare_run(st, "SELECT host, kernel, version, started_at,"
+				      " ended_at, coalesce(parent, 0) FROM runs WHERE id=?", run);
+	if (!s)
+		return -1;
+	int rc = sqlite3_step(s);
+	if (rc == SQLITE_ROW) {
+		f->host = col_text(s, 0);
+		f->kernel = col_text(s, 1);
+		f->version = col_text(s, 2);
+		f->started_at = col_text(s, 3);
+		f->ended_at = col_text(s, 4);
+		f->parent = sqlite3_column_int64(s, 5);
+	}
+	sqlite3_finalize(s);
+	return rc == SQLITE_ROW ? 1 : rc == SQLITE_DONE ? 0 : -1;
+}
+
+void fsp_run_facts_free(struct fsp_run_facts *f)
+{
+	free(f->host);
+	free(f->kernel);
+	free(f->version);
+	free(f->started_at);
+	free(f->ended_at);
+}
+
+int fsp_store_each_child_run(struct fsp_store *st, int64_t run,
+			     int (*fn)(void *arg, int64_t id, const char *kind,
+				       const char *label),
+			     void *arg)
+{
+	sqlite3_stmt *s = prepare_run(st, "SELECT id, kind, label FROM runs"
+				      " WHERE coalesce(parent, 0)=?"
+				      " ORDER BY id", run);
+	if (!s)
+		return -1;
+	int rc;
+	while ((rc = sqlite3_step(s)) == SQLITE_ROW)
+		if (fn(arg, sqlite3_column_int64(s, 0), col_str(s, 1), col_str(s, 2)))
+			break;
+	return walk_end(s, rc);
+}
+
+int fsp_store_each_timeline(struct fsp_store *st, int64_t run,
+			    int (*fn)(void *arg, int step, const struct fsp_timeline_row *t),
+			    void *arg)
+{
+	sqlite3_stmt *s = prepare_run(st, "SELECT step, t_ns, read_bytes, write_bytes,"
+				      " read_ios, write_ios FROM timeline WHERE run=?"
+				      " ORDER BY step, t_ns", run);
+	if (!s)
+		return -1;
+	int rc;
+	while ((rc = sqlite3_step(s)) == SQLITE_ROW) {
+		struct fsp_timeline_row t = {
+			.t_ns = col_u64(s, 1), .read_bytes = col_u64(s, 2),
+			.write_bytes = col_u64(s, 3), .read_ios = col_u64(s, 4),
+			.write_ios = col_u64(s, 5),
+		};
+		if (fn(arg, sqlite3_column_int(s, 0), &t))
+			break;
+	}
+	return walk_end(s, rc);
+}
+
+int fsp_store_each_segment(struct fsp_store *st, int64_t run,
+			   int (*fn)(void *arg, int step, const struct fsp_segment_row *g),
+			   void *arg)
+{
+	sqlite3_stmt *s = prepare_run(st, "SELECT step, segment, offset, bytes, ns"
+				      " FROM segments WHERE run=? ORDER BY step, segment", run);
+	if (!s)
+		return -1;
+	int rc;
+	while ((rc = sqlite3_step(s)) == SQLITE_ROW) {
+		struct fsp_segment_row g = {
+			.segment = col_u64(s, 1), .offset = col_u64(s, 2),
+			.bytes = col_u64(s, 3), .ns = col_u64(s, 4),
+		};
+		if (fn(arg, sqlite3_column_int(s, 0), &g))
+			break;
+	}
+	return walk_end(s, rc);
+}
+
+int64_t fsp_store_count_op_rows(struct fsp_store *st, int64_t run)
+{
+	return run_int(st, "SELECT count(*) FROM ops WHERE run=?", run, 0);
+}
+
+int fsp_store_each_op_latency(struct fsp_store *st, int64_t run,
+			      int (*fn)(void *arg, int step, int op, uint64_t start_ns,
+					uint64_t total_ns),
+			      void *arg)
+{
+	sqlite3_stmt *s = prepare_run(st, "SELECT step, op, start_ns, total_ns FROM ops"
+				      " WHERE run=? AND op NOT IN (SELECT op FROM op_names"
+				      " WHERE name LIKE 'dev!_%' ESCAPE '!')", run);
+	if (!s)
+		return -1;
+	int rc;
+	while ((rc = sqlite3_step(s)) == SQLITE_ROW)
+		if (fn(arg, sqlite3_column_int(s, 0), sqlite3_column_int(s, 1), col_u64(s, 2),
+		       col_u64(s, 3)))
+			break;
+	return walk_end(s, rc);
+}
+
+/* Is there a block_ios table (a version-2 database has none)? */
+static int have_block_ios(struct fsp_store *st)
+{
+	return run_int(st, "SELECT count(*) FROM sqlite_master WHERE type='table'"
+		       " AND name='block_ios'", 0, 0) > 0;
+}
+
+int64_t fsp_store_count_block_positions(struct fsp_store *st, int64_t run)
+{
+	if (!have_block_ios(st))
+		return 0;
+	return run_int(st, "SELECT count(*) FROM block_ios WHERE run=? AND step IS NOT NULL"
+		       " AND bytes > 0", run, 0);
+}
+
+int fsp_store_each_block_position(struct fsp_store *st, int64_t run,
+				  int (*fn)(void *arg, int step, const char *op,
+					    uint64_t issue_ns, uint64_t sector,
+					    uint64_t bytes),
+				  void *arg)
+{
+	if (!have_block_ios(st))
+		return 0;
+	sqlite3_stmt *s = prepare_run(st, "SELECT step, op, issue_ns, sector, bytes"
+				      " FROM block_ios WHERE run=? AND step IS NOT NULL"
+				      " AND bytes > 0 ORDER BY issue_ns", run);
+	if (!s)
+		return -1;
+	int rc;
+	while ((rc = sqlite3_step(s)) == SQLITE_ROW)
+		if (fn(arg, sqlite3_column_int(s, 0), col_str(s, 1), col_u64(s, 2),
+		       col_u64(s, 3), col_u64(s, 4)))
+			break;
 	return walk_end(s, rc);
 }

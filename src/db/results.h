@@ -54,6 +54,7 @@ char *fsp_store_attr(struct fsp_store *st, int64_t run, const char *key);
 /* Which attributes fsp_store_each_attr walks, by key prefix. */
 #define FSP_ATTRS_EMU 1u /* emu.*: the emulated store's state at mount */
 #define FSP_ATTRS_DEV 2u /* dev.*: the emulation's device counters */
+#define FSP_ATTRS_ALL 8u /* every attribute (alone, not with the others) */
 /* run's attributes of the kinds in which (at least one), in key order. */
 int fsp_store_each_attr(struct fsp_store *st, int64_t run, unsigned which,
 			int (*fn)(void *arg, const char *key, const char *value),
@@ -130,5 +131,47 @@ int fsp_store_each_emu_extent(struct fsp_store *st, int64_t run,
 			      int (*fn)(void *arg, const struct fsp_emu_file *f,
 					const struct fsp_emu_extent *e),
 			      void *arg);
+
+/* ---- the report's questions (fsprism report) ------------------------------ */
+
+/* What a runs row says about where and when it ran; strings malloc'd. */
+struct fsp_run_facts {
+	char *host, *kernel, *version, *started_at, *ended_at;
+	int64_t parent; /* 0: none */
+};
+/* 1 found, 0 no such run, -1 error. *f is zeroed first; free it either way. */
+int fsp_store_load_run_facts(struct fsp_store *st, int64_t run, struct fsp_run_facts *f);
+void fsp_run_facts_free(struct fsp_run_facts *f);
+/* The runs whose parent is run (a compare's targets and mounts; 0: the runs
+ * that are nobody's part), in id order. */
+int fsp_store_each_child_run(struct fsp_store *st, int64_t run,
+			     int (*fn)(void *arg, int64_t id, const char *kind,
+				       const char *label),
+			     void *arg);
+/* run's timeline rows, by step then time. */
+int fsp_store_each_timeline(struct fsp_store *st, int64_t run,
+			    int (*fn)(void *arg, int step, const struct fsp_timeline_row *t),
+			    void *arg);
+/* run's fill segments and bursts, by step then segment. */
+int fsp_store_each_segment(struct fsp_store *st, int64_t run,
+			   int (*fn)(void *arg, int step, const struct fsp_segment_row *g),
+			   void *arg);
+/* Rows of run in the ops table (the recorded operations); -1 on error. */
+int64_t fsp_store_count_op_rows(struct fsp_store *st, int64_t run);
+/* Each recorded operation of run that is not a device op: its step, op,
+ * start and total time, in no particular order. */
+int fsp_store_each_op_latency(struct fsp_store *st, int64_t run,
+			      int (*fn)(void *arg, int step, int op, uint64_t start_ns,
+					uint64_t total_ns),
+			      void *arg);
+/* Block requests of run that carry data (not flushes) inside a step
+ * (block_ios; none in a version-2 database): where on the disk and when,
+ * by issue time. */
+int64_t fsp_store_count_block_positions(struct fsp_store *st, int64_t run);
+int fsp_store_each_block_position(struct fsp_store *st, int64_t run,
+				  int (*fn)(void *arg, int step, const char *op,
+					    uint64_t issue_ns, uint64_t sector,
+					    uint64_t bytes),
+				  void *arg);
 
 #endif

@@ -1,0 +1,172 @@
+#!/bin/sh
+# it_report.sh - fsprism report: real reports of real runs, rendered in
+# headless Chromium. For a database with only a mount run, with only engine
+# runs (one overlaid on another with --vs) and for a compare with the
+# emulation: no console message, a screenshot that is not blank, nothing
+# fetched (Chart.js embedded as installed, no http(s) URL elsewhere), and
+# every number the charts plotted (read back from the rendered page) equal
+# to `fsprism stats --format json` of the same run. Then bad input: a
+# missing run, --vs of another kind, an unwritable output: one line, exit 1,
+# nothing written and an existing report left as it was.
+. "$TESTS_SRCDIR/lib.sh"
+
+command -v chromium >/dev/null 2>&1 || fsp_skip "chromium is not installed (./setup installs it)"
+command -v python3 >/dev/null 2>&1 || fsp_skip "python3 is not installed"
+CHARTJS=$("$FSPRISM" report --help | sed -n 's/.*--chartjs FILE *Chart.js to embed (default: \(.*\))$/\1/p')
+[ -r "$CHARTJS" ] || fsp_skip "no Chart.js configured ('$CHARTJS'): install libjs-chart.js and configure again"
+CHECK="python3 $TESTS_SRCDIR/report_check.py"
+
+# result LINES: the PASS/FAIL lines of report_check.py as TAP
+result() {
+	while IFS= read -r line; do
+		case $line in
+		PASS*) ok "$name: ${line#PASS }" ;;
+		FAIL*) not_ok "$name: ${line#FAIL }" ;;
+		*) not_ok "$name: report_check.py said: $line" ;;
+		esac
+	done
+}
+
+# render NAME HTML: the page's DOM after its script ran, the console, a screenshot
+render() {
+	name=$1 page=$2
+	profile=$T/chrome-$1
+	for what in dom png; do
+		set -- --headless --disable-gpu --no-sandbox --no-first-run --user-data-dir="$profile" \
+			--hide-scrollbars --enable-logging=stderr --v=0
+		if [ $what = dom ]; then
+			HOME=$T timeout 120 chromium "$@" --dump-dom "file://$page" >"$T/$name.dom" 2>"$T/$name.log"
+		else
+			HOME=$T timeout 120 chromium "$@" --window-size=1100,1800 \
+				--screenshot="$T/$name.png" "file://$page" >/dev/null 2>"$T/$name.log2"
+		fi
+	done
+	cat "$T/$name.log2" >>"$T/$name.log"
+}
+
+# stats_of DB: stats JSON of every run of DB, where report_check.py reads them
+stats_of() {
+	for r in $(sqlite3 "$1" "SELECT id FROM runs"); do
+		"$FSPRISM" stats "$1" --run "$r" --format json >"$T/stats/stats-$r.json"
+	done
+}
+
+# look NAME HTML DB MIN_CHARTS REQUIRED...: render the report and check it
+look() {
+	name=$1 html=$2 db=$3 min=$4
+	shift 4
+	rm -rf "$T/stats" && mkdir "$T/stats"
+	stats_of "$db"
+	render "$name" "$html"
+	# (into a file: a pipe into result would count in a subshell)
+	$CHECK page "$html" "$T/$name.dom" "$T/$name.log" "$T/$name.png" "$CHARTJS" "$min" \
+		>"$T/$name.check" 2>&1
+	$CHECK numbers "$T/$name.dom" "$T/stats" "$@" >>"$T/$name.check" 2>&1
+	result <"$T/$name.check"
+}
+
+# bad NAME EXPECTED_STATUS OUT CMD...: one line on stderr, the status, no OUT nor OUT.tmp
+bad() {
+	name=$1 want=$2 out=$3
+	shift 3
+	"$@" >"$T/bad.out" 2>"$T/bad.err"
+	st=$?
+	expect_eq "$name: exit status" "$want" "$st"
+	expect_eq "$name: one line on stderr ($(head -c 160 "$T/bad.err"))" 1 "$(wc -l <"$T/bad.err")"
+	if [ -e "$out" ] || [ -e "$out.tmp" ]; then not_ok "$name: $out or $out.tmp was written"
+	else ok "$name: nothing written"; fi
+}
+
+# --- a database with only a mount run ------------------------------------------
+mkdir "$T/back" "$T/mnt"
+if fsp_mount "$T/back" "$T/mnt" --log "$T/mount.db" --record full; then
+	for i in 1 2 3; do
+		dd if=/dev/zero of="$T/mnt/f$i" bs=64k count=32 conv=fsync 2>/dev/null
+		cat "$T/mnt/f$i" >/dev/null
+	done
+	fsp_umount "$T/mnt"
+	check "mount: report written" "$FSPRISM" report "$T/mount.db" -o "$T/mount.html"
+	look mount "$T/mount.html" "$T/mount.db" 3 lat- cdf-mount- heatmap-
+else
+	not_ok "fsprism mount"
+fi
+
+# --- only engine runs: run --report, then --vs ----------------------------------
+DEV=$(fsp_loop_new 256M) && fsp_track_loop "$DEV" || not_ok "losetup"
+TINY="--time=300ms --span=64M --mix=100,50,0 --quiet"
+# shellcheck disable=SC2086
+if "$FSPRISM" run mixed-seq "$DEV" --db "$T/run.db" $TINY --report "$T/run.html" >"$T/run.out" 2>"$T/run.err" &&
+	# shellcheck disable=SC2086
+	"$FSPRISM" run mixed-seq "$DEV" --db "$T/run.db" $TINY --bs=64k >>"$T/run.out" 2>>"$T/run.err"; then
+	ok "two runs"
+	expect_eq "run --report says where the report is" "report written to $T/run.html" \
+		"$(grep '^report written' "$T/run.out")"
+	look run "$T/run.html" "$T/run.db" 4 curve-total curve-rw lat- cdf-read cdf-write timeline-
+	check "run: report --run 2 --vs 1" "$FSPRISM" report "$T/run.db" --run 2 --vs 1 -o "$T/vs.html"
+	look vs "$T/vs.html" "$T/run.db" 4 curve-total curve-rw lat- cdf-read
+	if grep -q 'data-chart="ratios"' "$T/vs.dom"; then ok "vs: the table of ratios"
+	else not_ok "vs: no table of ratios"; fi
+	runs=$(python3 -c 'import json,re,html,sys
+d=json.loads(html.unescape(re.search(r"<pre id=\"fsp-plotted\"[^>]*>(.*?)</pre>", open(sys.argv[1]).read(), re.S).group(1)))
+print(" ".join(sorted({str(x["fsp"]["run"]) for x in d["curve-total"]["datasets"]})))' "$T/vs.dom")
+	expect_eq "vs: the curve overlays both runs" "1 2" "$runs"
+else
+	not_ok "fsprism run: $(cat "$T/run.err")"
+fi
+
+# --- a compare with the emulation, its own --report ----------------------------
+if "$FSPRISM" compare --cow=always --size 1G --db "$T/cmp.db" --time=300ms --mix=100,50,0 --quiet \
+	--report "$T/cmp.html" >"$T/cmp.out" 2>"$T/cmp.err"; then
+	ok "compare --cow=always --report"
+	expect_eq "compare --report says where the report is" "report written to $T/cmp.html" \
+		"$(grep '^report written' "$T/cmp.out")"
+	look compare "$T/cmp.html" "$T/cmp.db" 12 curve-total curve-rw lat- cdf-read cdf-write wa- \
+		blocktimes- block- heatmap- timeline-
+else
+	not_ok "compare: $(tail -3 "$T/cmp.err")"
+fi
+
+# --- a second compare overlaid on the first: targets matched by name -----------
+if "$FSPRISM" compare --targets raw,fs --size 1G --db "$T/cmp.db" --time=300ms --mix=100,50,0 --quiet \
+	>"$T/cmp2.out" 2>"$T/cmp2.err"; then
+	second=$(sqlite3 "$T/cmp.db" "SELECT max(id) FROM runs WHERE kind='compare'")
+	check "compare: report --run $second --vs 1" \
+		"$FSPRISM" report "$T/cmp.db" --run "$second" --vs 1 -o "$T/cmpvs.html"
+	look cmpvs "$T/cmpvs.html" "$T/cmp.db" 6 curve-total curve-rw lat- cdf-read
+	raw1=$(sqlite3 "$T/cmp.db" "SELECT id FROM runs WHERE parent=1 AND label='raw'")
+	raw2=$(sqlite3 "$T/cmp.db" "SELECT id FROM runs WHERE parent=$second AND label='raw'")
+	got=$(python3 -c 'import json,re,html,sys
+d=json.loads(html.unescape(re.search(r"<pre id=\"fsp-plotted\"[^>]*>(.*?)</pre>", open(sys.argv[1]).read(), re.S).group(1)))
+print(" ".join(sorted({str(x["fsp"]["run"]) for x in d["curve-total"]["datasets"] if x["label"].startswith("raw")})))' "$T/cmpvs.dom")
+	expect_eq "compare --vs: the raw target of both compares on one curve" "$raw1 $raw2" "$got"
+	if grep -q 'data-chart="ratios"' "$T/cmpvs.dom"; then ok "compare --vs: the table of ratios"
+	else not_ok "compare --vs: no table of ratios"; fi
+else
+	not_ok "second compare: $(tail -3 "$T/cmp2.err")"
+fi
+
+# --- bad input ------------------------------------------------------------------------
+name=bad
+bad "missing run" 1 "$T/x.html" "$FSPRISM" report "$T/run.db" --run 99 -o "$T/x.html"
+bad "--vs of another kind" 1 "$T/x.html" "$FSPRISM" report "$T/cmp.db" --run 1 --vs 2 -o "$T/x.html"
+bad "output in a missing directory" 1 "$T/nodir/x.html" "$FSPRISM" report "$T/run.db" -o "$T/nodir/x.html"
+: >"$T/afile"
+bad "output under a file" 1 "$T/afile/x.html" "$FSPRISM" report "$T/run.db" -o "$T/afile/x.html"
+bad "no output" 2 "$T/x.html" "$FSPRISM" report "$T/run.db"
+# a failed write leaves the report that was there as it was
+cp "$T/run.html" "$T/keep.html"
+bad_keep() {
+	"$FSPRISM" report "$T/run.db" --run 1 --chartjs "$T/afile" -o "$T/keep.html" 2>"$T/bad.err"
+	expect_eq "not Chart.js: exit 1" 1 $?
+	check "not Chart.js: the previous report is untouched" cmp -s "$T/run.html" "$T/keep.html"
+	if [ -e "$T/keep.html.tmp" ]; then not_ok "not Chart.js: keep.html.tmp left"
+	else ok "not Chart.js: no .tmp left"; fi
+}
+bad_keep
+before=$(sqlite3 "$T/run.db" "SELECT count(*) FROM runs")
+bad "run --report into a missing directory" 1 "$T/nodir/r.html" \
+	"$FSPRISM" run mixed-seq "$DEV" --db "$T/run.db" --time=100ms --span=64M --quiet --report "$T/nodir/r.html"
+expect_eq "run --report refused before the run: no run stored" "$before" \
+	"$(sqlite3 "$T/run.db" "SELECT count(*) FROM runs")"
+
+fsp_done
