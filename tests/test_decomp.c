@@ -187,7 +187,7 @@ static void test_no_block(void **state)
 	assert_int_equal(got[0].why_ns[FSP_DC_NO_BLOCK], 700);
 	assert_int_equal(got[0].rows, 0);
 	in.kind = FSP_DC_FILE; /* a file read served from the page cache */
-	struct fsp_dc_extent e = { 0, 1 << 20, 1 << 20, 0 };
+	struct fsp_extent e = { 0, 1 << 20, 1 << 20, 0 };
 	in.map.ext = &e;
 	in.map.n = 1;
 	run_join(&in);
@@ -275,10 +275,10 @@ static void test_file_extents(void **state)
 	(void)state;
 	/* file [0,64K) at disk 1M, [64K,128K) unwritten at 4M, [128K,..)
 	 * inline (no location: skipped) */
-	struct fsp_dc_extent e[] = {
-		{ 65536, 4 << 20, 65536, FSP_DC_EXT_UNWRITTEN },
+	struct fsp_extent e[] = {
+		{ 65536, 4 << 20, 65536, FSP_EXT_UNWRITTEN },
 		{ 0, 1 << 20, 65536, 0 },
-		{ 131072, 0, 4096, FSP_DC_EXT_INLINE },
+		{ 131072, 0, 4096, FSP_EXT_INLINE },
 	};
 	struct fsp_dc_io ios[] = {
 		io(0, 1000, 4096, 4096, 7, 1),      /* at disk 1M + 4K */
@@ -302,7 +302,7 @@ static void test_file_extents(void **state)
 	assert_int_equal(got[2].why_ns[FSP_DC_NO_BLOCK], 1000);
 	/* one request across two extents adjacent on the disk but not in the
 	 * file: each piece serves the IO at its own place in the file */
-	struct fsp_dc_extent e2[] = { { 0, 1 << 20, 4096, 0 }, { 65536, (1 << 20) + 4096, 4096, 0 } };
+	struct fsp_extent e2[] = { { 0, 1 << 20, 4096, 0 }, { 65536, (1 << 20) + 4096, 4096, 0 } };
 	struct fsp_dc_io ios2[] = { io(0, 1000, 0, 4096, 7, 0), io(0, 1000, 65536, 4096, 7, 0) };
 	struct fsp_dc_block b2[] = { rq(100, 200, 900, 1 << 20, 8192, 7, 0) };
 	in = (struct fsp_dc_in){ .kind = FSP_DC_FILE, .io = ios2, .nio = 2, .blk = b2, .nblk = 1,
@@ -330,7 +330,7 @@ static void test_mount_chain(void **state)
 	struct fsp_dc_fuse f[] = { { 41, 0, 10 }, { 42, 500, 8500 } };
 	struct fsp_dc_block b[] = { rq(2000, 2500, 6000, (1 << 20) + 4096, 4096, 55, 0) };
 	b[0].tgid = 50;
-	struct fsp_dc_extent e = { 0, 1 << 20, 1 << 20, 0 }; /* the backing file */
+	struct fsp_extent e = { 0, 1 << 20, 1 << 20, 0 }; /* the backing file */
 	struct fsp_dc_in in = { .kind = FSP_DC_MOUNT, .io = ios, .nio = 1, .blk = b, .nblk = 1,
 				.map = { 0, &e, 1 }, .blk_tgid = 50, .dmn = d, .ndmn = 2,
 				.fuse = f, .nfuse = 2 };
@@ -480,7 +480,7 @@ static void test_random_rows_add_up(void **state)
 				  (int)(rnd(&x) % 2));
 			b[i].insert_ns = rnd(&x) % 2 ? q + 10 : 0;
 		}
-		struct fsp_dc_extent e[] = { { 0, 0, 65536, 0 }, { 65536, 1 << 20, 1 << 20, 0 } };
+		struct fsp_extent e[] = { { 0, 0, 65536, 0 }, { 65536, 1 << 20, 1 << 20, 0 } };
 		enum fsp_dc_kind kinds[] = { FSP_DC_RAW, FSP_DC_FILE, FSP_DC_MOUNT };
 		struct fsp_dc_in in = { .kind = kinds[round % 3], .io = ios, .nio = 2000, .blk = b,
 					.nblk = 3000, .dmn = d, .ndmn = 2000,

@@ -370,7 +370,7 @@ static uint64_t made_ns(const struct fsp_dc_block *b)
 
 static int cmp_ext_phys(const void *a, const void *b)
 {
-	const struct fsp_dc_extent *x = a, *y = b;
+	const struct fsp_extent *x = a, *y = b;
 	return x->physical < y->physical ? -1 : x->physical > y->physical;
 }
 
@@ -378,7 +378,7 @@ static int cmp_ext_phys(const void *a, const void *b)
 static int block_children(const struct fsp_dc_in *in, int by_time, struct child **out,
 			  size_t *nout)
 {
-	struct fsp_dc_extent *ext = NULL;
+	struct fsp_extent *ext = NULL;
 	size_t next = 0;
 	if (in->map.ext) {
 		ext = malloc((in->map.n ? in->map.n : 1) * sizeof(*ext));
@@ -386,7 +386,7 @@ static int block_children(const struct fsp_dc_in *in, int by_time, struct child 
 			return -1;
 		for (size_t i = 0; i < in->map.n; i++)
 			if (!(in->map.ext[i].flags &
-			      (FSP_DC_EXT_UNKNOWN | FSP_DC_EXT_DELALLOC | FSP_DC_EXT_INLINE)) &&
+			      (FSP_EXT_UNKNOWN | FSP_EXT_DELALLOC | FSP_EXT_INLINE)) &&
 			    in->map.ext[i].length)
 				ext[next++] = in->map.ext[i];
 		qsort(ext, next, sizeof(*ext), cmp_ext_phys);
@@ -404,12 +404,13 @@ static int block_children(const struct fsp_dc_in *in, int by_time, struct child 
 		if (by_time) {
 			c.off = 0;
 			c.len = UINT64_MAX;
+		} else if (dev < in->map.base) {
+			continue; /* before the partition */
 		} else if (!in->map.ext) {
-			if (dev < in->map.base)
-				continue;
 			c.off = dev - in->map.base;
 			c.len = b->bytes;
 		} else {
+			dev -= in->map.base; /* extents are the partition's */
 			/* each piece of the request inside an extent, at its logical place */
 			uint64_t end = dev + b->bytes;
 			size_t lo = 0, hi = next;

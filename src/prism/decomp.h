@@ -24,6 +24,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include "src/base/hist.h"
+#include "src/db/decomp_rows.h" /* the rows it joins */
 
 enum fsp_dc_part {
 	FSP_DC_SUBMIT,      /* raw: submit to the first block request; mount: to the FUSE send */
@@ -57,60 +58,17 @@ const char *fsp_dc_why_name(unsigned why);
 
 enum fsp_dc_kind { FSP_DC_RAW, FSP_DC_FILE, FSP_DC_MOUNT };
 
-/* One engine IO (an ops row of the run). */
-struct fsp_dc_io {
-	uint64_t submit_ns, reap_ns; /* start_ns, start_ns + total_ns */
-	uint64_t offset, length;     /* in the target (device or file) */
-	uint32_t tid;                /* the engine thread (ops.pid) */
-	uint8_t write;
-};
-
-/* One block request (a block_ios row). */
-struct fsp_dc_block {
-	uint64_t queue_ns, insert_ns, issue_ns, complete_ns; /* 0: unknown */
-	uint64_t sector;     /* 512-byte sectors on the whole disk */
-	uint32_t bytes;
-	uint32_t tid, tgid;  /* 0: unknown */
-	uint8_t write;       /* reads and writes only: others are not passed */
-};
-
-/* FIEMAP flags that decide the mapping (file_extents.flags, docs/schema.md) */
-#define FSP_DC_EXT_UNKNOWN 0x2u   /* FIEMAP_EXTENT_UNKNOWN: no location yet */
-#define FSP_DC_EXT_DELALLOC 0x4u  /* FIEMAP_EXTENT_DELALLOC */
-#define FSP_DC_EXT_INLINE 0x200u  /* FIEMAP_EXTENT_DATA_INLINE: in the inode */
-#define FSP_DC_EXT_UNWRITTEN 0x800u
-
-/* One extent of a file: [logical, +length) at physical, bytes. */
-struct fsp_dc_extent {
-	uint64_t logical, physical, length;
-	uint32_t flags;
-};
-
 /*
- * From the device's bytes to the target's: a raw partition is the disk
- * from `base` (its start in bytes; 0 for a whole disk); a file is its
- * extents (any order; those without a location are skipped). A request
- * crossing extents counts, piece by piece, where each piece maps.
+ * From the disk's bytes to the target's: the disk from `base` (a
+ * partition's start in bytes; 0 for a whole disk), then for a file its
+ * extents (any order, physical offsets in the partition; those without a
+ * location are skipped). A request crossing extents counts, piece by
+ * piece, where each piece maps.
  */
 struct fsp_dc_map {
 	uint64_t base;
-	const struct fsp_dc_extent *ext; /* NULL: raw */
+	const struct fsp_extent *ext; /* NULL: raw */
 	size_t n;
-};
-
-/* Mount: one daemon row (ops row of the mount's run) for a read or write. */
-struct fsp_dc_daemon {
-	uint64_t start_ns, total_ns, backing_ns, emu_ns; /* handler entry and its layers */
-	uint64_t recv_ns;     /* received from /dev/fuse (0: column absent) */
-	uint64_t fuse_unique; /* the kernel's unique (0: column absent) */
-	uint64_t offset, length;
-	uint32_t pid;         /* the caller: the engine thread */
-	uint8_t write;
-};
-
-/* Mount: one FUSE request of the kernel (a fuse_reqs row). */
-struct fsp_dc_fuse {
-	uint64_t unique, send_ns, end_ns;
 };
 
 struct fsp_dc_in {
