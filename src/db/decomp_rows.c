@@ -169,6 +169,22 @@ int fsp_decomp_read_blocks(struct fsp_store *st, int64_t run, int step, fsp_dc_b
 	return each_row(st->db, s, block_row, out, "block_ios", err, errlen);
 }
 
+int64_t fsp_decomp_mount_run_of(struct fsp_store *st, int64_t run)
+{
+	sqlite3_stmt *s;
+	int64_t id = 0;
+	if (sqlite3_prepare_v2(st->db, "SELECT m.id FROM runs r JOIN runs m ON m.parent = r.parent"
+			       " AND m.label = r.label || '-fuse' AND m.kind = 'mount'"
+			       " WHERE r.id = ? AND r.parent IS NOT NULL ORDER BY m.id DESC LIMIT 1",
+			       -1, &s, NULL) != SQLITE_OK)
+		return 0;
+	sqlite3_bind_int64(s, 1, run);
+	if (sqlite3_step(s) == SQLITE_ROW)
+		id = sqlite3_column_int64(s, 0);
+	sqlite3_finalize(s);
+	return id;
+}
+
 static int daemon_row(sqlite3_stmt *s, void *arg)
 {
 	struct fsp_dc_daemon *d = PUSH((fsp_dc_daemons *)arg);
@@ -241,7 +257,7 @@ int fsp_decomp_read_fuse(struct fsp_store *st, int64_t run, fsp_dc_fuses *out, i
 
 static int extent_row(sqlite3_stmt *s, void *arg)
 {
-	struct fsp_extent *e = PUSH((fsp_extents *)arg);
+	struct fsp_extent *e = PUSH((fsp_dc_extents *)arg);
 	if (!e)
 		return -1;
 	e->logical = col_u64(s, 0);
@@ -251,7 +267,7 @@ static int extent_row(sqlite3_stmt *s, void *arg)
 	return 0;
 }
 
-int fsp_decomp_read_extents(struct fsp_store *st, int64_t run, int step, fsp_extents *out,
+int fsp_decomp_read_extents(struct fsp_store *st, int64_t run, int step, fsp_dc_extents *out,
 			    char *err, size_t errlen)
 {
 	memset(out, 0, sizeof(*out));

@@ -52,7 +52,7 @@ struct fsp_dc_fuse {
 #define FSP_DC_ARRAY(T) struct { T *v; size_t n, cap; }
 typedef FSP_DC_ARRAY(struct fsp_dc_io) fsp_dc_ios;
 typedef FSP_DC_ARRAY(struct fsp_dc_block) fsp_dc_blocks;
-typedef FSP_DC_ARRAY(struct fsp_extent) fsp_extents;
+typedef FSP_DC_ARRAY(struct fsp_extent) fsp_dc_extents;
 typedef FSP_DC_ARRAY(struct fsp_dc_daemon) fsp_dc_daemons;
 typedef FSP_DC_ARRAY(struct fsp_dc_fuse) fsp_dc_fuses;
 
@@ -63,6 +63,9 @@ int fsp_decomp_read_ios(struct fsp_store *st, int64_t run, int step, fsp_dc_ios 
 /* run's read and write block requests that entered in step (block_ios.step). */
 int fsp_decomp_read_blocks(struct fsp_store *st, int64_t run, int step, fsp_dc_blocks *out,
 			   char *err, size_t errlen);
+/* The mount run an engine run of a compare ran on (its sibling labelled
+ * LABEL-fuse), or 0. */
+int64_t fsp_decomp_mount_run_of(struct fsp_store *st, int64_t run);
 /* A mount run's read and write rows that began in [from_ns, to_ns]. */
 int fsp_decomp_read_daemon(struct fsp_store *st, int64_t run, uint64_t from_ns,
 			   uint64_t to_ns, fsp_dc_daemons *out, int *have_fuse_cols,
@@ -77,7 +80,7 @@ int fsp_decomp_read_fuse(struct fsp_store *st, int64_t run, fsp_dc_fuses *out, i
  * -1: read before the first step). n 0: none stored (not a file, or no
  * FIEMAP). 0, or -1 with err set.
  */
-int fsp_decomp_read_extents(struct fsp_store *st, int64_t run, int step, fsp_extents *out,
+int fsp_decomp_read_extents(struct fsp_store *st, int64_t run, int step, fsp_dc_extents *out,
 			    char *err, size_t errlen);
 /* Store a layout read after step after_step (-1: before the first). */
 int fsp_file_extents_save(struct fsp_store *st, int64_t run, int after_step,
