@@ -640,6 +640,8 @@ static int run_target(const struct opts *o, const char *db, int64_t parent,
 	argv[n++] = parent_s;
 	argv[n++] = "--label";
 	argv[n++] = (char *)target_label[t];
+	/* a row per IO: every target gets its layers per IO (docs/prism.md) */
+	argv[n++] = "--record=full";
 	if (t == T_RAW && o->destroy_data)
 		argv[n++] = "--destroy-data";
 	char scale[80];

@@ -229,6 +229,21 @@ int fsp_decomp_read_daemon(struct fsp_store *st, int64_t run, uint64_t from_ns,
 	return each_row(st->db, s, daemon_row, out, "ops", err, errlen);
 }
 
+int fsp_decomp_have_fuse(struct fsp_store *st, int64_t run)
+{
+	sqlite3_stmt *s;
+	int have = 0;
+	if (!has_table(st->db, "fuse_reqs") ||
+	    sqlite3_prepare_v2(st->db, "SELECT EXISTS(SELECT 1 FROM fuse_reqs WHERE run = ?)", -1,
+			       &s, NULL) != SQLITE_OK)
+		return 0;
+	sqlite3_bind_int64(s, 1, run);
+	if (sqlite3_step(s) == SQLITE_ROW)
+		have = sqlite3_column_int(s, 0);
+	sqlite3_finalize(s);
+	return have;
+}
+
 static int fuse_row(sqlite3_stmt *s, void *arg)
 {
 	struct fsp_dc_fuse *f = PUSH((fsp_dc_fuses *)arg);

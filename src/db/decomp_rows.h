@@ -70,6 +70,8 @@ int64_t fsp_decomp_mount_run_of(struct fsp_store *st, int64_t run);
 int fsp_decomp_read_daemon(struct fsp_store *st, int64_t run, uint64_t from_ns,
 			   uint64_t to_ns, fsp_dc_daemons *out, int *have_fuse_cols,
 			   char *err, size_t errlen);
+/* Has run FUSE transport rows (fuse_reqs)? 1 or 0 (also without the table). */
+int fsp_decomp_have_fuse(struct fsp_store *st, int64_t run);
 /* The FUSE requests of run (fuse_reqs); *have 0 when the table is absent. */
 int fsp_decomp_read_fuse(struct fsp_store *st, int64_t run, fsp_dc_fuses *out, int *have,
 			 char *err, size_t errlen);
