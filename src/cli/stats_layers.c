@@ -362,7 +362,8 @@ static void print_json(const struct layers *L, FILE *out)
 		for (unsigned w = 0; w < FSP_DC_WHY__COUNT; w++)
 			fprintf(out, "%s\"%s\": %.4f", w ? ", " : "", fsp_dc_why_name(w),
 				share(s, s->why_ns[w]));
-		fprintf(out, "}, \"ios_without_rows\": %" PRIu64 "}", s->ios_without_rows);
+		fprintf(out, "}, \"rows\": %" PRIu64 ", \"ios_without_rows\": %" PRIu64 "}", s->rows,
+			s->ios_without_rows);
 	}
 	fputs(L->n ? "\n  ]}" : "]}", out);
 }
