@@ -11,7 +11,9 @@
 # written, the same reads have a device part and almost no residual. An IO
 # split by the device's request limit is served by all its requests. The
 # target file's layout is stored before the first step and again after a
-# step whose writes converted unwritten extents.
+# step whose writes converted unwritten extents. A version-3 database from
+# before block_ios.tid and file_extents is read as it is and upgraded by a
+# command that writes to it.
 . "$TESTS_SRCDIR/lib.sh"
 
 command -v mkfs.ext4 >/dev/null || fsp_skip "mkfs.ext4 missing"
@@ -140,5 +142,20 @@ s = json.load(open(sys.argv[1]))["layers"]["steps"][0]
 print(round(s["rows"] / s["ios"], 1))
 ' "$T/s.json")
 expect_eq "each 256 KiB IO is served by its four requests" 4.0 "$per_io"
+
+# ---- a version-3 database from before block_ios.tid --------------------------------
+cp "$DB" "$T/old.db"
+sqlite3 "$T/old.db" "CREATE TABLE b AS SELECT run, step, dev, sector, bytes, op, flags, tgid,
+	queue_ns, insert_ns, issue_ns, complete_ns, error FROM block_ios; DROP TABLE block_ios;
+	ALTER TABLE b RENAME TO block_ios; DROP TABLE file_extents;"
+DB=$T/old.db
+bad=$(layers "$RUN" raw 3 2>"$T/why")
+expect_eq "without block_ios.tid and file_extents: still read, decomposed" "" "$bad"
+expect_eq "reading did not change it" 0 "$(q "SELECT count(*) FROM pragma_table_info('block_ios') WHERE name='tid'")"
+run_one sustained-randread "$LOOP" --qd=1 --time=300ms --span=16M --ramp=0
+expect_eq "a run writing to it adds block_ios.tid and file_extents, and fills tid" "1|1|1" \
+	"$(q "SELECT (SELECT count(*) FROM pragma_table_info('block_ios') WHERE name='tid'),
+		(SELECT count(*) FROM sqlite_master WHERE name='file_extents'),
+		(SELECT count(*) > 0 AND count(*) = count(tid) FROM block_ios WHERE run=$RUN)")"
 
 fsp_done
