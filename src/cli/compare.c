@@ -132,6 +132,8 @@ static void usage(FILE *f)
 "system with those modes, using the whole device as its store (formatted\n"
 "after the native file system is unmounted); it also prints the device-level\n"
 "accounting of that mount.\n"
+"Every target's run records a row per IO (--record=full), and the report\n"
+"ends with each target's layers per IO (docs/prism.md).\n"
 "\n"
 "Without --device, a temporary sparse image of --size (default 2G) in $TMPDIR\n"
 "(default /var/tmp) is attached with losetup --direct-io=on and removed again.\n"

@@ -76,7 +76,8 @@ static void run_usage(FILE *f)
 "  --destroy-data         allow writing a block device that carries a signature\n"
 "  --parent RUNID         store as part of run RUNID (used by compare)\n"
 "  --label NAME           a name for this run (used by compare)\n"
-"  --record=MODE          full | sample:N | hist (default) | off\n"
+"  --record=MODE          full | sample:N | hist (default) | off; full or\n"
+"                         sample:N: stats gives the layers per IO (docs/prism.md)\n"
 "  --quiet                no summary table, only the run number line\n"
 "  --no-trace             do not trace the block layer (traced by default when\n"
 "                         eBPF is available: block_ios rows, docs/schema.md)\n");
