@@ -81,6 +81,8 @@ done
 run=$(q "SELECT id FROM runs WHERE parent=$cmp AND label='fsprism'")
 bad=$(layers "$run" mount 100 2>"$T/why")
 expect_eq "fsprism target: every IO decomposed through the mount's rows, parts add up" "" "$bad"
+expect_eq "compare stored the layout of the fsprism target's backing file" 1 \
+	"$(q "SELECT count(*) > 0 FROM file_extents WHERE run=$run")"
 mrun=$(q "SELECT id FROM runs WHERE parent=$cmp AND label='fsprism-fuse'")
 if [ "$(q "SELECT count(*) FROM sqlite_master WHERE name='fuse_reqs'")" = 1 ] &&
    [ "$(q "SELECT count(*) FROM fuse_reqs WHERE run=$mrun")" -gt 0 ]; then

@@ -49,6 +49,8 @@
 #include <unistd.h>
 #include <linux/loop.h>
 #include "src/sys/mountinfo.h"
+#include "src/sys/fiemap.h"
+#include "src/db/decomp_rows.h"
 #include "src/cli/cli.h"
 #include "src/cli/compare.h"
 #include "src/cli/opt.h"
@@ -913,6 +915,31 @@ struct compare {
 	int show;                 /* progress on a terminal */
 };
 
+/*
+ * The layout of the passthrough target's backing file (FIEMAP cannot reach
+ * through FUSE), stored with its engine run: through it the backing IO's
+ * block requests map to the file offsets of the mount's rows (docs/prism.md).
+ * Read after the run, which only converted unwritten extents in place.
+ */
+static void store_backing_layout(struct compare *c, int t, const char *backing)
+{
+	char path[PATH_MAX + 16];
+	struct fsp_extent *e;
+	size_t n;
+	int64_t run = fsp_store_child_run(c->st, c->run, target_label[t]);
+	snprintf(path, sizeof path, "%s/target.dat", backing);
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0 || !run)
+		goto out;
+	if (fsp_fiemap_read(fd, &e, &n) == 0) {
+		fsp_file_extents_save(c->st, run, -1, e, n);
+		free(e);
+	}
+out:
+	if (fd >= 0)
+		close(fd);
+}
+
 /* Checks that need no setup: root, tools, the device. Returns 0 or 1. */
 static int preflight(struct compare *c)
 {
@@ -1060,6 +1087,8 @@ static int measure_mount(struct compare *c, int t)
 	char file[PATH_MAX + 16];
 	snprintf(file, sizeof file, "%s/target.dat", m->dir);
 	int r = run_target(&c->o, c->db, c->run, t, file, c->show);
+	if (!r && t == T_FSPRISM)
+		store_backing_layout(c, t, m->backing);
 	/* the emu file stays until unmount, which records its extents; the
 	 * whole backing dir goes at teardown and the store with the device */
 	if (t != T_EMU)

@@ -28,6 +28,7 @@ struct layers {
 	struct lrow *rows;
 	size_t n;
 	uint64_t ios;
+	uint64_t base; /* the traced partition's start on its disk, bytes */
 };
 
 static void layers_free(struct layers *L)
@@ -85,8 +86,7 @@ static int do_step(struct fsp_store *st, int64_t run, int64_t mount_run, int ste
 	}
 	if (fsp_decomp_read_blocks(st, run, step, &blk, err, errlen))
 		goto out;
-	if (in->kind == FSP_DC_FILE &&
-	    fsp_decomp_read_extents(st, run, step, &ext, err, errlen))
+	if (fsp_decomp_read_extents(st, run, step, &ext, err, errlen))
 		goto out;
 	if (in->kind == FSP_DC_MOUNT) {
 		int cols;
@@ -120,10 +120,11 @@ static int do_step(struct fsp_store *st, int64_t run, int64_t mount_run, int ste
 	in->nio = ios.n;
 	in->blk = blk.v;
 	in->nblk = blk.n;
-	if (in->kind == FSP_DC_FILE) {
-		in->map.ext = ext.v;
-		in->map.n = ext.n;
-	}
+	/* a mount's backing file: its layout when compare stored it, else by time */
+	in->map.ext = ext.n ? ext.v : NULL;
+	in->map.n = ext.n;
+	if (in->kind == FSP_DC_MOUNT)
+		in->map.base = ext.n ? L->base : UINT64_MAX;
 	in->dmn = dmn.v;
 	in->ndmn = dmn.n;
 	if (!r.sum[0] || !r.sum[1] || fsp_dc_join(in, route_emit, &r)) {
@@ -177,10 +178,9 @@ static int compute(struct fsp_store *st, int64_t run, int64_t mount_run, struct 
 				: kind && !strcmp(kind, "raw") ? FSP_DC_RAW : FSP_DC_FILE };
 	free(kind);
 	L->kind = in.kind;
-	if (in.kind == FSP_DC_MOUNT) {
-		in.map.base = UINT64_MAX; /* the backing file's layout is not known */
-	} else {
-		in.map.base = partition_base(bs.devices);
+	L->base = partition_base(bs.devices);
+	in.map.base = L->base;
+	if (in.kind != FSP_DC_MOUNT) {
 		if (bs.traced != 1) {
 			snprintf(L->why, sizeof(L->why), "the block layer was not traced (%s)",
 				 bs.traced == 0 && bs.reason[0] ? bs.reason : "an older run");
