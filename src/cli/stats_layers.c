@@ -296,7 +296,7 @@ static void print_table(const struct layers *L, const char *indent, FILE *out)
 				mean_of(s->tail_ns[parts[i]], s->tail_n),
 				mean_of(s->mid_ns[parts[i]], s->mid_n));
 		}
-		fprintf(out, "%s%-5s %-5s   (residual %.2f%% of the total", indent, "", "",
+		fprintf(out, "%s%-5s %-5s   (residual %.2f%%", indent, "", "",
 			share(s, s->part[FSP_DC_RESIDUAL].sum));
 		const char *sep = ": ";
 		for (unsigned w = 0; w < FSP_DC_WHY__COUNT; w++)
@@ -305,15 +305,15 @@ static void print_table(const struct layers *L, const char *indent, FILE *out)
 					share(s, s->why_ns[w]));
 				sep = ", ";
 			}
-		fprintf(out, "; %" PRIu64 " IOs, %" PRIu64 " without a row below)\n", s->total.count,
+		fprintf(out, "; %" PRIu64 " IOs, %" PRIu64 " with no row below)\n", s->total.count,
 			s->ios_without_rows);
 	}
 }
 
 static void print_head(const struct layers *L, FILE *out)
 {
-	fprintf(out, "%s, %" PRIu64 " IOs; each IO's parts add up to its total (microseconds;"
-		" tail mean: IOs at or above the total's p99, mid mean: p45 to p55)\n",
+	fprintf(out, "%s, %" PRIu64 " IOs; each IO's parts add up to its total\n"
+		"(microseconds; tail mean: IOs at or above the total's p99, mid mean: p45 to p55)\n",
 		kind_name(L->kind), L->ios);
 	if (L->note[0])
 		fprintf(out, "  %s\n", L->note);
