@@ -49,6 +49,8 @@
 #include <unistd.h>
 #include <linux/loop.h>
 #include "src/sys/mountinfo.h"
+#include "src/sys/fiemap.h"
+#include "src/db/decomp_rows.h"
 #include "src/cli/cli.h"
 #include "src/cli/compare.h"
 #include "src/cli/opt.h"
@@ -134,6 +136,8 @@ static void usage(FILE *f)
 "system with those modes, using the whole device as its store (formatted\n"
 "after the native file system is unmounted); it also prints the device-level\n"
 "accounting of that mount.\n"
+"Every target's run records a row per IO (--record=full), and the report\n"
+"ends with each target's layers per IO (docs/prism.md).\n"
 "\n"
 "Without --device, a temporary sparse image of --size (default 2G) in $TMPDIR\n"
 "(default /var/tmp) is attached with losetup --direct-io=on and removed again.\n"
@@ -643,6 +647,8 @@ static int run_target(const struct opts *o, const char *db, int64_t parent,
 	argv[n++] = parent_s;
 	argv[n++] = "--label";
 	argv[n++] = (char *)target_label[t];
+	/* a row per IO: every target gets its layers per IO (docs/prism.md) */
+	argv[n++] = "--record=full";
 	if (t == T_RAW && o->destroy_data)
 		argv[n++] = "--destroy-data";
 	char scale[80];
@@ -914,6 +920,31 @@ struct compare {
 	int show;                 /* progress on a terminal */
 };
 
+/*
+ * The layout of the passthrough target's backing file (FIEMAP cannot reach
+ * through FUSE), stored with its engine run: through it the backing IO's
+ * block requests map to the file offsets of the mount's rows (docs/prism.md).
+ * Read after the run, which only converted unwritten extents in place.
+ */
+static void store_backing_layout(struct compare *c, int t, const char *backing)
+{
+	char path[PATH_MAX + 16];
+	struct fsp_extent *e;
+	size_t n;
+	int64_t run = fsp_store_child_run(c->st, c->run, target_label[t]);
+	snprintf(path, sizeof path, "%s/target.dat", backing);
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0 || !run)
+		goto out;
+	if (fsp_fiemap_read(fd, &e, &n) == 0) {
+		fsp_file_extents_save(c->st, run, -1, e, n);
+		free(e);
+	}
+out:
+	if (fd >= 0)
+		close(fd);
+}
+
 /* Checks that need no setup: root, tools, the device. Returns 0 or 1. */
 static int preflight(struct compare *c)
 {
@@ -1061,6 +1092,8 @@ static int measure_mount(struct compare *c, int t)
 	char file[PATH_MAX + 16];
 	snprintf(file, sizeof file, "%s/target.dat", m->dir);
 	int r = run_target(&c->o, c->db, c->run, t, file, c->show);
+	if (!r && t == T_FSPRISM)
+		store_backing_layout(c, t, m->backing);
 	/* the emu file stays until unmount, which records its extents; the
 	 * whole backing dir goes at teardown and the store with the device */
 	if (t != T_EMU)

@@ -16,6 +16,8 @@
 #include "src/base/units.h"
 #include "src/cli/compare.h"
 #include "src/cli/stats.h"
+#include "src/cli/stats_layers.h"
+#include "src/db/decomp_rows.h"
 #include "src/db/results.h"
 #include "src/db/store.h"
 
@@ -247,6 +249,9 @@ static void print_layers(FILE *out, struct fsp_store *st, int t,
 				continue; /* no emulation in this mount */
 			print_hist_row(out, op, rows[r].name, lh);
 		}
+		/* measured in the layers per IO when the FUSE transport was traced */
+		if (fsp_decomp_have_fuse(st, mount_run))
+			continue;
 		fprintf(out, "  %-6s %-16s %10s", fsp_op_name(op), "kernel+FUSE", "");
 		print_us(out, engine_mean - fsp_hist_mean(&h[FSP_LAYER_TOTAL]) / 1000.0);
 		fprintf(out, "             (engine mean - fuse total mean)\n");
@@ -331,6 +336,21 @@ static void print_emu_device(FILE *out, struct fsp_store *st, int64_t mount_run)
 	fputc('\n', out);
 }
 
+/*
+ * Every target's layers per IO (src/cli/stats_layers.c): each engine IO
+ * joined with the block requests (and for the FUSE targets the mount's
+ * rows) that served it, per step: the parts at p50/p99/p99.9 and the tail
+ * attribution, as `fsprism stats` prints them for each run.
+ */
+static void print_layers_per_io(FILE *out, struct fsp_store *st,
+				const struct target_result tr[T__COUNT],
+				const int64_t mount_run[T__COUNT])
+{
+	for (int t = 0; t < T__COUNT; t++)
+		if (tr[t].run)
+			fsp_stats_layers_target(st, target_label[t], tr[t].run, mount_run[t], out);
+}
+
 void compare_report(FILE *out, struct fsp_store *st, const struct opts *o,
 		    const char *device, int64_t cmp_run,
 		   const int64_t mount_run[T__COUNT])
@@ -384,6 +404,7 @@ void compare_report(FILE *out, struct fsp_store *st, const struct opts *o,
 			print_layers(out, st, t, tr[t].run, mount_run[t]);
 	if (tr[T_EMU].run && mount_run[T_EMU])
 		print_emu_device(out, st, mount_run[T_EMU]);
+	print_layers_per_io(out, st, tr, mount_run);
 	for (int t = 0; t < T__COUNT; t++)
 		free(tr[t].rows);
 	free(h);

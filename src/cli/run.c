@@ -29,6 +29,8 @@
 #include "src/db/store.h"
 #include "src/sys/target.h"
 #include "src/trace/block.h"
+#include "src/sys/fiemap.h"
+#include "src/db/decomp_rows.h"
 
 #define ERRLEN 2048
 #define MAX_OVERRIDES 64
@@ -76,7 +78,8 @@ static void run_usage(FILE *f)
 "  --destroy-data         allow writing a block device that carries a signature\n"
 "  --parent RUNID         store as part of run RUNID (used by compare)\n"
 "  --label NAME           a name for this run (used by compare)\n"
-"  --record=MODE          full | sample:N | hist (default) | off\n"
+"  --record=MODE          full | sample:N | hist (default) | off; full or\n"
+"                         sample:N: stats gives the layers per IO (docs/prism.md)\n"
 "  --quiet                no summary table, only the run number line\n"
 "  --no-trace             do not trace the block layer (traced by default when\n"
 "                         eBPF is available: block_ios rows, docs/schema.md)\n"
@@ -891,10 +894,55 @@ static int trace_save(struct fsp_btrace *bt, struct fsp_store *st, int64_t run,
 	return rc;
 }
 
+/*
+ * The target file's layout (file_extents), so that a block request's sector
+ * maps back to a file offset: read once the file is laid out, before the
+ * first step, and again after each step that wrote (a write into a hole or
+ * an unwritten extent allocates or converts; a copy-on-write file system
+ * moves what it overwrites), kept when it changed, stored after the steps.
+ */
+struct layout_set {
+	int fd;
+	struct layout { int after; struct fsp_extent *e; size_t n; } *v;
+	size_t n;
+};
+
+static int same_layout(const struct layout *a, const struct fsp_extent *e, size_t n)
+{
+	return a->n == n && !memcmp(a->e, e, n * sizeof(*e));
+}
+
+static void layout_read(struct layout_set *ls, int after)
+{
+	struct fsp_extent *e;
+	size_t n;
+	if (ls->fd < 0 || fsp_fiemap_read(ls->fd, &e, &n) != 0)
+		return; /* no FIEMAP (FUSE, tmpfs): the join then finds no block request */
+	struct layout *v = ls->n ? &ls->v[ls->n - 1] : NULL;
+	if ((v && same_layout(v, e, n)) ||
+	    !(v = realloc(ls->v, (ls->n + 1) * sizeof(*v)))) {
+		free(e);
+		return;
+	}
+	ls->v = v;
+	ls->v[ls->n++] = (struct layout){ after, e, n };
+}
+
+static void layout_save(struct layout_set *ls, struct fsp_store *st, int64_t run)
+{
+	for (size_t i = 0; i < ls->n; i++) {
+		fsp_file_extents_save(st, run, ls->v[i].after, ls->v[i].e, ls->v[i].n);
+		free(ls->v[i].e);
+	}
+	free(ls->v);
+	ls->v = NULL;
+	ls->n = 0;
+}
+
 /* Run every step; returns 0, 1 (IO error) or 128+signal (130 for Ctrl-C). */
 static int run_steps(const struct run_opts *o, const struct fsp_params *p,
 		     const struct target *t, struct fsp_oplog *log, struct step *steps,
-		     unsigned nsteps)
+		     unsigned nsteps, struct layout_set *lay)
 {
 	struct progress pr = { .profile = o->profile, .p = p, .nsteps = nsteps,
 			       .run_start_ns = fsp_now_ns() };
@@ -924,6 +972,8 @@ static int run_steps(const struct run_opts *o, const struct fsp_params *p,
 		pr.label = s->label;
 		int rc = fsp_engine_step(&spec, &s->res, err, sizeof(err));
 		s->ran = s->res.started_ns != 0;
+		if (s->ran && (p->fill || s->read_pct < 100))
+			layout_read(lay, (int)i);
 		if (rc != 0) {
 			if (pr.shown)
 				fprintf(stderr, "\n");
@@ -1030,6 +1080,7 @@ int cmd_run(int argc, char **argv)
 			fsp_oplog_reserve(log, 1); /* the IO thread's ring, touched now */
 	}
 	struct fsp_btrace *bt = NULL;
+	struct layout_set lay = { .fd = t.raw ? -1 : t.fd };
 	if (!rc)
 		bt = trace_begin(&o, &t, st, run);
 	if (!rc) {
@@ -1039,7 +1090,8 @@ int cmd_run(int argc, char **argv)
 				steps[i].read_pct = p.fill ? 0 : p.mixes[m];
 				step_label(&steps[i], &p);
 			}
-		rc = run_steps(&o, &p, &t, log, steps, nsteps);
+		layout_read(&lay, -1);
+		rc = run_steps(&o, &p, &t, log, steps, nsteps, &lay);
 	}
 	fsp_btrace_stop(bt); /* detached before anything else: nothing stays attached */
 	/* store what was measured, also after an error or Ctrl-C */
@@ -1051,6 +1103,7 @@ int cmd_run(int argc, char **argv)
 		rc = 1;
 	if (bt && trace_save(bt, st, run, steps, nsteps) != 0 && !rc)
 		rc = 1;
+	layout_save(&lay, st, run);
 	fsp_btrace_free(bt);
 	struct score sc = { 0 };
 	if (steps) {

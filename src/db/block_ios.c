@@ -32,8 +32,8 @@ int fsp_block_ios_insert(struct fsp_store *st, int64_t run,
 	sqlite3_stmt *s;
 	if (sqlite3_prepare_v2(db,
 		"INSERT INTO block_ios(run, step, dev, sector, bytes, op, flags, tgid,"
-		" queue_ns, insert_ns, issue_ns, complete_ns, error)"
-		" VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?)", -1, &s, NULL) != SQLITE_OK) {
+		" queue_ns, insert_ns, issue_ns, complete_ns, error, tid)"
+		" VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,?)", -1, &s, NULL) != SQLITE_OK) {
 		fprintf(stderr, "fsprism: database: cannot prepare the block rows: %s\n",
 			sqlite3_errmsg(db));
 		return -1;
@@ -59,6 +59,7 @@ int fsp_block_ios_insert(struct fsp_store *st, int64_t run,
 		sqlite3_bind_int64(s, 11, (int64_t)r->issue_ns);
 		sqlite3_bind_int64(s, 12, (int64_t)r->complete_ns);
 		sqlite3_bind_int(s, 13, r->error);
+		bind_u64_or_null(s, 14, r->tid);
 		if (sqlite3_step(s) != SQLITE_DONE) {
 			fprintf(stderr, "fsprism: database: cannot insert block rows: %s\n",
 				sqlite3_errmsg(db));

@@ -37,6 +37,7 @@ struct fsp_block_io {
 	uint32_t dev;   /* whole disk, kernel dev_t (major << 20 | minor) */
 	uint32_t bytes;
 	uint32_t tgid;
+	uint32_t tid;   /* the thread that queued it (0: unknown, NULL) */
 	uint16_t op;    /* enum fsp_block_op */
 	uint16_t flags; /* 1 sync, 2 meta, 4 fua, 8 preflush, 16 readahead */
 	int32_t error;

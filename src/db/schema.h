@@ -17,6 +17,16 @@
 /* the oldest version that is opened, and upgraded when written */
 #define FSP_SCHEMA_VERSION_OLDEST 2
 
+/* the target file's layout of a run (added in version 3; also created on
+ * a writer's open of an older version-3 database, decomp_rows.c) */
+#define FSP_SCHEMA_FILE_EXTENTS_SQL \
+"CREATE TABLE IF NOT EXISTS file_extents(\n" \
+"  run INTEGER NOT NULL,\n" \
+"  after_step INTEGER NOT NULL, -- read after this step; -1: before the first\n" \
+"  logical INTEGER NOT NULL, physical INTEGER, length INTEGER,\n" \
+"  flags INTEGER,               -- FIEMAP_EXTENT_* flags\n" \
+"  PRIMARY KEY(run, after_step, logical));\n"
+
 #define FSP_SCHEMA_SQL \
 "CREATE TABLE IF NOT EXISTS runs(\n" \
 "  id INTEGER PRIMARY KEY,\n" \
@@ -88,8 +98,10 @@
 "  queue_ns INTEGER,            -- made from its first bio (NULL: no iostats)\n" \
 "  insert_ns INTEGER,           -- inserted into the queue (NULL: issued directly)\n" \
 "  issue_ns INTEGER NOT NULL, complete_ns INTEGER NOT NULL,\n" \
-"  error INTEGER NOT NULL       -- blk_status_t, 0: ok\n" \
-");\n"
+"  error INTEGER NOT NULL,      -- blk_status_t, 0: ok\n" \
+"  tid INTEGER                  -- thread that queued it (NULL: unknown)\n" \
+");\n" \
+FSP_SCHEMA_FILE_EXTENTS_SQL
 
 /* Built after capture, so that inserts during capture stay cheap. */
 #define FSP_SCHEMA_INDEX_SQL \

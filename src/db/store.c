@@ -256,6 +256,11 @@ struct fsp_store *fsp_store_open(const char *path, char *err, size_t errlen)
 			goto fail_quiet;
 		}
 	}
+	if (fsp_decomp_schema_upgrade(db) != SQLITE_OK) {
+		set_err(err, errlen, "cannot %s database %s: %s", verb, path, db_reason(db));
+		exec_sql(db, "ROLLBACK");
+		goto fail_quiet;
+	}
 	if (exec_sql(db, "COMMIT") != SQLITE_OK)
 		goto fail;
 

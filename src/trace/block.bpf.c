@@ -47,7 +47,7 @@ struct {
  * have no driver tag yet. */
 struct inserted {
 	__u64 ns;
-	__u32 tgid, pad;
+	__u32 tgid, tid;
 };
 
 struct {
@@ -158,9 +158,12 @@ static __always_inline void op_flags(__u32 opf, __u16 *op, __u16 *flags)
 	*flags = f;
 }
 
-static __always_inline __u32 current_tgid(void)
+/* the current task's process (high half) and thread (low half) */
+static __always_inline void current_task(__u32 *tgid, __u32 *tid)
 {
-	return (__u32)(bpf_get_current_pid_tgid() >> 32);
+	__u64 id = bpf_get_current_pid_tgid();
+	*tgid = (__u32)(id >> 32);
+	*tid = (__u32)id;
 }
 
 /*
@@ -174,7 +177,8 @@ int BPF_PROG(fsp_rq_insert, struct request *rq)
 	if (rq_traced(rq) < 0)
 		return 0;
 	__u64 key = (__u64)rq;
-	struct inserted n = { .ns = bpf_ktime_get_ns(), .tgid = current_tgid() };
+	struct inserted n = { .ns = bpf_ktime_get_ns() };
+	current_task(&n.tgid, &n.tid);
 	bpf_map_update_elem(&inserts, &key, &n, BPF_NOEXIST); /* a requeue keeps the first */
 	if (!any_inserted)
 		any_inserted = 1;
@@ -203,17 +207,19 @@ int BPF_PROG(fsp_rq_issue, struct request *rq)
 	op_flags(rq->cmd_flags, &e->op, &e->flags);
 	e->insert_ns = 0;
 	e->tgid = 0;
+	e->tid = 0;
 	if (any_inserted) {
 		__u64 key = (__u64)rq;
 		struct inserted *in = bpf_map_lookup_elem(&inserts, &key);
 		if (in) {
 			e->insert_ns = in->ns;
 			e->tgid = in->tgid;
+			e->tid = in->tid;
 			bpf_map_delete_elem(&inserts, &key);
 		}
 	}
 	if (!e->tgid)
-		e->tgid = current_tgid();
+		current_task(&e->tgid, &e->tid);
 	return 0;
 }
 
@@ -265,7 +271,7 @@ int BPF_PROG(fsp_rq_complete, struct request *rq, blk_status_t error,
 	ev->op = e->op;
 	ev->flags = e->flags;
 	ev->error = error;
-	ev->pad = 0;
+	ev->tid = e->tid;
 	bpf_ringbuf_submit(ev, BPF_RB_NO_WAKEUP); /* the reader polls (block.c) */
 	return 0;
 }

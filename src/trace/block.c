@@ -317,7 +317,7 @@ static int on_event(void *ctx, void *data, size_t size)
 		.queue_ns = e->queue_ns, .insert_ns = e->insert_ns,
 		.issue_ns = e->issue_ns, .complete_ns = e->complete_ns,
 		.sector = e->sector, .dev = e->dev, .bytes = e->bytes,
-		.tgid = e->tgid, .op = e->op, .flags = e->flags,
+		.tgid = e->tgid, .tid = e->tid, .op = e->op, .flags = e->flags,
 		.error = e->error, .step = -1,
 	};
 	fsp_bt_rows_add(&bt->rows, &io);

@@ -25,6 +25,7 @@ struct fsp_bt_slot {
 	__u32 tgid, bytes;
 	__u16 op, flags;
 	__u32 open; /* issued, completion not yet seen */
+	__u32 tid, pad;
 };
 
 /* fsp_bt_event.op */
@@ -56,7 +57,7 @@ struct fsp_bt_event {
 	__u16 op;          /* FSP_BT_OP_* */
 	__u16 flags;       /* FSP_BT_* */
 	__s32 error;       /* blk_status_t at completion (0: ok) */
-	__u32 pad;
+	__u32 tid;         /* the thread of that task, taken with tgid */
 };
 
 #endif
