@@ -56,13 +56,38 @@ static void test_interleaved_streams_pay_each_switch(void **state)
 	assert_int_equal(st.switches, 99);
 	fsp_model_free(m);
 
-	/* a read stream and a write stream interleaved: the same */
+	/* a read stream and a write stream in two places, interleaved: the same */
 	m = model_of("switch=200us");
 	total = 0;
 	for (uint64_t i = 0; i < 10; i++)
 		total += fsp_model_cost_ns(m, i % 2 ? FSP_MODEL_WRITE : FSP_MODEL_READ,
 					   (i % 2 ? 1ull << 30 : 0) + (i / 2) * K128, K128, i * MS);
 	assert_int_equal(total, 9 * 200 * US);
+	fsp_model_free(m);
+}
+
+static void test_mixed_directions_one_stream(void **state)
+{
+	/* reads and writes sharing one sequential offset (mixed-seq on a raw
+	 * device): one stream, nothing to pay */
+	struct fsp_model *m = model_of("switch=200us");
+	uint64_t total = 0;
+	for (uint64_t i = 0; i < 50; i++)
+		total += fsp_model_cost_ns(m, i % 3 ? FSP_MODEL_READ : FSP_MODEL_WRITE,
+					   i * K128, K128, i * MS);
+	assert_int_equal(total, 0);
+	/* the same with the writes moved elsewhere (copy-on-write): the reads'
+	 * stream and the writes' stream interleave */
+	uint64_t wr = 1ull << 30, rd = 0;
+	total = 0;
+	for (uint64_t i = 0; i < 50; i++) {
+		int w = i % 3 == 0;
+		uint64_t *at = w ? &wr : &rd;
+		total += fsp_model_cost_ns(m, w ? FSP_MODEL_WRITE : FSP_MODEL_READ, *at, K128,
+					   (50 + i) * MS);
+		*at += w ? K128 : (i % 3 == 2 ? 2 * K128 : K128);
+	}
+	assert_true(total >= 30 * 200 * US);
 	fsp_model_free(m);
 }
 
@@ -241,6 +266,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_one_stream_is_free),
 		cmocka_unit_test(test_interleaved_streams_pay_each_switch),
+		cmocka_unit_test(test_mixed_directions_one_stream),
 		cmocka_unit_test(test_runs_of_a_stream),
 		cmocka_unit_test(test_catching_up_an_old_stream),
 		cmocka_unit_test(test_random_io_switches),

@@ -2,8 +2,8 @@
  * model.c - the model drive (model.h): its spec, its state, and the cost of
  * one IO.
  *
- * State: the tracked streams (direction, the offset that continues each,
- * when it was last used), the last IO's stream, a ring of the most recent
+ * State: the tracked streams (the offset that continues each, when it was
+ * last used), the last IO's stream, a ring of the most recent
  * writes (offset, length, time) for the read-after-write knob, the write
  * cache's fill, and the jitter's xorshift. All of it moves only with the
  * IOs given, so the same IOs at the same times cost the same every run.
@@ -20,7 +20,6 @@ struct stream {
 	uint64_t id;       /* 0: free slot */
 	uint64_t next;     /* the offset that continues it */
 	uint64_t used;     /* IO sequence number of its last IO */
-	int dir;
 };
 
 struct recent_write {
@@ -245,19 +244,19 @@ void fsp_model_stats(const struct fsp_model *m, struct fsp_model_stats *out)
 
 /* The stream an IO continues, or a new one in the least recently used slot:
  * its id. */
-static uint64_t stream_of(struct fsp_model *m, int dir, uint64_t off, uint64_t len)
+static uint64_t stream_of(struct fsp_model *m, uint64_t off, uint64_t len)
 {
 	struct stream *s = NULL, *lru = &m->streams[0];
 	/* the last IO's stream first: another tracked stream may end at the
 	 * same offset (an old run that this one has caught up with) */
 	for (unsigned i = 0; i < m->cfg.streams; i++) {
 		struct stream *t = &m->streams[i];
-		if (t->id && t->id == m->last_id && t->dir == dir && t->next == off)
+		if (t->id && t->id == m->last_id && t->next == off)
 			s = t;
 	}
 	for (unsigned i = 0; !s && i < m->cfg.streams; i++) {
 		struct stream *t = &m->streams[i];
-		if (t->id && t->dir == dir && t->next == off) {
+		if (t->id && t->next == off) {
 			s = t;
 			break;
 		}
@@ -267,7 +266,6 @@ static uint64_t stream_of(struct fsp_model *m, int dir, uint64_t off, uint64_t l
 	if (!s) {
 		s = lru;
 		s->id = ++m->next_id;
-		s->dir = dir;
 	}
 	s->next = off + len;
 	s->used = ++m->seq;
@@ -308,7 +306,7 @@ uint64_t fsp_model_cost_ns(struct fsp_model *m, enum fsp_model_dir dir, uint64_t
 			m->st.writes++;
 		else
 			m->st.reads++;
-		uint64_t id = stream_of(m, (int)dir, offset, len);
+		uint64_t id = stream_of(m, offset, len);
 		if (m->last_id && id != m->last_id && c->switch_ns) {
 			m->st.switches++;
 			m->st.switch_ns += c->switch_ns;

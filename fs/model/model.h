@@ -6,9 +6,9 @@
  * Each IO's cost is the sum of the knobs that apply to it:
  *   read=T, write=T     a fixed cost of every read / write,
  *   switch=T            an IO that does not continue the last IO's stream
- *                       (a stream: a sequential run of one direction; the
- *                       drive tracks streams=N of them, least recently used
- *                       out),
+ *                       (a stream: a sequential run, reads and writes
+ *                       alike; the drive tracks streams=N of them, least
+ *                       recently used out),
  *   raw=T@AGE           a read of data written less than AGE ago,
  *   flush=T             a flush (fsync),
  *   cache=SIZE:T        writes beyond SIZE of write cache cost T more (per
