@@ -200,12 +200,7 @@ static void bench_oplog(int rounds)
 		printf("  %-6s %12.1f %14.1f %10.1f %8llu\n", modes[k], best_add, best_open,
 		       best_close, (unsigned long long)dropped);
 	}
-	unlink(path);
-	char side[300];
-	snprintf(side, sizeof(side), "%s-wal", path);
-	unlink(side);
-	snprintf(side, sizeof(side), "%s-shm", path);
-	unlink(side);
+	fsp_store_remove_files(path);
 }
 
 static void bench_store(int rounds)

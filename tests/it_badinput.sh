@@ -4,6 +4,7 @@
 # daemon and no half-written database; and an unmount right after a burst
 # of small-file work loses no records. Also `fsprism run` with a parameter
 # out of its range: refused with the range in the message, nothing created.
+FSP_ROOT_LATER=1 # the argument checks before fsp_need_root need no root
 . "$TESTS_SRCDIR/lib.sh"
 
 fsp_capture_daemon_reports
@@ -37,35 +38,20 @@ expect_fail() {
 }
 
 F=$FSPRISM
+DB=$T/load.db # written by the load test (needs root); the checks before it only name it
+# ---- refused before anything is mounted: no root needed ----
 expect_fail "missing backing dir" 1 "backing directory $T/nope: does not exist" \
 	"$F" mount "$T/nope" "$M"
 expect_fail "backing dir is a file" 1 "backing directory $T/file is not a directory" \
 	"$F" mount "$T/file" "$M"
-mkdir -m 700 "$T/secret"
-expect_fail "unreadable backing dir (as uid 1000)" 1 "cannot read backing directory $T/secret: Permission denied" \
-	setpriv --reuid=1000 --regid=1000 --clear-groups "$F" mount --log "$T/u.db" "$T/secret" "$M"
 expect_fail "missing mountpoint" 1 "mountpoint $T/nomnt: does not exist" \
 	"$F" mount "$B" "$T/nomnt"
 expect_fail "mountpoint is a file" 1 "mountpoint $T/file is not a directory" \
 	"$F" mount "$B" "$T/file"
-mount -t tmpfs fsp-busy "$T/busy" && fsp_track_mount "$T/busy"
-expect_fail "mountpoint already a mount point" 1 "mountpoint $T/busy is already a mount point (tmpfs)" \
-	"$F" mount "$B" "$T/busy"
-check "the tmpfs is still mounted, untouched" mountpoint -q "$T/busy"
 mkdir "$B/inner"
 expect_fail "mountpoint inside the backing dir" 1 "mountpoint $B/inner is inside the backing directory $B" \
 	"$F" mount "$B" "$B/inner"
 rmdir "$B/inner"
-mount -t tmpfs -o ro fsp-ro "$T/ro" && fsp_track_mount "$T/ro"
-expect_fail "database on a read-only file system" 1 "cannot create database $T/ro/x.db: Read-only file system" \
-	"$F" mount --log "$T/ro/x.db" "$B" "$M"
-expect_fail "database in a missing directory" 1 "cannot create database $T/nodir/x.db: directory $T/nodir does not exist" \
-	"$F" mount --log "$T/nodir/x.db" "$B" "$M"
-sqlite3 "$T/v99.db" "pragma user_version=99; create table keep(x); insert into keep values(1);"
-expect_fail "database of unknown schema version" 1 "$T/v99.db has schema version 99" \
-	"$F" mount --log "$T/v99.db" "$B" "$M"
-expect_eq "the foreign database is left as it was" "99 1 keep " \
-	"$(sqlite3 "$T/v99.db" 'pragma user_version; select count(*) from keep; select name from sqlite_master' | tr '\n' ' ')"
 expect_fail "unknown option" 2 "unknown option '--bogus'" "$F" mount --bogus "$B" "$M"
 expect_fail "unknown short option" 2 "unknown option '-z'" "$F" mount -z "$B" "$M"
 expect_fail "bad --record" 2 "invalid --record 'sometimes'" "$F" mount --record=sometimes "$B" "$M"
@@ -73,31 +59,12 @@ expect_fail "bad --threads" 2 "invalid --threads '0'" "$F" mount --threads 0 "$B
 expect_fail "bad --backing-io" 2 "invalid --backing-io 'uring' (aio or sync)" "$F" mount --backing-io uring "$B" "$M"
 expect_fail "bad --max-write" 2 "invalid --max-write '3M'" "$F" mount --max-write 3M "$B" "$M"
 expect_fail "missing arguments" 2 "expected BACKING_DIR and MOUNTPOINT" "$F" mount "$B"
-expect_fail "unknown -o option" 1 "invalid -o options 'nosuchopt'" \
-	"$F" mount --log "$T/o.db" -o nosuchopt "$B" "$M"
-check "no database written for a bad -o option" test ! -e "$T/o.db"
-check "no database written in the cwd by any failed mount" test ! -e "$T/cwd/fsprism.db"
-
-# /dev/fuse missing, not the device, or not permitted (private mount namespaces)
-: >"$T/notdev"
-expect_fail "no /dev/fuse" 1 "no /dev/fuse" \
-	unshare -m sh -c "mount -t tmpfs none /dev && exec '$F' mount --log '$T/d.db' '$B' '$M'"
-expect_fail "/dev/fuse is not the device" 1 "/dev/fuse is not the FUSE device" \
-	unshare -m sh -c "mount --bind '$T/notdev' /dev/fuse && exec '$F' mount --log '$T/d.db' '$B' '$M'"
-mknod -m 600 "$T/fusedev" c 10 229
-expect_fail "no permission on /dev/fuse (uid 1000)" 1 "cannot open /dev/fuse: Permission denied" \
-	unshare -m sh -c "mount --bind '$T/fusedev' /dev/fuse && exec setpriv --reuid=1000 --regid=1000 --clear-groups '$F' mount --log '$T/u.db' '$B' '$M'"
 
 # umount of things that are not fsprism mounts
 expect_fail "umount of a missing path" 1 "fsprism umount: $T/nope: does not exist" "$F" umount "$T/nope"
 expect_fail "umount of a plain directory" 1 "fsprism umount: $B is not mounted" "$F" umount "$B"
-expect_fail "umount of a tmpfs" 1 "fsprism umount: $T/busy is not an fsprism mount (it is tmpfs)" \
-	"$F" umount "$T/busy"
-check "the tmpfs survived" mountpoint -q "$T/busy"
 expect_fail "umount without arguments" 2 "fsprism umount: expected one MOUNTPOINT (see 'fsprism umount --help')" "$F" umount
 
-# a second mount on the same mountpoint while the first runs
-DB=$T/load.db
 # --- the copy-on-write / journaling emulation's options and store safety ---
 expect_fail "bad --cow" 2 "invalid --cow 'sometimes' (off, shared or always)" \
 	"$F" mount --cow=sometimes "$B" "$M"
@@ -118,65 +85,7 @@ sum0=$(md5sum <"$T/notastore")
 expect_fail "a store file holding other data" 1 "is not an fsprism store (use --format --destroy-data to overwrite it)" \
 	"$F" mount --cow=always --store "$T/notastore" "$B" "$M"
 expect_eq "that file is unchanged" "$sum0" "$(md5sum <"$T/notastore")"
-truncate -s 64M "$T/ext4.img"
-mkfs.ext4 -q -F "$T/ext4.img"
-sdev=$(losetup --find --show "$T/ext4.img") && fsp_track_loop "$sdev"
-sum0=$(md5sum <"$sdev")
-expect_fail "a store device carrying ext4" 1 "ext4" \
-	"$F" mount --cow=always --store "$sdev" "$B" "$M"
-expect_eq "that device is unchanged" "$sum0" "$(md5sum <"$sdev")"
-expect_fail "--store-size for a block device" 2 "--store-size is for a store file" \
-	"$F" mount --cow=always --store "$sdev" --store-size 64M "$B" "$M"
-# an fsprism store on the device: re-mounting is allowed, formatting it is not
-if fsp_mount "$B" "$M" --log "$DB" --cow=always --store "$sdev" --destroy-data --format; then
-	echo data >"$M/kept"
-	fsp_umount "$M"
-	expect_fail "--format over an fsprism store without --destroy-data" 1 \
-		"holds an fsprism store (use --destroy-data to overwrite it)" \
-		"$F" mount --cow=always --store "$sdev" --format "$B" "$M"
-	if fsp_mount "$B" "$M" --log "$DB" --cow=always --store "$sdev"; then
-		expect_eq "the store re-mounts without --destroy-data, data intact" data "$(cat "$M/kept")"
-		mkdir -p "$T/b2" "$T/m2"
-		(cd "$T/cwd" && "$F" mount --cow=always --store "$sdev" "$T/b2" "$T/m2") >"$T/out" 2>"$T/err"
-		rc=$?
-		check "a store in use by another mount is refused (exit $rc: $(cat "$T/err"))" \
-			sh -c "[ $rc -ne 0 ] && ! mountpoint -q '$T/m2'"
-		fsp_umount "$M"
-	else
-		not_ok "re-mount of the device store"
-	fi
-else
-	not_ok "format a device store with --destroy-data"
-fi
 
-if fsp_mount "$B" "$M" --log "$DB"; then
-	(cd "$T/cwd" && "$F" mount --log "$T/second.db" "$B" "$M") 2>"$T/err"
-	rc=$?
-	check "mounting over a live fsprism mount fails (exit $rc: $(cat "$T/err"))" \
-		sh -c "[ $rc -eq 1 ] && grep -q 'already a mount point (fuse.fsprism)' '$T/err'"
-
-	# a burst of small-file work, then an immediate unmount: nothing lost
-	N=3000
-	python3 - "$M" "$N" <<'PY'
-import os, sys
-d, n = sys.argv[1], int(sys.argv[2])
-for i in range(n):
-    fd = os.open(f"{d}/f{i}", os.O_CREAT | os.O_WRONLY, 0o644)
-    os.write(fd, b"x" * 100)
-    os.close(fd)
-PY
-	check "fsprism umount right after the burst" fsp_umount "$M"
-	run=$(sqlite3 "$DB" "select max(id) from runs")
-	creates=$(sqlite3 "$DB" "select count(*) from ops o join op_names n on o.op=n.op where run=$run and n.name='create'")
-	writes=$(sqlite3 "$DB" "select count(*) from ops o join op_names n on o.op=n.op where run=$run and n.name='write'")
-	expect_eq "every create is in the database when umount returns" "$N" "$creates"
-	expect_eq "every write is in the database when umount returns" "$N" "$writes"
-	expect_eq "nothing dropped" 0 "$(sqlite3 "$DB" "select dropped from runs where id=$run")"
-	check "nothing mounted after umount" sh -c "! mountpoint -q '$M'"
-	check "no daemon after umount" no_daemon
-else
-	not_ok "mount for the load test"
-fi
 # --- one command line for every command (src/cli/opt.c) ---
 # same_outcome DESC RC SUBSTRING "ARGS A" "ARGS B": fsprism with either
 # argument list (split by the shell: no spaces in $T) exits RC, says the same
@@ -215,8 +124,6 @@ same_outcome "compare --qd=X / --qd X (a parameter)" 2 "fsprism compare: qd: '0'
 	"compare --qd=0" "compare --qd 0"
 same_outcome "stats --format=X / --format X" 2 "fsprism stats: unknown format 'xml'" \
 	"stats $DB --format=xml" "stats --format xml $DB"
-same_outcome "stats --run=N --format=csv / --run N --format csv" 0 "op," \
-	"stats $DB --run=1 --format=csv" "stats --format csv --run 1 $DB"
 same_outcome "stats -- DB / stats DB" 1 "fsprism stats: no database at $T/none.db" \
 	"stats -- $T/none.db" "stats $T/none.db"
 # an unknown option names the closest valid one; a profile parameter too
@@ -303,6 +210,109 @@ run_refused "timeline buckets of a run" "timeline: 10ms over 6 step(s) of 24h is
 	sustained-seqwrite --time=24h --timeline=10ms
 run_refused "bursts of a run" "more than 1048576 (use larger bursts)" \
 	burst-seqwrite --burst=4k --bs=4k --bytes=1T
+
+# ---- what needs root: /dev/fuse, other users, mounts, devices, the load test ----
+fsp_need_root
+mkdir -m 700 "$T/secret"
+expect_fail "unreadable backing dir (as uid 1000)" 1 "cannot read backing directory $T/secret: Permission denied" \
+	setpriv --reuid=1000 --regid=1000 --clear-groups "$F" mount --log "$T/u.db" "$T/secret" "$M"
+mount -t tmpfs fsp-busy "$T/busy" && fsp_track_mount "$T/busy"
+expect_fail "mountpoint already a mount point" 1 "mountpoint $T/busy is already a mount point (tmpfs)" \
+	"$F" mount "$B" "$T/busy"
+check "the tmpfs is still mounted, untouched" mountpoint -q "$T/busy"
+mount -t tmpfs -o ro fsp-ro "$T/ro" && fsp_track_mount "$T/ro"
+expect_fail "database on a read-only file system" 1 "cannot create database $T/ro/x.db: Read-only file system" \
+	"$F" mount --log "$T/ro/x.db" "$B" "$M"
+# (the database is opened once /dev/fuse is: a user without it never gets here)
+expect_fail "database in a missing directory" 1 "cannot create database $T/nodir/x.db: directory $T/nodir does not exist" \
+	"$F" mount --log "$T/nodir/x.db" "$B" "$M"
+sqlite3 "$T/v99.db" "pragma user_version=99; create table keep(x); insert into keep values(1);"
+expect_fail "database of unknown schema version" 1 "$T/v99.db has schema version 99" \
+	"$F" mount --log "$T/v99.db" "$B" "$M"
+expect_eq "the foreign database is left as it was" "99 1 keep " \
+	"$(sqlite3 "$T/v99.db" 'pragma user_version; select count(*) from keep; select name from sqlite_master' | tr '\n' ' ')"
+expect_fail "unknown -o option" 1 "invalid -o options 'nosuchopt'" \
+	"$F" mount --log "$T/o.db" -o nosuchopt "$B" "$M"
+check "no database written for a bad -o option" test ! -e "$T/o.db"
+check "no database written in the cwd by any failed mount" test ! -e "$T/cwd/fsprism.db"
+
+# /dev/fuse missing, not the device, or not permitted (private mount namespaces)
+: >"$T/notdev"
+expect_fail "no /dev/fuse" 1 "no /dev/fuse" \
+	unshare -m sh -c "mount -t tmpfs none /dev && exec '$F' mount --log '$T/d.db' '$B' '$M'"
+expect_fail "/dev/fuse is not the device" 1 "/dev/fuse is not the FUSE device" \
+	unshare -m sh -c "mount --bind '$T/notdev' /dev/fuse && exec '$F' mount --log '$T/d.db' '$B' '$M'"
+mknod -m 600 "$T/fusedev" c 10 229
+expect_fail "no permission on /dev/fuse (uid 1000)" 1 "/dev/fuse: Permission denied; /dev/fuse needs read and write access" \
+	unshare -m sh -c "mount --bind '$T/fusedev' /dev/fuse && exec setpriv --reuid=1000 --regid=1000 --clear-groups '$F' mount --log '$T/u.db' '$B' '$M'"
+
+# umount of a mount that is not fsprism's
+expect_fail "umount of a tmpfs" 1 "fsprism umount: $T/busy is not an fsprism mount (it is tmpfs)" \
+	"$F" umount "$T/busy"
+check "the tmpfs survived" mountpoint -q "$T/busy"
+
+truncate -s 64M "$T/ext4.img"
+mkfs.ext4 -q -F "$T/ext4.img"
+sdev=$(losetup --find --show "$T/ext4.img") && fsp_track_loop "$sdev"
+sum0=$(md5sum <"$sdev")
+expect_fail "a store device carrying ext4" 1 "ext4" \
+	"$F" mount --cow=always --store "$sdev" "$B" "$M"
+expect_eq "that device is unchanged" "$sum0" "$(md5sum <"$sdev")"
+expect_fail "--store-size for a block device" 2 "--store-size is for a store file" \
+	"$F" mount --cow=always --store "$sdev" --store-size 64M "$B" "$M"
+# an fsprism store on the device: re-mounting is allowed, formatting it is not
+if fsp_mount "$B" "$M" --log "$DB" --cow=always --store "$sdev" --destroy-data --format; then
+	echo data >"$M/kept"
+	fsp_umount "$M"
+	expect_fail "--format over an fsprism store without --destroy-data" 1 \
+		"holds an fsprism store (use --destroy-data to overwrite it)" \
+		"$F" mount --cow=always --store "$sdev" --format "$B" "$M"
+	if fsp_mount "$B" "$M" --log "$DB" --cow=always --store "$sdev"; then
+		expect_eq "the store re-mounts without --destroy-data, data intact" data "$(cat "$M/kept")"
+		mkdir -p "$T/b2" "$T/m2"
+		(cd "$T/cwd" && "$F" mount --cow=always --store "$sdev" "$T/b2" "$T/m2") >"$T/out" 2>"$T/err"
+		rc=$?
+		check "a store in use by another mount is refused (exit $rc: $(cat "$T/err"))" \
+			sh -c "[ $rc -ne 0 ] && ! mountpoint -q '$T/m2'"
+		fsp_umount "$M"
+	else
+		not_ok "re-mount of the device store"
+	fi
+else
+	not_ok "format a device store with --destroy-data"
+fi
+
+if fsp_mount "$B" "$M" --log "$DB"; then
+	(cd "$T/cwd" && "$F" mount --log "$T/second.db" "$B" "$M") 2>"$T/err"
+	rc=$?
+	check "mounting over a live fsprism mount fails (exit $rc: $(cat "$T/err"))" \
+		sh -c "[ $rc -eq 1 ] && grep -q 'already a mount point (fuse.fsprism)' '$T/err'"
+
+	# a burst of small-file work, then an immediate unmount: nothing lost
+	N=3000
+	python3 - "$M" "$N" <<'PY'
+import os, sys
+d, n = sys.argv[1], int(sys.argv[2])
+for i in range(n):
+    fd = os.open(f"{d}/f{i}", os.O_CREAT | os.O_WRONLY, 0o644)
+    os.write(fd, b"x" * 100)
+    os.close(fd)
+PY
+	check "fsprism umount right after the burst" fsp_umount "$M"
+	run=$(sqlite3 "$DB" "select max(id) from runs")
+	creates=$(sqlite3 "$DB" "select count(*) from ops o join op_names n on o.op=n.op where run=$run and n.name='create'")
+	writes=$(sqlite3 "$DB" "select count(*) from ops o join op_names n on o.op=n.op where run=$run and n.name='write'")
+	expect_eq "every create is in the database when umount returns" "$N" "$creates"
+	expect_eq "every write is in the database when umount returns" "$N" "$writes"
+	expect_eq "nothing dropped" 0 "$(sqlite3 "$DB" "select dropped from runs where id=$run")"
+	check "nothing mounted after umount" sh -c "! mountpoint -q '$M'"
+	check "no daemon after umount" no_daemon
+else
+	not_ok "mount for the load test"
+fi
+# stats of the load test's database
+same_outcome "stats --run=N --format=csv / --run N --format csv" 0 "op," \
+	"stats $DB --run=1 --format=csv" "stats --format csv --run 1 $DB"
 
 no_sanitizer_reports
 fsp_done

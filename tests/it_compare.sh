@@ -158,13 +158,7 @@ interrupt_after "SIGINT with the fsprism mount up" fuse --targets fsprism
 interrupt_after "SIGINT with the emu mount up" fuse --targets emu --cow=always
 # SIGTERM too (what a timeout or systemd sends)
 "$FSPRISM" compare --db "$T/t.db" --size=512M --time=2s --span=64M >/dev/null 2>"$T/ierr" &
-pid=$!
-sleep 3
-t0=$(date +%s%N)
-kill -TERM $pid
-wait $pid
-rc=$?
-ms=$((($(date +%s%N) - t0) / 1000000))
+fsp_term_after 3 $!
 expect_eq "SIGTERM: exit status 143 (128 + SIGTERM)" 143 "$rc"
 # the running benchmark stops within a second; then compare tears down what it set up
 check "SIGTERM: stopped, stored and torn down within 5 s (took $ms ms)" [ "$ms" -lt 5000 ]

@@ -30,11 +30,8 @@ command -v python3 >/dev/null || { echo "SKIP: python3 not installed" >&2; exit 
 PY=$(python3 -c 'import sys; print(sys.executable)')
 
 # ext4 on a loop device (512-byte logical blocks, relatime by default)
-dev=$(fsp_loop_new 512M) || { not_ok "loop device"; fsp_done; exit 1; }
-fsp_track_loop "$dev"
-mkfs.ext4 -q "$dev"
-mkdir "$T/ext4" "$T/mnt"
-mount "$dev" "$T/ext4" && fsp_track_mount "$T/ext4"
+fsp_ext4_new 512M "$T/ext4"
+mkdir "$T/mnt"
 B=$T/ext4/backing
 M=$T/mnt
 DB=$T/datapath.db

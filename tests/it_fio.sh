@@ -10,11 +10,8 @@ fsp_capture_daemon_reports
 command -v fio >/dev/null || fsp_skip "fio not installed"
 DB=$T/fio.db
 
-dev=$(fsp_loop_new 1G) || { not_ok "loop device"; fsp_done; exit 1; }
-fsp_track_loop "$dev"
-mkfs.ext4 -q "$dev"
-mkdir "$T/ext4" "$T/mnt"
-mount "$dev" "$T/ext4" && fsp_track_mount "$T/ext4"
+fsp_ext4_new 1G "$T/ext4"
+mkdir "$T/mnt"
 B=$T/ext4/data
 M=$T/mnt
 mkdir "$B"

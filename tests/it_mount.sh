@@ -16,11 +16,8 @@ POSIX_OPS=$TESTS_BUILDDIR/posix_ops
 SRC=/usr/include/linux
 DB=$T/mount.db
 
-dev=$(fsp_loop_new 512M) || { not_ok "loop device"; fsp_done; exit 1; }
-fsp_track_loop "$dev"
-mkfs.ext4 -q "$dev"
-mkdir "$T/ext4" "$T/mnt"
-mount "$dev" "$T/ext4" && fsp_track_mount "$T/ext4"
+fsp_ext4_new 512M "$T/ext4"
+mkdir "$T/mnt"
 mkdir "$T/ext4/data"
 B=$T/ext4/data
 M=$T/mnt

@@ -14,11 +14,7 @@ fsp_capture_daemon_reports
 POSIX_OPS=$TESTS_BUILDDIR/posix_ops
 chmod 755 "$T"   # other user ids must reach the directories below
 
-dev=$(fsp_loop_new 256M) || { not_ok "loop device"; fsp_done; exit 1; }
-fsp_track_loop "$dev"
-mkfs.ext4 -q "$dev"
-mkdir "$T/ext4"
-mount "$dev" "$T/ext4" && fsp_track_mount "$T/ext4"
+fsp_ext4_new 256M "$T/ext4"
 mkdir -m 755 "$T/ext4/native" "$T/ext4/backing" "$T/mnt"
 chmod 755 "$T/mnt"
 

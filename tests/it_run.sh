@@ -295,13 +295,7 @@ else not_ok "interrupted run has $n steps"; fi
 # a long, byte-unlimited step with a fine timeline: nothing but the signal ends it
 "$FSPRISM" run sustained-seqwrite "$RAW" --destroy-data --qd=1 --span=32M --time=10m \
 	--bytes=0 --timeline=10ms --db "$DB" >"$T/out" 2>"$T/err" &
-pid=$!
-sleep 1
-t0=$(date +%s%N)
-kill -TERM $pid
-wait $pid
-rc=$?
-ms=$((($(date +%s%N) - t0) / 1000000))
+fsp_term_after 1 $!
 expect_eq "SIGTERM: exit 143 ($(cat "$T/err"))" 143 "$rc"
 check "SIGTERM: stopped and stored within 1.5 s (took $ms ms)" [ "$ms" -lt 1500 ]
 RUN=$(sed -n 's/^interrupted: run \([0-9]*\) stored in .*/\1/p' "$T/out")

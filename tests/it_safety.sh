@@ -64,6 +64,21 @@ runs_stored() {
 # no lazy initialisation: a mounted, idle ext4 must not write on its own
 mkext4() { mkfs.ext4 -q -E lazy_itable_init=0,lazy_journal_init=0 "$1"; }
 
+# format_refused WHAT DEV MESSAGE: mount --store DEV --format refuses with
+# MESSAGE, mounts nothing and leaves DEV as it was (what run refuses too)
+format_refused() {
+	what=$1 dev=$2 want=$3
+	before=$(md5sum < "$dev")
+	fb=$T/format-back.${dev##*/} fm=$T/format-mnt.${dev##*/}
+	mkdir -p "$fb" "$fm"
+	fsp_track_mount "$fm"
+	"$FSPRISM" mount --cow=always --store "$dev" --format "$fb" "$fm" >"$T/out" 2>"$T/err"
+	rc=$?
+	check "mount --store --format over $what: refused ($(head -n 1 "$T/err"))" \
+		sh -c "[ $rc -ne 0 ] && grep -qF '$want' '$T/err' && ! mountpoint -q '$fm'"
+	expect_eq "mount --format over $what: device unchanged" "$before" "$(md5sum < "$dev")"
+}
+
 accepted() {
 	desc=$1 dev=$2; shift 2
 	before=$(md5sum < "$dev")
@@ -209,14 +224,7 @@ if mkstore "$I"; then
 	"$FSPRISM" compare --device "$I" --targets raw --db "$T/c.db" >"$T/out" 2>"$T/err"
 	check "compare over the store: refused with run's message ($(head -n 1 "$T/err"))" \
 		grep -qF "$I holds an fsprism store (use --destroy-data to overwrite it)" "$T/err"
-	before=$(md5sum < "$I")
-	mkdir -p "$T/mb" "$T/mm"
-	fsp_track_mount "$T/mm"
-	"$FSPRISM" mount --cow=always --store "$I" --format "$T/mb" "$T/mm" >"$T/out" 2>"$T/err"
-	rc=$?
-	check "mount --store --format over the store: refused ($(head -n 1 "$T/err"))" \
-		sh -c "[ $rc -ne 0 ] && grep -qF '$I holds an fsprism store (use --destroy-data to overwrite it)' '$T/err' && ! mountpoint -q '$T/mm'"
-	expect_eq "mount --format over the store: device unchanged" "$before" "$(md5sum < "$I")"
+	format_refused "the store" "$I" "$I holds an fsprism store (use --destroy-data to overwrite it)"
 	accepted "fsprism store, --destroy-data" "$I" --destroy-data
 else
 	not_ok "fsprism store: could not make one: $(cat "$T/mkstore.err")"
@@ -234,14 +242,7 @@ fi
 # (k) mount --store --format over an ext4 signature: refused like run
 new_loop K
 mkext4 "$K"
-before=$(md5sum < "$K")
-mkdir -p "$T/kb" "$T/km"
-fsp_track_mount "$T/km"
-"$FSPRISM" mount --cow=always --store "$K" --format "$T/kb" "$T/km" >"$T/out" 2>"$T/err"
-rc=$?
-check "mount --store --format over ext4: refused ($(head -n 1 "$T/err"))" \
-	sh -c "[ $rc -ne 0 ] && grep -qF '$K carries an ext4 file system signature' '$T/err' && ! mountpoint -q '$T/km'"
-expect_eq "mount --format over ext4: device unchanged" "$before" "$(md5sum < "$K")"
+format_refused ext4 "$K" "$K carries an ext4 file system signature"
 
 # not a block device at all
 refused "not a block device" /dev/null "/dev/null" --destroy-data

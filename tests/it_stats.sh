@@ -56,6 +56,11 @@ INSERT INTO hist VALUES(2, 1, 13, 0, 10, 1000000, 100000, 100000, 40960, 0);
 INSERT INTO hist_bins VALUES(2, 1, 13, 0, 99840, 100351, 10);
 INSERT INTO hist VALUES(2, 2, 13, 0, 20, 4000000, 200000, 200000, 81920, 0);
 INSERT INTO hist_bins VALUES(2, 2, 13, 0, 199680, 200703, 20);
+-- as the engine stores them: backing = total, layer 0 (not a split)
+INSERT INTO hist VALUES(2, 1, 13, 1, 10, 1000000, 100000, 100000, 40960, 0);
+INSERT INTO hist_bins VALUES(2, 1, 13, 1, 99840, 100351, 10);
+INSERT INTO hist VALUES(2, 1, 13, 2, 10, 0, 0, 0, 40960, 0);
+INSERT INTO hist_bins VALUES(2, 1, 13, 2, 0, 0, 10);
 EOF
 } | sqlite3 "$DB" || not_ok "could not build the hand-made database"
 
@@ -73,9 +78,13 @@ echo "$out" | grep -q "duration 2.000 s" && ok "table prints duration" ||
 # read total: count 100, 3.8 MiB, 2.00 MB/s (4e6 B / 2 s), 2 errors,
 # mean 0.158 us, p50 0.10, p90 0.20, p99 0.20, p99.9 = max = 1.00
 line=$(echo "$out" | grep '^read ')
-expect_eq "table read/total line" \
-	"read 100 3.8 MiB 2.00 2 total 0.16 0.10 0.20 0.20 1.00 1.00" \
+expect_eq "table read/total line (p90 only with --wide)" \
+	"read 100 3.8 MiB 2.00 2 total 0.16 0.10 0.20 1.00 1.00" \
 	"$(echo "$line" | tr -s ' ')"
+expect_eq "--wide read/total line has p90" \
+	"read 100 3.8 MiB 2.00 2 total 0.16 0.10 0.20 0.20 1.00 1.00" \
+	"$("$FSPRISM" stats "$DB" --run 1 --wide | grep '^read ' | tr -s ' ')"
+expect_eq "table fits 100 columns" "" "$(echo "$out" | awk 'length($0) > 100')"
 expect_eq "table has 3 layer lines per op" 6 \
 	"$(echo "$out" | grep -cE ' (total|backing|layer) +[0-9.]+ ')"
 echo "$out" | grep -q -- "-- step" && not_ok "single-step run shows step grouping" ||
@@ -119,6 +128,14 @@ expect_eq "per-step throughput" "0.01 0.08" \
 	"$(echo "$out" | awk '$1 == "read" { printf "%s%s", sep, $5; sep = " " }')"
 "$FSPRISM" stats "$DB" --format json | python3 -m json.tool > /dev/null &&
 	ok "multi-step json is valid" || not_ok "multi-step json is valid"
+# an engine run has no backing or layer split: only total, in every format
+expect_eq "engine run: no backing or layer line" 0 "$(echo "$out" | grep -cE ' (backing|layer) +[0-9.]+ ')"
+echo "$out" | grep -q "total = the engine's submission to completion" &&
+	ok "engine run: the header says what total is" || not_ok "engine run: the header says what total is"
+expect_eq "engine run: csv has total rows only" "total total" \
+	"$("$FSPRISM" stats "$DB" --format csv | awk -F, 'NR > 1 && $1 == 2 { printf "%s%s", sep, $4; sep = " " }')"
+expect_eq "engine run: json has the total layer only" "total;total" "$("$FSPRISM" stats "$DB" --format json |
+	python3 -c 'import json,sys; d = json.load(sys.stdin); print(";".join(",".join(r["layers"]) for r in d["ops"]))')"
 
 # The quantile query documented in docs/schema.md gives the same p90 (200 ns).
 docq=$(sed -n '/^-- quantile-example-begin/,/^-- quantile-example-end/p' "$DOC")
@@ -273,10 +290,18 @@ echo "$out" | grep -q "total = backing + emu" && ok "emu table: header names the
 nops=$(eq "SELECT count(DISTINCT op) FROM ops")
 expect_eq "emu table: 4 layer lines per op, device ops included" $((4 * nops)) \
 	"$(echo "$out" | sed '/^Emulation/q' | grep -cE ' (total|backing|emu|layer) +[0-9.]+ ')"
+wide=$("$FSPRISM" stats "$EDB" --wide)
 for op in dev_read dev_write_data dev_write_journal dev_write_meta dev_write_ckpt dev_flush; do
+	expect_eq "emu table --wide: $op count" "$(kind_count $op)" \
+		"$(echo "$wide" | awk -v op=$op '$1 == op && $0 ~ / total / { print $2 }')"
+	# 100 columns: a name longer than the op column stands above its numbers
 	expect_eq "emu table: $op count" "$(kind_count $op)" \
-		"$(echo "$out" | awk -v op=$op '$1 == op && $0 ~ / total / { print $2 }')"
+		"$(echo "$out" | awk -v op=$op 'name && / total / { print $1; exit }
+			{ name = ($1 == op && NF == 1) || ($1 == op && / total /) }
+			$1 == op && / total / { print $2; exit }')"
 done
+expect_eq "emu table's op rows fit 100 columns" "" \
+	"$(echo "$out" | sed '/^Emulation/q' | awk 'length($0) > 100')"
 expect_eq "emu table: user bytes written" "$USER" \
 	"$(echo "$out" | sed -n 's/^  user bytes written (write + copy_file_range): \([0-9]*\) .*/\1/p')"
 tw=0 tb=0

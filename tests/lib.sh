@@ -28,6 +28,8 @@ fsp_skip() {
 fsp_need_root() {
 	[ "$(id -u)" = 0 ] && return 0
 	echo "# the rest of $0 needs root (FUSE mounts, loop devices): not run"
+	# the reports of what ran so far (fsp_capture_daemon_reports)
+	[ -z "${FSPRISM_DAEMON_LOG:-}" ] || no_sanitizer_reports
 	fsp_done
 	exit $?
 }
@@ -82,6 +84,29 @@ fsp_loop_new() {
 	truncate -s "$size" "$img"
 	dev=$(losetup --find --show "$img") || return 1
 	echo "$dev"
+}
+
+# fsp_ext4_new SIZE DIR: ext4 on a new loop device of SIZE, mounted at DIR
+# (made here), both tracked; the device is in $dev. Without a loop device
+# the test cannot go on: not ok, the plan, exit 1.
+fsp_ext4_new() {
+	dev=$(fsp_loop_new "$1") || { not_ok "loop device"; fsp_done; exit 1; }
+	fsp_track_loop "$dev"
+	mkfs.ext4 -q "$dev"
+	mkdir "$2"
+	mount "$dev" "$2" && fsp_track_mount "$2"
+}
+
+# fsp_term_after SECONDS PID: SIGTERM to the background job PID after
+# SECONDS; sets rc to its exit status and ms to how long it took to exit
+# once signalled.
+fsp_term_after() {
+	sleep "$1"
+	t0=$(date +%s%N)
+	kill -TERM "$2"
+	wait "$2"
+	rc=$?
+	ms=$((($(date +%s%N) - t0) / 1000000))
 }
 
 # fsp_mount BACKING MNT [options...]: fsprism mount (daemonized), tracked.

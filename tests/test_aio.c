@@ -28,6 +28,7 @@
 #include <cmocka.h>
 #include "fs/fuse/aio.h"
 #include "src/base/clock.h"
+#include "tests/testdir.h"
 
 #define KIB ((size_t)1 << 10)
 #define MIB ((size_t)1 << 20)
@@ -123,10 +124,9 @@ static int setup(void **state)
 	seen.finished = seen.threads_seen = 0;
 	pthread_mutex_unlock(&seen.lock);
 	/* on disk: tmpfs may refuse O_DIRECT */
-	strcpy(dir, "/var/tmp/fsprism-test-aio.XXXXXX");
-	if (!mkdtemp(dir))
+	if (test_dir_make(dir, sizeof(dir), "/var/tmp", "aio"))
 		return -1;
-	snprintf(path, sizeof(path), "%s/data", dir);
+	test_dir_path(path, sizeof(path), dir, "data");
 	int fd = open(path, O_CREAT | O_RDWR | O_CLOEXEC, 0644);
 	if (fd < 0)
 		return -1;

@@ -24,6 +24,7 @@
 #include <unistd.h>
 #include <cmocka.h>
 #include "fs/fuse/datapath.h"
+#include "tests/testdir.h"
 
 static char dir[64], path[96], path2[96];
 static struct fsp_fs *fs;
@@ -32,11 +33,10 @@ static int setup(void **state)
 {
 	(void)state;
 	/* on disk: tmpfs may refuse O_DIRECT */
-	strcpy(dir, "/var/tmp/fsprism-test-dp.XXXXXX");
-	if (!mkdtemp(dir))
+	if (test_dir_make(dir, sizeof(dir), "/var/tmp", "dp"))
 		return -1;
-	snprintf(path, sizeof(path), "%s/a", dir);
-	snprintf(path2, sizeof(path2), "%s/b", dir);
+	test_dir_path(path, sizeof(path), dir, "a");
+	test_dir_path(path2, sizeof(path2), dir, "b");
 	struct fsp_fs_opts opts;
 	memset(&opts, 0, sizeof(opts));
 	char err[256];

@@ -1001,6 +1001,36 @@ static int home_apply(void *ctx, uint64_t seq, uint64_t tag, const void *block)
 	return 0;
 }
 
+/* What a journal test works on: a memory device, the journal's
+ * configuration and handle, the last replay's report. */
+struct jtest {
+	struct memdev d;
+	struct emu_io io;
+	struct emu_journal_cfg cfg;
+	struct emu_journal *j;
+	struct emu_replay_report rep;
+};
+
+/* A fresh memory device holding a journal formatted with jt->cfg. */
+static void jtest_format(struct jtest *jt)
+{
+	md_init(&jt->d, &jt->io, JBASE_BLOCKS + jt->cfg.nblocks);
+	assert_int_equal(emu_journal_format(&jt->io, &jt->cfg, &jt->j), 0);
+}
+
+/* A new handle on the journal, as after a crash, replayed into h. */
+static void jtest_replay(struct jtest *jt, struct home *h, int reset)
+{
+	assert_int_equal(emu_journal_open(&jt->io, &jt->cfg, &jt->j), 0);
+	assert_int_equal(emu_journal_replay(jt->j, home_apply, h, reset, &jt->rep), 0);
+}
+
+static void jtest_end(struct jtest *jt)
+{
+	emu_journal_close(jt->j);
+	free(jt->d.buf);
+}
+
 static void fill_block(uint8_t *b, uint64_t a, uint64_t c)
 {
 	for (int i = 0; i < JBS; i++)
@@ -1055,72 +1085,68 @@ static void test_crc32c(void **state)
 
 static void test_journal_roundtrip(void **state)
 {
-	struct memdev d;
-	struct emu_io io;
-	struct emu_journal_cfg cfg = jcfg(256, 1);
-	struct emu_journal *j, *j2;
-	struct emu_replay_report rep;
+	struct jtest jt = { .cfg = jcfg(256, 1) };
+	struct emu_journal *j2;
 	static struct home model, h;
 	uint64_t tags[100];
 	(void)state;
 
-	md_init(&d, &io, JBASE_BLOCKS + 256);
 	memset(&model, 0, sizeof(model));
 	memset(&h, 0, sizeof(h));
-	assert_int_equal(emu_journal_format(&io, &cfg, &j), 0);
-	assert_string_equal(d.trace, "U");
-	md_reset_stats(&d);
+	jtest_format(&jt);
+	assert_string_equal(jt.d.trace, "U");
+	md_reset_stats(&jt.d);
 
 	for (int i = 0; i < 100; i++)
 		tags[i] = (uint64_t)i;
-	commit_txn(j, &model, 1, (uint64_t[]){ 1, 2, 3 }, 3, 1);
+	commit_txn(jt.j, &model, 1, (uint64_t[]){ 1, 2, 3 }, 3, 1);
 	/* 100 blocks need two descriptors at 60 tags per 512-byte block */
-	log_txn(j, &model, 2, tags, 100);
-	assert_int_equal(emu_journal_commit_cost(j), 2 + 100 + 1);
-	assert_int_equal(emu_journal_commit(j, NULL), 0);
-	commit_txn(j, &model, 3, (uint64_t[]){ 1 }, 1, 3);
-	assert_int_equal(emu_journal_commit(j, NULL), 0); /* empty: no IO */
+	log_txn(jt.j, &model, 2, tags, 100);
+	assert_int_equal(emu_journal_commit_cost(jt.j), 2 + 100 + 1);
+	assert_int_equal(emu_journal_commit(jt.j, NULL), 0);
+	commit_txn(jt.j, &model, 3, (uint64_t[]){ 1 }, 1, 3);
+	assert_int_equal(emu_journal_commit(jt.j, NULL), 0); /* empty: no IO */
 
 	/* JBD2 order per commit: body, flush, commit with FUA */
-	assert_string_equal(d.trace, "WFUWFUWFU");
-	assert_int_equal(d.writes[EMU_IO_JOURNAL], 6);
-	assert_int_equal(d.bytes[EMU_IO_JOURNAL], (5 + 103 + 3) * JBS);
-	assert_int_equal(d.flushes, 3);
-	assert_int_equal(emu_journal_free_blocks(j), 255 - 111);
-	assert_int_equal(emu_journal_next_seq(j), 4);
+	assert_string_equal(jt.d.trace, "WFUWFUWFU");
+	assert_int_equal(jt.d.writes[EMU_IO_JOURNAL], 6);
+	assert_int_equal(jt.d.bytes[EMU_IO_JOURNAL], (5 + 103 + 3) * JBS);
+	assert_int_equal(jt.d.flushes, 3);
+	assert_int_equal(emu_journal_free_blocks(jt.j), 255 - 111);
+	assert_int_equal(emu_journal_next_seq(jt.j), 4);
 
 	/* another handle, as after a crash: replay reproduces the model */
-	assert_int_equal(emu_journal_open(&io, &cfg, &j2), 0);
+	assert_int_equal(emu_journal_open(&jt.io, &jt.cfg, &j2), 0);
 	assert_int_equal(emu_journal_commit(j2, NULL), -EINVAL); /* needs replay */
-	assert_int_equal(emu_journal_replay(j2, home_apply, &h, 0, &rep), 0);
-	assert_int_equal(rep.txns_replayed, 3);
-	assert_int_equal(rep.blocks_replayed, 104);
-	assert_int_equal(rep.start_seq, 1);
-	assert_int_equal(rep.last_seq, 3);
-	assert_int_equal(rep.end, EMU_REPLAY_CLEAN);
-	assert_int_equal(rep.txns_discarded, 0);
+	assert_int_equal(emu_journal_replay(j2, home_apply, &h, 0, &jt.rep), 0);
+	assert_int_equal(jt.rep.txns_replayed, 3);
+	assert_int_equal(jt.rep.blocks_replayed, 104);
+	assert_int_equal(jt.rep.start_seq, 1);
+	assert_int_equal(jt.rep.last_seq, 3);
+	assert_int_equal(jt.rep.end, EMU_REPLAY_CLEAN);
+	assert_int_equal(jt.rep.txns_discarded, 0);
 	assert_memory_equal(h.b, model.b, sizeof(model.b));
 	emu_journal_close(j2);
-	emu_journal_close(j);
+	emu_journal_close(jt.j);
 
 	/* write + flush instead of FUA */
-	cfg.commit_fua = 0;
-	assert_int_equal(emu_journal_format(&io, &cfg, &j), 0);
-	md_reset_stats(&d);
-	commit_txn(j, NULL, 1, (uint64_t[]){ 1, 2 }, 2, 1);
-	assert_string_equal(d.trace, "WFWF");
-	emu_journal_close(j);
+	jt.cfg.commit_fua = 0;
+	assert_int_equal(emu_journal_format(&jt.io, &jt.cfg, &jt.j), 0);
+	md_reset_stats(&jt.d);
+	commit_txn(jt.j, NULL, 1, (uint64_t[]){ 1, 2 }, 2, 1);
+	assert_string_equal(jt.d.trace, "WFWF");
+	emu_journal_close(jt.j);
 
 	/* bad arguments and a region without a journal */
-	cfg.block_size = 1000;
-	assert_int_equal(emu_journal_format(&io, &cfg, &j), -EINVAL);
-	cfg = jcfg(256, 1);
-	cfg.base = 0; /* zeros there */
-	assert_int_equal(emu_journal_open(&io, &cfg, &j), -EINVAL);
-	assert_null(j);
-	cfg = jcfg(200, 1); /* size disagrees with the superblock */
-	assert_int_equal(emu_journal_open(&io, &cfg, &j), -EINVAL);
-	free(d.buf);
+	jt.cfg.block_size = 1000;
+	assert_int_equal(emu_journal_format(&jt.io, &jt.cfg, &jt.j), -EINVAL);
+	jt.cfg = jcfg(256, 1);
+	jt.cfg.base = 0; /* zeros there */
+	assert_int_equal(emu_journal_open(&jt.io, &jt.cfg, &jt.j), -EINVAL);
+	assert_null(jt.j);
+	jt.cfg = jcfg(200, 1); /* size disagrees with the superblock */
+	assert_int_equal(emu_journal_open(&jt.io, &jt.cfg, &jt.j), -EINVAL);
+	free(jt.d.buf);
 }
 
 /* byte offset of log index i */
@@ -1132,105 +1158,87 @@ static void test_journal_torn_commit(void **state)
 	static const int64_t torn[] = { 0, 20, 30, -1 /* body torn too */ };
 	(void)state;
 	for (size_t c = 0; c < sizeof(torn) / sizeof(torn[0]); c++) {
-		struct memdev d;
-		struct emu_io io;
-		struct emu_journal_cfg cfg = jcfg(64, 1);
-		struct emu_journal *j;
-		struct emu_replay_report rep;
+		struct jtest jt = { .cfg = jcfg(64, 1) };
 		static struct home model, h;
-		md_init(&d, &io, JBASE_BLOCKS + 64);
 		memset(&model, 0, sizeof(model));
 		memset(&h, 0, sizeof(h));
-		assert_int_equal(emu_journal_format(&io, &cfg, &j), 0);
-		commit_txn(j, &model, 1, (uint64_t[]){ 1, 2, 3 }, 3, 1);
+		jtest_format(&jt);
+		commit_txn(jt.j, &model, 1, (uint64_t[]){ 1, 2, 3 }, 3, 1);
 		/* power fails during the second commit */
-		d.budget = torn[c] >= 0 ? 4 * JBS + torn[c] : 2 * JBS;
-		commit_txn(j, NULL, 2, (uint64_t[]){ 4, 5, 6 }, 3, 2);
-		d.budget = -1;
-		emu_journal_close(j);
+		jt.d.budget = torn[c] >= 0 ? 4 * JBS + torn[c] : 2 * JBS;
+		commit_txn(jt.j, NULL, 2, (uint64_t[]){ 4, 5, 6 }, 3, 2);
+		jt.d.budget = -1;
+		emu_journal_close(jt.j);
 
-		assert_int_equal(emu_journal_open(&io, &cfg, &j), 0);
-		assert_int_equal(emu_journal_replay(j, home_apply, &h, 1, &rep), 0);
-		assert_int_equal(rep.txns_replayed, 1);
-		assert_int_equal(rep.blocks_replayed, 3);
-		assert_int_equal(rep.end, EMU_REPLAY_INCOMPLETE);
-		assert_int_equal(rep.stop_seq, 2);
-		assert_int_equal(rep.txns_discarded, 1);
+		jtest_replay(&jt, &h, 1);
+		assert_int_equal(jt.rep.txns_replayed, 1);
+		assert_int_equal(jt.rep.blocks_replayed, 3);
+		assert_int_equal(jt.rep.end, EMU_REPLAY_INCOMPLETE);
+		assert_int_equal(jt.rep.stop_seq, 2);
+		assert_int_equal(jt.rep.txns_discarded, 1);
 		assert_memory_equal(h.b, model.b, sizeof(model.b));
 		/* after the reset the journal works and the torn one stays dead */
-		commit_txn(j, &model, 3, (uint64_t[]){ 7 }, 1, 0);
-		emu_journal_close(j);
+		commit_txn(jt.j, &model, 3, (uint64_t[]){ 7 }, 1, 0);
+		emu_journal_close(jt.j);
 		memset(&h, 0, sizeof(h));
-		assert_int_equal(emu_journal_open(&io, &cfg, &j), 0);
-		assert_int_equal(emu_journal_replay(j, home_apply, &h, 0, &rep), 0);
-		assert_int_equal(rep.txns_replayed, 1);
-		assert_int_equal(rep.blocks_replayed, 1);
-		assert_int_equal(rep.end, EMU_REPLAY_CLEAN);
+		jtest_replay(&jt, &h, 0);
+		assert_int_equal(jt.rep.txns_replayed, 1);
+		assert_int_equal(jt.rep.blocks_replayed, 1);
+		assert_int_equal(jt.rep.end, EMU_REPLAY_CLEAN);
 		assert_memory_equal(h.b[7], model.b[7], JBS);
 		assert_int_equal(h.applied, 1);
-		emu_journal_close(j);
-		free(d.buf);
+		jtest_end(&jt);
 	}
 }
 
 /* a corrupt logged byte: that transaction and every later one discarded */
 static void test_journal_corrupt_data(void **state)
 {
-	struct memdev d;
-	struct emu_io io;
-	struct emu_journal_cfg cfg = jcfg(64, 1);
-	struct emu_journal *j;
-	struct emu_replay_report rep;
+	struct jtest jt = { .cfg = jcfg(64, 1) };
 	static struct home model, h;
 	(void)state;
-	md_init(&d, &io, JBASE_BLOCKS + 64);
 	memset(&model, 0, sizeof(model));
 	memset(&h, 0, sizeof(h));
-	assert_int_equal(emu_journal_format(&io, &cfg, &j), 0);
-	commit_txn(j, &model, 1, (uint64_t[]){ 1, 2 }, 2, 1);
-	commit_txn(j, NULL, 2, (uint64_t[]){ 3, 4 }, 2, 2);
-	commit_txn(j, NULL, 3, (uint64_t[]){ 5, 6 }, 2, 3);
-	emu_journal_close(j);
+	jtest_format(&jt);
+	commit_txn(jt.j, &model, 1, (uint64_t[]){ 1, 2 }, 2, 1);
+	commit_txn(jt.j, NULL, 2, (uint64_t[]){ 3, 4 }, 2, 2);
+	commit_txn(jt.j, NULL, 3, (uint64_t[]){ 5, 6 }, 2, 3);
+	emu_journal_close(jt.j);
 	/* txn 2 = log blocks 4 (descriptor), 5, 6 (data), 7 (commit) */
-	d.buf[log_off(6) + 17] ^= 0x01;
+	jt.d.buf[log_off(6) + 17] ^= 0x01;
 
-	assert_int_equal(emu_journal_open(&io, &cfg, &j), 0);
-	assert_int_equal(emu_journal_replay(j, home_apply, &h, 0, &rep), 0);
-	assert_int_equal(rep.txns_replayed, 1);
-	assert_int_equal(rep.end, EMU_REPLAY_CHECKSUM);
-	assert_int_equal(rep.stop_seq, 2);
-	assert_int_equal(rep.txns_discarded, 2);
-	assert_int_equal(rep.blocks_discarded, 4);
+	jtest_replay(&jt, &h, 0);
+	assert_int_equal(jt.rep.txns_replayed, 1);
+	assert_int_equal(jt.rep.end, EMU_REPLAY_CHECKSUM);
+	assert_int_equal(jt.rep.stop_seq, 2);
+	assert_int_equal(jt.rep.txns_discarded, 2);
+	assert_int_equal(jt.rep.blocks_discarded, 4);
 	assert_memory_equal(h.b, model.b, sizeof(model.b));
-	emu_journal_close(j);
+	emu_journal_close(jt.j);
 
 	/* recover, then commit a transaction exactly as long as the bad one:
 	 * the intact old txn 3 right behind it must not come back to life */
-	assert_int_equal(emu_journal_open(&io, &cfg, &j), 0);
-	assert_int_equal(emu_journal_replay(j, home_apply, &h, 1, &rep), 0);
-	commit_txn(j, NULL, 4, (uint64_t[]){ 7, 8 }, 2, 0);
-	emu_journal_close(j);
+	jtest_replay(&jt, &h, 1);
+	commit_txn(jt.j, NULL, 4, (uint64_t[]){ 7, 8 }, 2, 0);
+	emu_journal_close(jt.j);
 	memset(&h, 0, sizeof(h));
-	assert_int_equal(emu_journal_open(&io, &cfg, &j), 0);
-	assert_int_equal(emu_journal_replay(j, home_apply, &h, 0, &rep), 0);
-	assert_int_equal(rep.txns_replayed, 1);
-	assert_int_equal(rep.end, EMU_REPLAY_CLEAN);
+	jtest_replay(&jt, &h, 0);
+	assert_int_equal(jt.rep.txns_replayed, 1);
+	assert_int_equal(jt.rep.end, EMU_REPLAY_CLEAN);
 	assert_int_equal(h.applied, 2);
-	emu_journal_close(j);
+	emu_journal_close(jt.j);
 
 	/* a corrupt descriptor tag count is caught too */
-	assert_int_equal(emu_journal_format(&io, &cfg, &j), 0);
-	commit_txn(j, NULL, 1, (uint64_t[]){ 1, 2 }, 2, 1);
-	commit_txn(j, NULL, 2, (uint64_t[]){ 3, 4 }, 2, 2);
-	emu_journal_close(j);
-	d.buf[log_off(4) + EMU_J_DESC_OFF_NTAGS] = 200;
+	assert_int_equal(emu_journal_format(&jt.io, &jt.cfg, &jt.j), 0);
+	commit_txn(jt.j, NULL, 1, (uint64_t[]){ 1, 2 }, 2, 1);
+	commit_txn(jt.j, NULL, 2, (uint64_t[]){ 3, 4 }, 2, 2);
+	emu_journal_close(jt.j);
+	jt.d.buf[log_off(4) + EMU_J_DESC_OFF_NTAGS] = 200;
 	memset(&h, 0, sizeof(h));
-	assert_int_equal(emu_journal_open(&io, &cfg, &j), 0);
-	assert_int_equal(emu_journal_replay(j, home_apply, &h, 0, &rep), 0);
-	assert_int_equal(rep.txns_replayed, 1);
-	assert_int_equal(rep.end, EMU_REPLAY_BAD_DESC);
-	emu_journal_close(j);
-	free(d.buf);
+	jtest_replay(&jt, &h, 0);
+	assert_int_equal(jt.rep.txns_replayed, 1);
+	assert_int_equal(jt.rep.end, EMU_REPLAY_BAD_DESC);
+	jtest_end(&jt);
 }
 
 static void put_le32(uint8_t *p, uint32_t v)
@@ -1248,50 +1256,39 @@ static void put_le64(uint8_t *p, uint64_t v)
 /* a well-formed transaction with the wrong sequence number is not replayed */
 static void test_journal_seq_gap(void **state)
 {
-	struct memdev d;
-	struct emu_io io;
-	struct emu_journal_cfg cfg = jcfg(64, 1);
-	struct emu_journal *j;
-	struct emu_replay_report rep;
+	struct jtest jt = { .cfg = jcfg(64, 1) };
 	static struct home model, h;
 	uint8_t *desc, *commit;
 	(void)state;
-	md_init(&d, &io, JBASE_BLOCKS + 64);
 	memset(&model, 0, sizeof(model));
 	memset(&h, 0, sizeof(h));
-	assert_int_equal(emu_journal_format(&io, &cfg, &j), 0);
-	commit_txn(j, &model, 1, (uint64_t[]){ 1, 2 }, 2, 1);
-	commit_txn(j, NULL, 2, (uint64_t[]){ 3, 4 }, 2, 2);
-	commit_txn(j, NULL, 3, (uint64_t[]){ 5, 6 }, 2, 3);
-	emu_journal_close(j);
+	jtest_format(&jt);
+	commit_txn(jt.j, &model, 1, (uint64_t[]){ 1, 2 }, 2, 1);
+	commit_txn(jt.j, NULL, 2, (uint64_t[]){ 3, 4 }, 2, 2);
+	commit_txn(jt.j, NULL, 3, (uint64_t[]){ 5, 6 }, 2, 3);
+	emu_journal_close(jt.j);
 	/* renumber txn 2 as 7 and re-seal it, so only the sequence is wrong */
-	desc = d.buf + log_off(4);
-	commit = d.buf + log_off(7);
+	desc = jt.d.buf + log_off(4);
+	commit = jt.d.buf + log_off(7);
 	put_le64(desc + EMU_J_OFF_SEQ, 7);
 	put_le64(commit + EMU_J_OFF_SEQ, 7);
 	put_le32(commit + EMU_J_COMMIT_OFF_DCRC, emu_crc32c(0, desc, 3 * JBS));
 	put_le32(commit + EMU_J_COMMIT_OFF_CRC, emu_crc32c(0, commit, EMU_J_COMMIT_OFF_CRC));
 
-	assert_int_equal(emu_journal_open(&io, &cfg, &j), 0);
-	assert_int_equal(emu_journal_replay(j, home_apply, &h, 0, &rep), 0);
-	assert_int_equal(rep.txns_replayed, 1);
-	assert_int_equal(rep.end, EMU_REPLAY_SEQ_GAP);
-	assert_int_equal(rep.stop_seq, 7);
-	assert_int_equal(rep.txns_discarded, 1); /* txn 3 (seq 3 < 8) ends it */
+	jtest_replay(&jt, &h, 0);
+	assert_int_equal(jt.rep.txns_replayed, 1);
+	assert_int_equal(jt.rep.end, EMU_REPLAY_SEQ_GAP);
+	assert_int_equal(jt.rep.stop_seq, 7);
+	assert_int_equal(jt.rep.txns_discarded, 1); /* txn 3 (seq 3 < 8) ends it */
 	assert_memory_equal(h.b, model.b, sizeof(model.b));
-	emu_journal_close(j);
-	free(d.buf);
+	jtest_end(&jt);
 }
 
 /* many transactions through a small log: wrap-around, -ENOSPC, checkpoints */
 static void test_journal_wrap(void **state)
 {
 	enum { NJ = 16, NTX = 40 };
-	struct memdev d;
-	struct emu_io io;
-	struct emu_journal_cfg cfg = jcfg(NJ, 1);
-	struct emu_journal *j;
-	struct emu_replay_report rep;
+	struct jtest jt = { .cfg = jcfg(NJ, 1) };
 	static struct home model, disk, h;
 	uint8_t blk[JBS];
 	int enospc = 0;
@@ -1301,10 +1298,9 @@ static void test_journal_wrap(void **state)
 	int txn_n[NTX + 1];
 	(void)state;
 
-	md_init(&d, &io, JBASE_BLOCKS + NJ);
 	memset(&model, 0, sizeof(model));
 	memset(&disk, 0, sizeof(disk));
-	assert_int_equal(emu_journal_format(&io, &cfg, &j), 0);
+	jtest_format(&jt);
 	for (uint64_t t = 1; t <= NTX; t++) {
 		int n = 1 + (int)(t % 4);
 		uint64_t seq;
@@ -1313,22 +1309,22 @@ static void test_journal_wrap(void **state)
 		for (int i = 0; i < n; i++) {
 			txn_tags[t][i] = (t * 7 + (uint64_t)i) % 32;
 			fill_block(txn_blocks[t][i], t, (uint64_t)i);
-			assert_int_equal(emu_journal_log(j, txn_tags[t][i], txn_blocks[t][i]), 0);
+			assert_int_equal(emu_journal_log(jt.j, txn_tags[t][i], txn_blocks[t][i]), 0);
 			memcpy(model.b[txn_tags[t][i]], txn_blocks[t][i], JBS);
 		}
-		rc = emu_journal_commit(j, &seq);
+		rc = emu_journal_commit(jt.j, &seq);
 		if (rc == -ENOSPC) {
 			enospc++;
-			assert_int_equal(emu_journal_pending(j), (uint64_t)n);
+			assert_int_equal(emu_journal_pending(jt.j), (uint64_t)n);
 			/* write the live transactions home, then checkpoint */
 			for (; live_from < t; live_from++)
 				for (int i = 0; i < txn_n[live_from]; i++)
 					memcpy(disk.b[txn_tags[live_from][i]],
 					       txn_blocks[live_from][i], JBS);
-			assert_int_equal(emu_journal_checkpoint(j, UINT64_MAX), 0);
-			assert_int_equal(emu_journal_free_blocks(j), NJ - 1);
-			assert_int_equal(emu_journal_tail_seq(j), t);
-			rc = emu_journal_commit(j, &seq);
+			assert_int_equal(emu_journal_checkpoint(jt.j, UINT64_MAX), 0);
+			assert_int_equal(emu_journal_free_blocks(jt.j), NJ - 1);
+			assert_int_equal(emu_journal_tail_seq(jt.j), t);
+			rc = emu_journal_commit(jt.j, &seq);
 		}
 		assert_int_equal(rc, 0);
 		assert_int_equal(seq, t);
@@ -1337,126 +1333,109 @@ static void test_journal_wrap(void **state)
 	/* a transaction larger than the whole log can never commit */
 	for (int i = 0; i < NJ; i++) {
 		fill_block(blk, 77, (uint64_t)i);
-		assert_int_equal(emu_journal_log(j, 1, blk), 0);
+		assert_int_equal(emu_journal_log(jt.j, 1, blk), 0);
 	}
-	assert_int_equal(emu_journal_commit(j, NULL), -EFBIG);
-	assert_non_null(strstr(d.trace, "WWF")); /* a commit split at the wrap */
-	emu_journal_close(j);
+	assert_int_equal(emu_journal_commit(jt.j, NULL), -EFBIG);
+	assert_non_null(strstr(jt.d.trace, "WWF")); /* a commit split at the wrap */
+	emu_journal_close(jt.j);
 
 	/* crash: replay the live tail of the log over the home state */
 	memcpy(&h, &disk, sizeof(h));
 	h.applied = 0;
 	h.last_seq = 0;
-	assert_int_equal(emu_journal_open(&io, &cfg, &j), 0);
-	assert_int_equal(emu_journal_replay(j, home_apply, &h, 1, &rep), 0);
-	assert_int_equal(rep.start_seq, live_from);
-	assert_int_equal(rep.txns_replayed, NTX - live_from + 1);
-	assert_int_equal(rep.end, EMU_REPLAY_CLEAN);
+	jtest_replay(&jt, &h, 1);
+	assert_int_equal(jt.rep.start_seq, live_from);
+	assert_int_equal(jt.rep.txns_replayed, NTX - live_from + 1);
+	assert_int_equal(jt.rep.end, EMU_REPLAY_CLEAN);
 	assert_memory_equal(h.b, model.b, sizeof(model.b));
 
 	/* keep going after the reset (sequence numbers jump past stale ones) */
 	fill_block(blk, 99, 0);
-	assert_int_equal(emu_journal_log(j, 3, blk), 0);
-	assert_int_equal(emu_journal_commit(j, NULL), 0);
-	emu_journal_close(j);
+	assert_int_equal(emu_journal_log(jt.j, 3, blk), 0);
+	assert_int_equal(emu_journal_commit(jt.j, NULL), 0);
+	emu_journal_close(jt.j);
 	memset(&h, 0, sizeof(h));
-	assert_int_equal(emu_journal_open(&io, &cfg, &j), 0);
-	assert_int_equal(emu_journal_replay(j, home_apply, &h, 0, &rep), 0);
-	assert_int_equal(rep.txns_replayed, 1);
-	assert_int_equal(rep.end, EMU_REPLAY_CLEAN);
+	jtest_replay(&jt, &h, 0);
+	assert_int_equal(jt.rep.txns_replayed, 1);
+	assert_int_equal(jt.rep.end, EMU_REPLAY_CLEAN);
 	assert_memory_equal(h.b[3], blk, JBS);
-	emu_journal_close(j);
-	free(d.buf);
+	jtest_end(&jt);
 }
 
 static void test_journal_checkpoint_partial(void **state)
 {
-	struct memdev d;
-	struct emu_io io;
-	struct emu_journal_cfg cfg = jcfg(64, 0);
-	struct emu_journal *j;
-	struct emu_replay_report rep;
+	struct jtest jt = { .cfg = jcfg(64, 0) };
 	static struct home h;
 	(void)state;
-	md_init(&d, &io, JBASE_BLOCKS + 64);
 	memset(&h, 0, sizeof(h));
-	assert_int_equal(emu_journal_format(&io, &cfg, &j), 0);
-	commit_txn(j, NULL, 1, (uint64_t[]){ 1 }, 1, 1);
-	commit_txn(j, NULL, 2, (uint64_t[]){ 2, 3 }, 2, 2);
-	commit_txn(j, NULL, 3, (uint64_t[]){ 4 }, 1, 3);
-	md_reset_stats(&d);
-	assert_int_equal(emu_journal_checkpoint(j, 3), 0); /* txns 1 and 2 home */
+	jtest_format(&jt);
+	commit_txn(jt.j, NULL, 1, (uint64_t[]){ 1 }, 1, 1);
+	commit_txn(jt.j, NULL, 2, (uint64_t[]){ 2, 3 }, 2, 2);
+	commit_txn(jt.j, NULL, 3, (uint64_t[]){ 4 }, 1, 3);
+	md_reset_stats(&jt.d);
+	assert_int_equal(emu_journal_checkpoint(jt.j, 3), 0); /* txns 1 and 2 home */
 	/* flush before forgetting, then the superblock (write + flush) */
-	assert_string_equal(d.trace, "FWF");
-	assert_int_equal(emu_journal_tail_seq(j), 3);
-	assert_int_equal(emu_journal_free_blocks(j), 63 - 3);
-	assert_int_equal(emu_journal_checkpoint(j, 3), 0); /* nothing to do */
-	assert_int_equal(d.flushes, 2);
-	emu_journal_close(j);
-	assert_int_equal(emu_journal_open(&io, &cfg, &j), 0);
-	assert_int_equal(emu_journal_replay(j, home_apply, &h, 0, &rep), 0);
-	assert_int_equal(rep.start_seq, 3);
-	assert_int_equal(rep.txns_replayed, 1);
+	assert_string_equal(jt.d.trace, "FWF");
+	assert_int_equal(emu_journal_tail_seq(jt.j), 3);
+	assert_int_equal(emu_journal_free_blocks(jt.j), 63 - 3);
+	assert_int_equal(emu_journal_checkpoint(jt.j, 3), 0); /* nothing to do */
+	assert_int_equal(jt.d.flushes, 2);
+	emu_journal_close(jt.j);
+	jtest_replay(&jt, &h, 0);
+	assert_int_equal(jt.rep.start_seq, 3);
+	assert_int_equal(jt.rep.txns_replayed, 1);
 	assert_int_equal(h.applied, 1);
-	emu_journal_close(j);
-	free(d.buf);
+	jtest_end(&jt);
 }
 
 static void test_journal_idempotent(void **state)
 {
-	struct memdev d;
-	struct emu_io io;
-	struct emu_journal_cfg cfg = jcfg(64, 1);
-	struct emu_journal *j;
+	struct jtest jt = { .cfg = jcfg(64, 1) };
 	struct emu_replay_report rep1, rep2;
 	static struct home model, h1, h2;
 	uint8_t blk[JBS];
 	(void)state;
-	md_init(&d, &io, JBASE_BLOCKS + 64);
 	memset(&model, 0, sizeof(model));
 	memset(&h1, 0, sizeof(h1));
 	memset(&h2, 0, sizeof(h2));
-	assert_int_equal(emu_journal_format(&io, &cfg, &j), 0);
-	commit_txn(j, &model, 1, (uint64_t[]){ 1, 2 }, 2, 1);
-	commit_txn(j, &model, 2, (uint64_t[]){ 2, 9 }, 2, 2);
-	commit_txn(j, &model, 3, (uint64_t[]){ 1 }, 1, 3);
-	emu_journal_close(j);
+	jtest_format(&jt);
+	commit_txn(jt.j, &model, 1, (uint64_t[]){ 1, 2 }, 2, 1);
+	commit_txn(jt.j, &model, 2, (uint64_t[]){ 2, 9 }, 2, 2);
+	commit_txn(jt.j, &model, 3, (uint64_t[]){ 1 }, 1, 3);
+	emu_journal_close(jt.j);
 
 	/* replay without reset writes nothing: twice gives the same result */
-	assert_int_equal(emu_journal_open(&io, &cfg, &j), 0);
-	md_reset_stats(&d);
-	assert_int_equal(emu_journal_replay(j, home_apply, &h1, 0, &rep1), 0);
+	assert_int_equal(emu_journal_open(&jt.io, &jt.cfg, &jt.j), 0);
+	md_reset_stats(&jt.d);
+	assert_int_equal(emu_journal_replay(jt.j, home_apply, &h1, 0, &rep1), 0);
 	h1.last_seq = 0;
-	assert_int_equal(emu_journal_replay(j, home_apply, &h1, 0, &rep2), 0);
-	assert_int_equal(d.writes[EMU_IO_JOURNAL], 0);
-	assert_int_equal(d.flushes, 0);
+	assert_int_equal(emu_journal_replay(jt.j, home_apply, &h1, 0, &rep2), 0);
+	assert_int_equal(jt.d.writes[EMU_IO_JOURNAL], 0);
+	assert_int_equal(jt.d.flushes, 0);
 	assert_memory_equal(&rep1, &rep2, sizeof(rep1));
 	assert_memory_equal(h1.b, model.b, sizeof(model.b));
 	assert_int_equal(h1.applied, 10);
-	emu_journal_close(j);
+	emu_journal_close(jt.j);
 
 	/* with reset: same home state, then the log is empty */
-	assert_int_equal(emu_journal_open(&io, &cfg, &j), 0);
-	assert_int_equal(emu_journal_replay(j, home_apply, &h2, 1, &rep1), 0);
-	assert_int_equal(rep1.txns_replayed, 3);
+	jtest_replay(&jt, &h2, 1);
+	assert_int_equal(jt.rep.txns_replayed, 3);
 	assert_memory_equal(h2.b, model.b, sizeof(model.b));
-	emu_journal_close(j);
-	assert_int_equal(emu_journal_open(&io, &cfg, &j), 0);
+	emu_journal_close(jt.j);
+	assert_int_equal(emu_journal_open(&jt.io, &jt.cfg, &jt.j), 0);
 	h2.applied = 0;
-	assert_int_equal(emu_journal_replay(j, home_apply, &h2, 1, &rep1), 0);
-	assert_int_equal(rep1.txns_replayed, 0);
-	assert_int_equal(rep1.end, EMU_REPLAY_CLEAN);
+	assert_int_equal(emu_journal_replay(jt.j, home_apply, &h2, 1, &jt.rep), 0);
+	assert_int_equal(jt.rep.txns_replayed, 0);
+	assert_int_equal(jt.rep.end, EMU_REPLAY_CLEAN);
 	assert_int_equal(h2.applied, 0);
 	fill_block(blk, 5, 5);
-	assert_int_equal(emu_journal_log(j, 4, blk), 0);
-	assert_int_equal(emu_journal_commit(j, NULL), 0);
-	emu_journal_close(j);
-	assert_int_equal(emu_journal_open(&io, &cfg, &j), 0);
-	assert_int_equal(emu_journal_replay(j, home_apply, &h2, 0, &rep1), 0);
-	assert_int_equal(rep1.txns_replayed, 1);
+	assert_int_equal(emu_journal_log(jt.j, 4, blk), 0);
+	assert_int_equal(emu_journal_commit(jt.j, NULL), 0);
+	emu_journal_close(jt.j);
+	jtest_replay(&jt, &h2, 0);
+	assert_int_equal(jt.rep.txns_replayed, 1);
 	assert_int_equal(h2.applied, 1);
-	emu_journal_close(j);
-	free(d.buf);
+	jtest_end(&jt);
 }
 
 static int failing_apply(void *ctx, uint64_t seq, uint64_t tag, const void *block)
@@ -1471,63 +1450,50 @@ static int failing_apply(void *ctx, uint64_t seq, uint64_t tag, const void *bloc
 /* an apply error stops replay, is returned, and leaves the log as it was */
 static void test_journal_apply_error(void **state)
 {
-	struct memdev d;
-	struct emu_io io;
-	struct emu_journal_cfg cfg = jcfg(64, 1);
-	struct emu_journal *j;
-	struct emu_replay_report rep;
+	struct jtest jt = { .cfg = jcfg(64, 1) };
 	static struct home h;
 	int calls = 0;
 	(void)state;
-	md_init(&d, &io, JBASE_BLOCKS + 64);
 	memset(&h, 0, sizeof(h));
-	assert_int_equal(emu_journal_format(&io, &cfg, &j), 0);
-	commit_txn(j, NULL, 1, (uint64_t[]){ 1, 2 }, 2, 1);
-	emu_journal_close(j);
-	assert_int_equal(emu_journal_open(&io, &cfg, &j), 0);
-	md_reset_stats(&d);
-	assert_int_equal(emu_journal_replay(j, failing_apply, &calls, 1, &rep), -EIO);
-	assert_int_equal(d.writes[EMU_IO_JOURNAL], 0); /* no reset written */
-	log_txn(j, NULL, 2, (uint64_t[]){ 3 }, 1);
-	assert_int_equal(emu_journal_commit(j, NULL), -EINVAL); /* still needs replay */
-	assert_int_equal(emu_journal_replay(j, home_apply, &h, 1, &rep), 0);
-	assert_int_equal(rep.txns_replayed, 1);
+	jtest_format(&jt);
+	commit_txn(jt.j, NULL, 1, (uint64_t[]){ 1, 2 }, 2, 1);
+	emu_journal_close(jt.j);
+	assert_int_equal(emu_journal_open(&jt.io, &jt.cfg, &jt.j), 0);
+	md_reset_stats(&jt.d);
+	assert_int_equal(emu_journal_replay(jt.j, failing_apply, &calls, 1, &jt.rep), -EIO);
+	assert_int_equal(jt.d.writes[EMU_IO_JOURNAL], 0); /* no reset written */
+	log_txn(jt.j, NULL, 2, (uint64_t[]){ 3 }, 1);
+	assert_int_equal(emu_journal_commit(jt.j, NULL), -EINVAL); /* still needs replay */
+	assert_int_equal(emu_journal_replay(jt.j, home_apply, &h, 1, &jt.rep), 0);
+	assert_int_equal(jt.rep.txns_replayed, 1);
 	assert_int_equal(h.applied, 2);
-	assert_int_equal(emu_journal_commit(j, NULL), 0);
-	emu_journal_close(j);
-	free(d.buf);
+	assert_int_equal(emu_journal_commit(jt.j, NULL), 0);
+	jtest_end(&jt);
 }
 
 /* a re-format ignores the previous journal's transactions */
 static void test_journal_stale_uuid(void **state)
 {
-	struct memdev d;
-	struct emu_io io;
-	struct emu_journal_cfg cfg = jcfg(64, 1);
-	struct emu_journal *j;
-	struct emu_replay_report rep;
+	struct jtest jt = { .cfg = jcfg(64, 1) };
 	static struct home h;
 	(void)state;
-	md_init(&d, &io, JBASE_BLOCKS + 64);
 	memset(&h, 0, sizeof(h));
-	cfg.uuid = 111;
-	assert_int_equal(emu_journal_format(&io, &cfg, &j), 0);
-	commit_txn(j, NULL, 1, (uint64_t[]){ 1 }, 1, 1);
-	commit_txn(j, NULL, 2, (uint64_t[]){ 2 }, 1, 2);
-	commit_txn(j, NULL, 3, (uint64_t[]){ 3 }, 1, 3);
-	emu_journal_close(j);
-	cfg.uuid = 222;
-	assert_int_equal(emu_journal_format(&io, &cfg, &j), 0);
-	commit_txn(j, NULL, 9, (uint64_t[]){ 9 }, 1, 1);
-	emu_journal_close(j);
-	assert_int_equal(emu_journal_open(&io, &cfg, &j), 0);
-	assert_int_equal(emu_journal_replay(j, home_apply, &h, 0, &rep), 0);
+	jt.cfg.uuid = 111;
+	jtest_format(&jt);
+	commit_txn(jt.j, NULL, 1, (uint64_t[]){ 1 }, 1, 1);
+	commit_txn(jt.j, NULL, 2, (uint64_t[]){ 2 }, 1, 2);
+	commit_txn(jt.j, NULL, 3, (uint64_t[]){ 3 }, 1, 3);
+	emu_journal_close(jt.j);
+	jt.cfg.uuid = 222;
+	assert_int_equal(emu_journal_format(&jt.io, &jt.cfg, &jt.j), 0);
+	commit_txn(jt.j, NULL, 9, (uint64_t[]){ 9 }, 1, 1);
+	emu_journal_close(jt.j);
+	jtest_replay(&jt, &h, 0);
 	/* old txn 2 (same sequence, same place) belongs to another journal */
-	assert_int_equal(rep.txns_replayed, 1);
-	assert_int_equal(rep.end, EMU_REPLAY_CLEAN);
+	assert_int_equal(jt.rep.txns_replayed, 1);
+	assert_int_equal(jt.rep.end, EMU_REPLAY_CLEAN);
 	assert_int_equal(h.applied, 1);
-	emu_journal_close(j);
-	free(d.buf);
+	jtest_end(&jt);
 }
 
 /* the same journal on a real file through the fd backend and the

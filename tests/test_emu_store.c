@@ -22,6 +22,7 @@
 #include "fs/emu/io.h"
 #include "fs/emu/store.h"
 #include "src/base/ops.h"
+#include "tests/testdir.h"
 
 #define STORE_BYTES (16u << 20)
 #define FILE_MAX (256u << 10)
@@ -854,16 +855,13 @@ static int setup(void **state)
 {
 	(void)state;
 	const char *base = getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp";
-	snprintf(dir, sizeof(dir), "%s/test_emu_store.XXXXXX", base);
-	return mkdtemp(dir) ? 0 : -1;
+	return test_dir_make(dir, sizeof(dir), base, "emu-store");
 }
 
 static int teardown(void **state)
 {
 	(void)state;
-	char cmd[512];
-	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
-	return system(cmd);
+	return test_dir_remove(dir);
 }
 
 int main(void)

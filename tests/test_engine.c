@@ -24,6 +24,8 @@
 #include "bench/engine/profile.h"
 #include "src/base/units.h"
 #include "src/db/store.h"
+#include "tests/testdb.h"
+#include "tests/testdir.h"
 
 /* ---- offsets ------------------------------------------------------------- */
 
@@ -197,11 +199,10 @@ static void mixed_sequential_per_direction(void **state)
  */
 static void mixed_seq_real_io(enum fsp_offsets offsets)
 {
-	char dir[] = "/var/tmp/fsp-test-engine.XXXXXX";
-	char file[128], dbpath[128], err[256];
-	assert_non_null(mkdtemp(dir));
-	snprintf(file, sizeof(file), "%s/target", dir);
-	snprintf(dbpath, sizeof(dbpath), "%s/t.db", dir);
+	char dir[64], file[128], dbpath[128], err[256];
+	assert_int_equal(test_dir_make(dir, sizeof(dir), "/var/tmp", "engine"), 0);
+	test_dir_path(file, sizeof(file), dir, "target");
+	test_dir_path(dbpath, sizeof(dbpath), dir, "t.db");
 	int fd = open(file, O_RDWR | O_CREAT | O_DIRECT, 0600);
 	if (fd < 0) {
 		rmdir(dir);
@@ -237,8 +238,7 @@ static void mixed_seq_real_io(enum fsp_offsets offsets)
 	fsp_step_result_free(&res);
 	assert_int_equal(fsp_oplog_close(log), 0);
 
-	sqlite3 *db = NULL; /* the test's own connection, to look at the rows */
-	assert_int_equal(sqlite3_open_v2(dbpath, &db, SQLITE_OPEN_READWRITE, NULL), SQLITE_OK);
+	sqlite3 *db = test_db_open(dbpath); /* the test's own, to look at the rows */
 	sqlite3_stmt *s;
 	assert_int_equal(sqlite3_prepare_v2(db,
 		"SELECT op, offset, length, bytes, total_ns, backing_ns, step FROM ops"
@@ -262,12 +262,7 @@ static void mixed_seq_real_io(enum fsp_offsets offsets)
 	fsp_store_close(st);
 	close(fd);
 	unlink(file);
-	unlink(dbpath);
-	char side[160];
-	snprintf(side, sizeof(side), "%s-wal", dbpath);
-	unlink(side);
-	snprintf(side, sizeof(side), "%s-shm", dbpath);
-	unlink(side);
+	fsp_store_remove_files(dbpath);
 	assert_int_equal(rmdir(dir), 0);
 }
 

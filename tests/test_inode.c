@@ -27,16 +27,11 @@
 #include <unistd.h>
 #include <cmocka.h>
 #include "fs/fuse/inode.h"
+#include "tests/testdir.h"
 
 static char dir[64];
 static int dirfd_ = -1;
 static struct fsp_itable *t;
-
-static int rm_entry(const char *p, const struct stat *sb, int flag, struct FTW *ftw)
-{
-	(void)sb, (void)flag, (void)ftw;
-	return remove(p);
-}
 
 static int fd_open(int fd)
 {
@@ -60,8 +55,7 @@ static int open_fds(void)
 static int setup(void **state)
 {
 	(void)state;
-	strcpy(dir, "/var/tmp/fsprism-test-inode.XXXXXX");
-	if (!mkdtemp(dir))
+	if (test_dir_make(dir, sizeof(dir), "/var/tmp", "inode"))
 		return -1;
 	dirfd_ = open(dir, O_PATH | O_DIRECTORY | O_CLOEXEC);
 	int root = open(dir, O_PATH | O_DIRECTORY | O_CLOEXEC);
@@ -78,7 +72,7 @@ static int teardown(void **state)
 	fsp_itable_free(t);
 	t = NULL;
 	close(dirfd_);
-	return nftw(dir, rm_entry, 16, FTW_DEPTH | FTW_PHYS);
+	return test_dir_remove(dir);
 }
 
 static void make_file(const char *name)

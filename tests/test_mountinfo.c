@@ -22,6 +22,7 @@
 #include <unistd.h>
 #include <cmocka.h>
 #include "src/sys/mountinfo.h"
+#include "tests/testdir.h"
 
 static void test_unescape(void **state)
 {
@@ -168,8 +169,7 @@ static int mounted[4];
 static int setup_mounts(void **state)
 {
 	(void)state;
-	strcpy(base, "/var/tmp/fsprism-test-mountinfo.XXXXXX");
-	if (!mkdtemp(base))
+	if (test_dir_make(base, sizeof(base), "/var/tmp", "mountinfo"))
 		return -1;
 	snprintf(mnt_odd, sizeof(mnt_odd), "%s/mnt point\twith\\back", base);
 	snprintf(mnt_bind, sizeof(mnt_bind), "%s/bind", base);

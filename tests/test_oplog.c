@@ -31,29 +31,25 @@
 #include <sqlite3.h>
 #include "src/db/oplog.h"
 #include "src/db/store.h"
+#include "tests/testdb.h"
+#include "tests/testdir.h"
 
 static char tmpdir[64];
 
-static int rm_entry(const char *p, const struct stat *sb, int flag, struct FTW *ftw)
-{
-	return remove(p);
-}
-
 static int setup(void **state)
 {
-	strcpy(tmpdir, "/tmp/fsprism-test-oplog.XXXXXX");
-	return mkdtemp(tmpdir) ? 0 : -1;
+	return test_dir_make(tmpdir, sizeof(tmpdir), "/tmp", "oplog");
 }
 
 static int teardown(void **state)
 {
-	return nftw(tmpdir, rm_entry, 16, FTW_DEPTH | FTW_PHYS);
+	return test_dir_remove(tmpdir);
 }
 
 static struct fsp_store *open_store(const char *name, int64_t *run)
 {
 	char path[128], err[512];
-	snprintf(path, sizeof(path), "%s/%s", tmpdir, name);
+	test_dir_path(path, sizeof(path), tmpdir, name);
 	struct fsp_store *st = fsp_store_open(path, err, sizeof(err));
 	if (!st)
 		fail_msg("%s", err);
@@ -70,17 +66,8 @@ static int64_t q_int(struct fsp_store *st, const char *fmt, ...)
 	va_start(ap, fmt);
 	vsnprintf(sql, sizeof(sql), fmt, ap);
 	va_end(ap);
-	/* a connection of the test's own on the store's file */
-	sqlite3 *db = NULL;
-	assert_int_equal(sqlite3_open_v2(fsp_store_filename(st), &db, SQLITE_OPEN_READWRITE,
-					 NULL), SQLITE_OK);
-	sqlite3_busy_timeout(db, 10000);
-	sqlite3_stmt *s;
-	int64_t v = -12345;
-	assert_int_equal(sqlite3_prepare_v2(db, sql, -1, &s, NULL), SQLITE_OK);
-	if (sqlite3_step(s) == SQLITE_ROW)
-		v = sqlite3_column_int64(s, 0);
-	sqlite3_finalize(s);
+	sqlite3 *db = test_db_open(fsp_store_filename(st));
+	int64_t v = test_db_int(db, sql);
 	sqlite3_close(db);
 	return v;
 }
@@ -174,6 +161,21 @@ static void run_producers(struct fsp_oplog *log, unsigned nthreads, uint64_t (*c
 	for (unsigned t = 0; t < nthreads; t++)
 		pthread_join(tid[t], NULL);
 	pthread_barrier_destroy(&barrier);
+}
+
+/* A log on a fresh database `name` (mode, sample_n, a ring of ring_recs
+ * records per thread) that nthreads producers fill with count(t) records
+ * each and that is then closed: the store, for the checks. */
+static struct fsp_store *logged_run(const char *name, int64_t *run, enum fsp_record_mode mode,
+				    unsigned sample_n, size_t ring_recs, unsigned nthreads,
+				    uint64_t (*count)(unsigned))
+{
+	struct fsp_store *st = open_store(name, run);
+	struct fsp_oplog *log = fsp_oplog_open(st, *run, mode, sample_n, ring_recs);
+	assert_non_null(log);
+	run_producers(log, nthreads, count);
+	assert_int_equal(fsp_oplog_close(log), 0);
+	return st;
 }
 
 /*
@@ -365,21 +367,13 @@ static void test_spill_fails_counted(void **state)
 static void test_tiny_ring_hist_and_sample(void **state)
 {
 	int64_t run;
-	struct fsp_store *st = open_store("tiny-hist.db", &run);
-	struct fsp_oplog *log = fsp_oplog_open(st, run, FSP_RECORD_HIST, 0, 4);
-	assert_non_null(log);
-	run_producers(log, 8, count_tiny);
-	assert_int_equal(fsp_oplog_close(log), 0);
+	struct fsp_store *st = logged_run("tiny-hist.db", &run, FSP_RECORD_HIST, 0, 4, 8, count_tiny);
 	assert_int_equal(q_int(st, "SELECT dropped FROM runs WHERE id=%lld", (long long)run), 0);
 	assert_int_equal(q_int(st, "SELECT count(*) FROM ops"), 0);
 	check_hists(st, run, 8, count_tiny);
 	fsp_store_close(st);
 
-	st = open_store("tiny-sample.db", &run);
-	log = fsp_oplog_open(st, run, FSP_RECORD_SAMPLE, 7, 4);
-	assert_non_null(log);
-	run_producers(log, 8, count_tiny);
-	assert_int_equal(fsp_oplog_close(log), 0);
+	st = logged_run("tiny-sample.db", &run, FSP_RECORD_SAMPLE, 7, 4, 8, count_tiny);
 	int64_t rows = q_int(st, "SELECT count(*) FROM ops");
 	int64_t dropped = q_int(st, "SELECT dropped FROM runs WHERE id=%lld", (long long)run);
 	assert_int_equal(q_int(st, "SELECT recorded FROM runs WHERE id=%lld", (long long)run), rows);
@@ -392,11 +386,7 @@ static void test_tiny_ring_hist_and_sample(void **state)
 static void test_sample(void **state)
 {
 	int64_t run;
-	struct fsp_store *st = open_store("sample.db", &run);
-	struct fsp_oplog *log = fsp_oplog_open(st, run, FSP_RECORD_SAMPLE, 7, 4096);
-	assert_non_null(log);
-	run_producers(log, 8, count_sample);
-	assert_int_equal(fsp_oplog_close(log), 0);
+	struct fsp_store *st = logged_run("sample.db", &run, FSP_RECORD_SAMPLE, 7, 4096, 8, count_sample);
 	for (unsigned t = 0; t < 8; t++) {
 		uint64_t n = count_sample(t);
 		/* the 1st, 8th, 15th, ... op of each thread: ceil(n/7) rows */
@@ -414,11 +404,7 @@ static uint64_t count_hist(unsigned t) { return 3000 + t; }
 static void test_hist_only(void **state)
 {
 	int64_t run;
-	struct fsp_store *st = open_store("hist.db", &run);
-	struct fsp_oplog *log = fsp_oplog_open(st, run, FSP_RECORD_HIST, 0, 0);
-	assert_non_null(log);
-	run_producers(log, 6, count_hist);
-	assert_int_equal(fsp_oplog_close(log), 0);
+	struct fsp_store *st = logged_run("hist.db", &run, FSP_RECORD_HIST, 0, 0, 6, count_hist);
 	assert_int_equal(q_int(st, "SELECT count(*) FROM ops"), 0);
 	assert_int_equal(q_int(st, "SELECT recorded FROM runs"), 0);
 	assert_int_equal(q_int(st, "SELECT dropped FROM runs"), 0);
@@ -691,7 +677,7 @@ static void assert_attr(struct fsp_store *st, const char *key, const char *want)
 static struct fsp_store *reopen(const char *name)
 {
 	char path[128], err[512];
-	snprintf(path, sizeof(path), "%s/%s", tmpdir, name);
+	test_dir_path(path, sizeof(path), tmpdir, name);
 	struct fsp_store *st = fsp_store_open(path, err, sizeof(err));
 	if (!st)
 		fail_msg("%s", err);

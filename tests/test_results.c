@@ -24,27 +24,23 @@
 #include "src/base/ops.h"
 #include "src/db/results.h"
 #include "src/db/store.h"
+#include "tests/testdb.h"
+#include "tests/testdir.h"
 
 static char tmpdir[64];
 static char path[128];
 
-static int rm_entry(const char *p, const struct stat *sb, int flag, struct FTW *ftw)
-{
-	return remove(p);
-}
-
 static int setup(void **state)
 {
-	strcpy(tmpdir, "/tmp/fsprism-test-results.XXXXXX");
-	if (!mkdtemp(tmpdir))
+	if (test_dir_make(tmpdir, sizeof(tmpdir), "/tmp", "results"))
 		return -1;
-	snprintf(path, sizeof(path), "%s/r.db", tmpdir);
+	test_dir_path(path, sizeof(path), tmpdir, "r.db");
 	return 0;
 }
 
 static int teardown(void **state)
 {
-	return nftw(tmpdir, rm_entry, 16, FTW_DEPTH | FTW_PHYS);
+	return test_dir_remove(tmpdir);
 }
 
 static struct fsp_store *open_rw(void)
@@ -68,9 +64,7 @@ static int64_t new_run(struct fsp_store *st, const char *kind, const char *backi
 /* Run sql on a connection of the test's own. */
 static void side_exec(const char *sql)
 {
-	sqlite3 *db;
-	assert_int_equal(sqlite3_open_v2(path, &db, SQLITE_OPEN_READWRITE, NULL), SQLITE_OK);
-	sqlite3_busy_timeout(db, 10000);
+	sqlite3 *db = test_db_open(path);
 	char *msg = NULL;
 	if (sqlite3_exec(db, sql, NULL, NULL, &msg) != SQLITE_OK)
 		fail_msg("%s: %s", sql, msg);
@@ -610,7 +604,7 @@ static void test_open_readonly(void **state)
 	assert_int_equal(fsp_store_latest_run(st), 0);
 	fsp_store_close(st);
 	char missing[160];
-	snprintf(missing, sizeof(missing), "%s/none.db", tmpdir);
+	test_dir_path(missing, sizeof(missing), tmpdir, "none.db");
 	assert_null(fsp_store_open_readonly(missing, err, sizeof(err)));
 	assert_int_equal(access(missing, F_OK), -1);
 }

@@ -30,49 +30,25 @@
 #include "src/db/results.h"
 #include "src/db/store.h"
 #include "src/db/block_ios.h"
+#include "tests/testdb.h"
+#include "tests/testdir.h"
 
 static char tmpdir[64];
 
-static int rm_entry(const char *p, const struct stat *sb, int flag, struct FTW *ftw)
-{
-	return remove(p);
-}
-
 static int setup(void **state)
 {
-	strcpy(tmpdir, "/tmp/fsprism-test-store.XXXXXX");
-	return mkdtemp(tmpdir) ? 0 : -1;
+	return test_dir_make(tmpdir, sizeof(tmpdir), "/tmp", "store");
 }
 
 static int teardown(void **state)
 {
 	chmod(tmpdir, 0700);
-	return nftw(tmpdir, rm_entry, 16, FTW_DEPTH | FTW_PHYS);
+	return test_dir_remove(tmpdir);
 }
 
 static void path_in(char *buf, size_t len, const char *name)
 {
-	snprintf(buf, len, "%s/%s", tmpdir, name);
-}
-
-/* A connection of the test's own on path, to look at what the store wrote. */
-static sqlite3 *peek(const char *path)
-{
-	sqlite3 *db = NULL;
-	assert_int_equal(sqlite3_open_v2(path, &db, SQLITE_OPEN_READWRITE, NULL), SQLITE_OK);
-	sqlite3_busy_timeout(db, 10000);
-	return db;
-}
-
-static int64_t q_int(sqlite3 *db, const char *sql)
-{
-	sqlite3_stmt *s;
-	int64_t v = -12345;
-	assert_int_equal(sqlite3_prepare_v2(db, sql, -1, &s, NULL), SQLITE_OK);
-	if (sqlite3_step(s) == SQLITE_ROW)
-		v = sqlite3_column_int64(s, 0);
-	sqlite3_finalize(s);
-	return v;
+	test_dir_path(buf, len, tmpdir, name);
 }
 
 static void test_create_reopen(void **state)
@@ -81,18 +57,18 @@ static void test_create_reopen(void **state)
 	path_in(path, sizeof(path), "new.db");
 	struct fsp_store *st = fsp_store_open(path, err, sizeof(err));
 	assert_non_null(st);
-	sqlite3 *db = peek(path);
-	assert_int_equal(q_int(db, "PRAGMA user_version"), FSP_SCHEMA_VERSION);
-	assert_int_equal(q_int(db, "SELECT count(*) FROM op_names"), FSP_OP__COUNT);
-	assert_int_equal(q_int(db, "SELECT count(*) FROM layer_names"), FSP_LAYER__COUNT);
-	assert_int_equal(q_int(db, "SELECT count(*) FROM sqlite_master WHERE name IN"
+	sqlite3 *db = test_db_open(path);
+	assert_int_equal(test_db_int(db, "PRAGMA user_version"), FSP_SCHEMA_VERSION);
+	assert_int_equal(test_db_int(db, "SELECT count(*) FROM op_names"), FSP_OP__COUNT);
+	assert_int_equal(test_db_int(db, "SELECT count(*) FROM layer_names"), FSP_LAYER__COUNT);
+	assert_int_equal(test_db_int(db, "SELECT count(*) FROM sqlite_master WHERE name IN"
 			       "('runs','run_attrs','ops','hist','hist_bins','steps','timeline','segments',"
 			       "'emu_files','emu_extents')"), 10);
-	assert_int_equal(q_int(db, "SELECT count(*) FROM pragma_table_info('ops')"
+	assert_int_equal(test_db_int(db, "SELECT count(*) FROM pragma_table_info('ops')"
 			       " WHERE name IN ('emu_ns','cause_ns')"), 2);
-	assert_int_equal(q_int(db, "SELECT layer FROM layer_names WHERE name='emu'"), FSP_LAYER_EMU);
-	assert_int_equal(q_int(db, "SELECT op FROM op_names WHERE name='dev_flush'"), FSP_OP_DEV_FLUSH);
-	assert_int_equal(q_int(db, "SELECT op FROM op_names WHERE name='copy_file_range'"),
+	assert_int_equal(test_db_int(db, "SELECT layer FROM layer_names WHERE name='emu'"), FSP_LAYER_EMU);
+	assert_int_equal(test_db_int(db, "SELECT op FROM op_names WHERE name='dev_flush'"), FSP_OP_DEV_FLUSH);
+	assert_int_equal(test_db_int(db, "SELECT op FROM op_names WHERE name='copy_file_range'"),
 			 FSP_OP_COPY_FILE_RANGE);
 
 	struct fsp_run_info info = { .kind = "mount", .options = "mount -f a b",
@@ -108,8 +84,8 @@ static void test_create_reopen(void **state)
 	/* reopen: same schema, the run is still there, nothing re-created */
 	st = fsp_store_open(path, err, sizeof(err));
 	assert_non_null(st);
-	db = peek(path);
-	assert_int_equal(q_int(db, "SELECT count(*) FROM runs"), 1);
+	db = test_db_open(path);
+	assert_int_equal(test_db_int(db, "SELECT count(*) FROM runs"), 1);
 	sqlite3_stmt *s;
 	assert_int_equal(sqlite3_prepare_v2(db,
 		"SELECT kind, host, kernel, version, backing_device, backing_fstype,"
@@ -133,7 +109,7 @@ static void test_create_reopen(void **state)
 	assert_int_equal(sqlite3_column_int64(s, 9), 1);
 	assert_string_equal(sqlite3_column_text(s, 10), "wal");
 	sqlite3_finalize(s);
-	assert_int_equal(q_int(db, "SELECT value FROM run_attrs WHERE key='threads'"), 4);
+	assert_int_equal(test_db_int(db, "SELECT value FROM run_attrs WHERE key='threads'"), 4);
 	fsp_store_close(st);
 	sqlite3_close(db);
 
@@ -172,7 +148,7 @@ static void test_run_on_block_device(void **state)
 	assert_non_null(st);
 	struct fsp_run_info info = { .kind = "run", .backing_path = dev };
 	int64_t run = fsp_store_begin_run(st, &info);
-	sqlite3 *db = peek(path);
+	sqlite3 *db = test_db_open(path);
 	sqlite3_stmt *s;
 	assert_int_equal(sqlite3_prepare_v2(db,
 		"SELECT backing_device, backing_fstype IS NULL FROM runs WHERE id=?",
@@ -213,8 +189,8 @@ static void test_version_mismatch(void **state)
 	/* refused, not migrated or touched */
 	sqlite3 *db;
 	assert_int_equal(sqlite3_open(path, &db), SQLITE_OK);
-	assert_int_equal(q_int(db, "PRAGMA user_version"), 99);
-	assert_int_equal(q_int(db, "SELECT count(*) FROM sqlite_master"), 1);
+	assert_int_equal(test_db_int(db, "PRAGMA user_version"), 99);
+	assert_int_equal(test_db_int(db, "SELECT count(*) FROM sqlite_master"), 1);
 	sqlite3_close(db);
 	err[0] = 0;
 	assert_null(fsp_store_open_readonly(path, err, sizeof(err)));
@@ -267,10 +243,10 @@ static void test_v1_refused(void **state)
 	assert_string_equal(err, expect);
 
 	assert_int_equal(sqlite3_open(path, &db), SQLITE_OK);
-	assert_int_equal(q_int(db, "PRAGMA user_version"), 1);
-	assert_int_equal(q_int(db, "SELECT count(*) FROM sqlite_master"), 2);
-	assert_int_equal(q_int(db, "SELECT count(*) FROM pragma_table_info('ops')"), 13);
-	assert_int_equal(q_int(db, "SELECT layer_ns FROM ops"), 40);
+	assert_int_equal(test_db_int(db, "PRAGMA user_version"), 1);
+	assert_int_equal(test_db_int(db, "SELECT count(*) FROM sqlite_master"), 2);
+	assert_int_equal(test_db_int(db, "SELECT count(*) FROM pragma_table_info('ops')"), 13);
+	assert_int_equal(test_db_int(db, "SELECT layer_ns FROM ops"), 40);
 	sqlite3_close(db);
 }
 
@@ -296,7 +272,7 @@ static void test_v2_read_and_upgraded(void **state)
 	sqlite3 *db;
 	assert_int_equal(sqlite3_open(path, &db), SQLITE_OK);
 	assert_int_equal(sqlite3_exec(db, sql, NULL, NULL, NULL), SQLITE_OK);
-	assert_int_equal(q_int(db, "PRAGMA user_version"), 2);
+	assert_int_equal(test_db_int(db, "PRAGMA user_version"), 2);
 	sqlite3_close(db);
 
 	struct fsp_store *ro = fsp_store_open_readonly(path, err, sizeof(err));
@@ -310,8 +286,8 @@ static void test_v2_read_and_upgraded(void **state)
 	fsp_store_close(ro);
 	/* the reader changed nothing: a connection of the test's own says so */
 	assert_int_equal(sqlite3_open(path, &db), SQLITE_OK);
-	assert_int_equal(q_int(db, "PRAGMA user_version"), 2);
-	assert_int_equal(q_int(db, "SELECT count(*) FROM sqlite_master WHERE name='block_ios'"), 0);
+	assert_int_equal(test_db_int(db, "PRAGMA user_version"), 2);
+	assert_int_equal(test_db_int(db, "SELECT count(*) FROM sqlite_master WHERE name='block_ios'"), 0);
 	sqlite3_close(db);
 
 	struct fsp_store *st = fsp_store_open(path, err, sizeof(err));
@@ -319,10 +295,10 @@ static void test_v2_read_and_upgraded(void **state)
 		fail_msg("writer refused the version-2 database: %s", err);
 	assert_int_equal(sqlite3_open(path, &db), SQLITE_OK);
 	sqlite3_busy_timeout(db, 10000);
-	assert_int_equal(q_int(db, "PRAGMA user_version"), FSP_SCHEMA_VERSION);
-	assert_int_equal(q_int(db, "SELECT count(*) FROM sqlite_master WHERE name='block_ios'"), 1);
-	assert_int_equal(q_int(db, "SELECT count(*) FROM runs"), 1);
-	assert_int_equal(q_int(db, "SELECT count(*) FROM ops WHERE run=1"), 4);
+	assert_int_equal(test_db_int(db, "PRAGMA user_version"), FSP_SCHEMA_VERSION);
+	assert_int_equal(test_db_int(db, "SELECT count(*) FROM sqlite_master WHERE name='block_ios'"), 1);
+	assert_int_equal(test_db_int(db, "SELECT count(*) FROM runs"), 1);
+	assert_int_equal(test_db_int(db, "SELECT count(*) FROM ops WHERE run=1"), 4);
 	/* block rows go in and come back */
 	struct fsp_block_io io[2] = {
 		{ .queue_ns = 100, .issue_ns = 150, .complete_ns = 400, .sector = 8,
@@ -333,7 +309,7 @@ static void test_v2_read_and_upgraded(void **state)
 	assert_int_equal(fsp_store_tx_begin(st), 0);
 	assert_int_equal(fsp_block_ios_insert(st, 1, io, 2), 0);
 	assert_int_equal(fsp_store_tx_commit(st), 0);
-	assert_int_equal(q_int(db, "SELECT count(*) FROM block_ios WHERE dev='7:2'"
+	assert_int_equal(test_db_int(db, "SELECT count(*) FROM block_ios WHERE dev='7:2'"
 			       " AND queue_ns IS NULL AND insert_ns IS NULL AND tgid IS NULL"), 1);
 	sqlite3_close(db);
 	assert_int_equal(fsp_block_ios_any(st, 1), 1);
@@ -487,7 +463,7 @@ static void test_recs_roundtrip(void **state)
 	assert_int_equal(fsp_store_tx_commit(st), 0);
 	assert_int_equal(fsp_store_build_indexes(st), 0);
 
-	sqlite3 *db = peek(path);
+	sqlite3 *db = test_db_open(path);
 	sqlite3_stmt *s;
 	assert_int_equal(sqlite3_prepare_v2(db,
 		"SELECT run, step, op, node, pid, offset, length, bytes, result,"
@@ -571,10 +547,10 @@ static void test_hist_roundtrip(void **state)
 	char sql[160];
 	snprintf(sql, sizeof(sql), "SELECT count(*) FROM hist_bins WHERE run=%lld",
 		 (long long)run);
-	sqlite3 *db = peek(path);
-	assert_int_equal(q_int(db, sql), nonempty);
+	sqlite3 *db = test_db_open(path);
+	assert_int_equal(test_db_int(db, sql), nonempty);
 	/* bins carry their bucket bounds */
-	assert_int_equal(q_int(db, "SELECT count(*) FROM hist_bins WHERE hi_ns < lo_ns"), 0);
+	assert_int_equal(test_db_int(db, "SELECT count(*) FROM hist_bins WHERE hi_ns < lo_ns"), 0);
 	sqlite3_close(db);
 	/* the helper compare uses reads the same quantiles */
 	double us = -1;
@@ -597,7 +573,7 @@ static int64_t ext_q(sqlite3 *db, const char *expr, int64_t run, uint64_t obj)
 	char sql[256];
 	snprintf(sql, sizeof(sql), "SELECT %s FROM emu_extents WHERE run=%lld AND obj=%llu",
 		 expr, (long long)run, (unsigned long long)obj);
-	return q_int(db, sql);
+	return test_db_int(db, sql);
 }
 
 static void test_emu_files_roundtrip(void **state)
@@ -606,7 +582,7 @@ static void test_emu_files_roundtrip(void **state)
 	path_in(path, sizeof(path), "emu.db");
 	struct fsp_store *st = fsp_store_open(path, err, sizeof(err));
 	assert_non_null(st);
-	sqlite3 *db = peek(path);
+	sqlite3 *db = test_db_open(path);
 	struct fsp_run_info info = { .kind = "mount" };
 	int64_t run = fsp_store_begin_run(st, &info), other = fsp_store_begin_run(st, &info);
 	assert_true(run > 0 && other > run);
@@ -632,7 +608,7 @@ static void test_emu_files_roundtrip(void **state)
 	assert_int_equal(fsp_store_save_emu_files(st, run, files, 3), 0);
 	assert_int_equal(fsp_store_save_emu_files(st, other, &files[1], 1), 0);
 
-	assert_int_equal(q_int(db, "SELECT count(*) FROM emu_files"), 4);
+	assert_int_equal(test_db_int(db, "SELECT count(*) FROM emu_files"), 4);
 	sqlite3_stmt *s;
 	assert_int_equal(sqlite3_prepare_v2(db, "SELECT obj, path, size, allocated, extents"
 		" FROM emu_files WHERE run=? ORDER BY obj", -1, &s, NULL), SQLITE_OK);
@@ -673,7 +649,7 @@ static void test_emu_files_roundtrip(void **state)
 
 	/* saving again replaces the run's set; the other run keeps its own */
 	assert_int_equal(fsp_store_save_emu_files(st, run, &files[2], 1), 0);
-	assert_int_equal(q_int(db, "SELECT count(*) FROM emu_files"), 2);
+	assert_int_equal(test_db_int(db, "SELECT count(*) FROM emu_files"), 2);
 	assert_int_equal(ext_q(db, "count(*)", run, files[0].obj), 0);
 	assert_int_equal(ext_q(db, "count(*)", other, 12), 2);
 
@@ -682,12 +658,12 @@ static void test_emu_files_roundtrip(void **state)
 	bad.ext = NULL;
 	assert_int_equal(fsp_store_save_emu_files(st, run, &bad, 1), -1);
 	assert_int_equal(fsp_store_save_emu_files(st, run, NULL, 2), -1);
-	assert_int_equal(q_int(db, "SELECT count(*) FROM emu_files"), 2);
+	assert_int_equal(test_db_int(db, "SELECT count(*) FROM emu_files"), 2);
 	assert_int_equal(fsp_store_save_emu_files(st, run, NULL, 0), 0); /* nothing: cleared */
 	char sql[128];
 	snprintf(sql, sizeof(sql), "SELECT count(*) FROM emu_files WHERE run=%lld", (long long)run);
-	assert_int_equal(q_int(db, sql), 0);
-	assert_int_equal(q_int(db, "SELECT count(*) FROM emu_files"), 1);
+	assert_int_equal(test_db_int(db, sql), 0);
+	assert_int_equal(test_db_int(db, "SELECT count(*) FROM emu_files"), 1);
 
 	/* one transaction: a failure part-way (here a trigger refuses one
 	 * object's extents) leaves the previous set in place */
@@ -696,7 +672,7 @@ static void test_emu_files_roundtrip(void **state)
 		" WHEN NEW.obj = 12 BEGIN SELECT RAISE(ABORT, 'boom'); END", NULL, NULL, NULL),
 		SQLITE_OK);
 	assert_int_equal(fsp_store_save_emu_files(st, run, &files[1], 1), -1);
-	assert_int_equal(q_int(db, sql), 2);
+	assert_int_equal(test_db_int(db, sql), 2);
 	assert_int_equal(ext_q(db, "count(*)", run, files[0].obj), NA);
 	/* and the store is usable afterwards (no transaction left open) */
 	assert_int_equal(fsp_store_set_attr(st, run, "emu.clean", "1"), 0);

@@ -27,6 +27,7 @@
 #include <linux/loop.h>
 #include <cmocka.h>
 #include "src/sys/target.h"
+#include "tests/testdir.h"
 
 #define MIB (1 << 20)
 
@@ -54,14 +55,13 @@ static void run(const char *cmd)
 static int setup(void **state)
 {
 	(void)state;
-	strcpy(dir, "/var/tmp/fsprism-test-target.XXXXXX");
-	if (!mkdtemp(dir))
+	if (test_dir_make(dir, sizeof(dir), "/var/tmp", "target"))
 		return -1;
-	snprintf(zero_file, sizeof(zero_file), "%s/zero.img", dir);
-	snprintf(ext4_file, sizeof(ext4_file), "%s/ext4.img", dir);
-	snprintf(pt_file, sizeof(pt_file), "%s/pt.img", dir);
-	snprintf(mnt, sizeof(mnt), "%s/mnt", dir);
-	snprintf(link_path, sizeof(link_path), "%s/dev-link", dir);
+	test_dir_path(zero_file, sizeof(zero_file), dir, "zero.img");
+	test_dir_path(ext4_file, sizeof(ext4_file), dir, "ext4.img");
+	test_dir_path(pt_file, sizeof(pt_file), dir, "pt.img");
+	test_dir_path(mnt, sizeof(mnt), dir, "mnt");
+	test_dir_path(link_path, sizeof(link_path), dir, "dev-link");
 	nloops = 0;
 	mounted = 0;
 	return mkdir(mnt, 0755);

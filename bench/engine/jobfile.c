@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include "bench/engine/fiojob.h"
 #include "bench/engine/jobfile.h"
 
 #define LINE_MAX_LEN 1024
@@ -160,6 +161,11 @@ int fsp_jobfile_parse(const char *name, const char *text, enum fsp_scale scale,
 		      struct fsp_params *p, char *err, size_t errlen)
 {
 	int have_base = 0;
+	char fio[1536];
+	if (fsp_fiojob_explain(text, fio, sizeof fio)) {
+		snprintf(err, errlen, "%s:%s", name, fio);
+		return -1;
+	}
 	/* neutral base: a 4 KiB random-read QD1 job of 2 s over 256 MiB */
 	fsp_profile_load("sustained-randread", scale, p);
 	p->nqd = 1;

@@ -7,6 +7,7 @@
  */
 #include <ctype.h>
 #include <errno.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -304,12 +305,14 @@ static int in_range(uint64_t v, const char *text, const struct range *r, char *e
 	return -1;
 }
 
-static int set_size(uint64_t *dst, const char *v, const struct range *r, char *err,
-		    size_t errlen)
+/* A size or a duration (as r says) within r. */
+static int set_ranged(uint64_t *dst, const char *v, const struct range *r, char *err,
+		      size_t errlen)
 {
 	uint64_t u;
-	if (fsp_parse_size(v, &u) != 0) {
-		snprintf(err, errlen, "'%s' is not a size (e.g. 4k, 128M, 1G)", v);
+	if (r->duration ? fsp_parse_duration(v, &u) : fsp_parse_size(v, &u)) {
+		snprintf(err, errlen, "'%s' is not a %s", v, r->duration ?
+			 "duration (e.g. 300ms, 2s, 1m)" : "size (e.g. 4k, 128M, 1G)");
 		return -1;
 	}
 	if (in_range(u, v, r, err, errlen))
@@ -318,18 +321,95 @@ static int set_size(uint64_t *dst, const char *v, const struct range *r, char *e
 	return 0;
 }
 
-static int set_duration(uint64_t *dst, const char *v, const struct range *r, char *err,
-			size_t errlen)
+/*
+ * How each parameter is read and written: a size or a duration within its
+ * range (K_RANGED), or one of a few words, kept in the field at `field` of struct
+ * fsp_params; K_OWN ones have code of their own in fsp_param_set and
+ * fsp_param_format. A word list's first entry for a value is the one shown.
+ */
+enum kind { K_OWN = 0, K_RANGED, K_WORDS };
+
+struct word {
+	const char *text;
+	int value;
+};
+
+struct spec {
+	enum kind kind;
+	size_t field;
+	const struct range *range;   /* K_RANGED */
+	const struct word *words;    /* K_WORDS, NULL-terminated */
+	const char *expected;        /* K_WORDS: "'v' is not <expected>" */
+};
+
+static const struct word access_words[] = {
+	{ "seq", FSP_ACCESS_SEQ }, { "random", FSP_ACCESS_RANDOM },
+	{ "sequential", FSP_ACCESS_SEQ }, { "rand", FSP_ACCESS_RANDOM }, { NULL, 0 },
+};
+static const struct word offsets_words[] = {
+	{ "shared", FSP_OFFSETS_SHARED }, { "per-direction", FSP_OFFSETS_PER_DIRECTION },
+	{ NULL, 0 },
+};
+static const struct word interleave_words[] = {
+	{ "exact", FSP_INTERLEAVE_EXACT }, { "random", FSP_INTERLEAVE_RANDOM }, { NULL, 0 },
+};
+/* a flag: given without a value, it is "yes" */
+static const struct word yes_no_words[] = {
+	{ "yes", 1 }, { "no", 0 }, { "", 1 }, { "1", 1 }, { "true", 1 },
+	{ "0", 0 }, { "false", 0 }, { NULL, 0 },
+};
+
+#define FIELD(f) offsetof(struct fsp_params, f)
+static const struct spec specs[P__COUNT] = {
+	[P_ACCESS] = { K_WORDS, FIELD(access), NULL, access_words, "seq or random" },
+	[P_OFFSETS] = { K_WORDS, FIELD(offsets), NULL, offsets_words, "shared or per-direction" },
+	[P_INTERLEAVE] = { K_WORDS, FIELD(interleave), NULL, interleave_words, "exact or random" },
+	[P_NOREPEAT] = { K_WORDS, FIELD(norepeat), NULL, yes_no_words, "yes or no" },
+	[P_SPAN] = { K_RANGED, FIELD(span), &R_SPAN, NULL, NULL },
+	[P_OFFSET] = { K_RANGED, FIELD(offset), &R_OFFSET, NULL, NULL },
+	[P_TIME] = { K_RANGED, FIELD(time_ns), &R_TIME, NULL, NULL },
+	[P_BYTES] = { K_RANGED, FIELD(bytes), &R_BYTES, NULL, NULL },
+	[P_RAMP] = { K_RANGED, FIELD(ramp_ns), &R_RAMP, NULL, NULL },
+	[P_BURST] = { K_RANGED, FIELD(burst), &R_BURST, NULL, NULL },
+	[P_IDLE] = { K_RANGED, FIELD(idle_ns), &R_IDLE, NULL, NULL },
+	[P_SEGMENT] = { K_RANGED, FIELD(segment), &R_SEGMENT, NULL, NULL },
+	[P_TAIL] = { K_RANGED, FIELD(tail), &R_TAIL, NULL, NULL },
+	[P_TIMELINE] = { K_RANGED, FIELD(timeline_ns), &R_TIMELINE, NULL, NULL },
+};
+
+static uint64_t *u64_field(struct fsp_params *p, const struct spec *sp)
 {
-	uint64_t u;
-	if (fsp_parse_duration(v, &u) != 0) {
-		snprintf(err, errlen, "'%s' is not a duration (e.g. 300ms, 2s, 1m)", v);
-		return -1;
-	}
-	if (in_range(u, v, r, err, errlen))
-		return -1;
-	*dst = u;
-	return 0;
+	return (uint64_t *)((char *)p + sp->field);
+}
+
+/* the enums of the word parameters are int-sized (checked below) */
+static int *int_field(struct fsp_params *p, const struct spec *sp)
+{
+	return (int *)((char *)p + sp->field);
+}
+_Static_assert(sizeof(enum fsp_access) == sizeof(int) &&
+	       sizeof(enum fsp_offsets) == sizeof(int) &&
+	       sizeof(enum fsp_interleave) == sizeof(int), "word fields are ints");
+
+static int set_word(int *dst, const char *v, const struct spec *sp, char *err,
+		    size_t errlen)
+{
+	for (const struct word *w = sp->words; w->text; w++)
+		if (!strcmp(v, w->text)) {
+			*dst = w->value;
+			return 0;
+		}
+	snprintf(err, errlen, "'%s' is not %s", v, sp->expected);
+	return -1;
+}
+
+static void format_word(int value, const struct spec *sp, char *buf, size_t len)
+{
+	for (const struct word *w = sp->words; w->text; w++)
+		if (w->value == value) {
+			snprintf(buf, len, "%s", w->text);
+			return;
+		}
 }
 
 /* The parameter called key, or P__COUNT. */
@@ -355,7 +435,25 @@ int fsp_param_set(struct fsp_params *p, const char *key, const char *v,
 		  char *err, size_t errlen)
 {
 	uint64_t u;
-	switch (param_of(key)) {
+	enum param k = param_of(key);
+	if (k == P__COUNT) {
+		snprintf(err, errlen, "unknown parameter");
+		return -1;
+	}
+	const struct spec *sp = &specs[k];
+	switch (sp->kind) {
+	case K_RANGED:
+		if (set_ranged(u64_field(p, sp), v, sp->range, err, errlen))
+			return -1;
+		if (k == P_SPAN)
+			p->span_set = 1;
+		return 0;
+	case K_WORDS:
+		return set_word(int_field(p, sp), v, sp, err, errlen);
+	case K_OWN:
+		break;
+	}
+	switch (k) {
 	case P_BS:
 		if (fsp_parse_size(v, &u) != 0) {
 			snprintf(err, errlen, "'%s' is not a size (e.g. 4k, 128M, 1G)", v);
@@ -374,61 +472,6 @@ int fsp_param_set(struct fsp_params *p, const char *key, const char *v,
 	case P_MIX:
 		return parse_list(v, p->mixes, &p->nmix, 0, 100, "read percentage",
 				  err, errlen);
-	case P_ACCESS:
-		if (!strcmp(v, "seq") || !strcmp(v, "sequential"))
-			p->access = FSP_ACCESS_SEQ;
-		else if (!strcmp(v, "random") || !strcmp(v, "rand"))
-			p->access = FSP_ACCESS_RANDOM;
-		else {
-			snprintf(err, errlen, "'%s' is not seq or random", v);
-			return -1;
-		}
-		break;
-	case P_OFFSETS:
-		if (!strcmp(v, "shared"))
-			p->offsets = FSP_OFFSETS_SHARED;
-		else if (!strcmp(v, "per-direction"))
-			p->offsets = FSP_OFFSETS_PER_DIRECTION;
-		else {
-			snprintf(err, errlen, "'%s' is not shared or per-direction", v);
-			return -1;
-		}
-		break;
-	case P_INTERLEAVE:
-		if (!strcmp(v, "exact"))
-			p->interleave = FSP_INTERLEAVE_EXACT;
-		else if (!strcmp(v, "random"))
-			p->interleave = FSP_INTERLEAVE_RANDOM;
-		else {
-			snprintf(err, errlen, "'%s' is not exact or random", v);
-			return -1;
-		}
-		break;
-	case P_NOREPEAT:
-		if (!*v || !strcmp(v, "1") || !strcmp(v, "yes") || !strcmp(v, "true"))
-			p->norepeat = 1;
-		else if (!strcmp(v, "0") || !strcmp(v, "no") || !strcmp(v, "false"))
-			p->norepeat = 0;
-		else {
-			snprintf(err, errlen, "'%s' is not yes or no", v);
-			return -1;
-		}
-		break;
-	case P_SPAN:
-		if (set_size(&p->span, v, &R_SPAN, err, errlen))
-			return -1;
-		p->span_set = 1;
-		break;
-	case P_OFFSET:
-		return set_size(&p->offset, v, &R_OFFSET, err, errlen);
-	case P_TIME:
-		return set_duration(&p->time_ns, v, &R_TIME, err, errlen);
-	case P_BYTES:
-		return set_size(&p->bytes, v, &R_BYTES, err, errlen);
-	case P_RAMP:
-		return set_duration(&p->ramp_ns, v, &R_RAMP, err, errlen);
-	case P_BURST:
-		return set_size(&p->burst, v, &R_BURST, err, errlen);
 	case P_DUTY: {
 		char *end;
 		unsigned long d = strtoul(v, &end, 10);
@@ -439,8 +482,6 @@ int fsp_param_set(struct fsp_params *p, const char *key, const char *v,
 		p->duty = (unsigned)d;
 		break;
 	}
-	case P_IDLE:
-		return set_duration(&p->idle_ns, v, &R_IDLE, err, errlen);
 	case P_PATTERN:
 		return fsp_pattern_parse(v, &p->pattern, err, errlen);
 	case P_SEED: {
@@ -454,15 +495,8 @@ int fsp_param_set(struct fsp_params *p, const char *key, const char *v,
 		p->seed = s;
 		break;
 	}
-	case P_SEGMENT:
-		return set_size(&p->segment, v, &R_SEGMENT, err, errlen);
-	case P_TAIL:
-		return set_size(&p->tail, v, &R_TAIL, err, errlen);
-	case P_TIMELINE:
-		return set_duration(&p->timeline_ns, v, &R_TIMELINE, err, errlen);
-	case P__COUNT:
-		snprintf(err, errlen, "unknown parameter");
-		return -1;
+	default:
+		break;
 	}
 	return 0;
 }
@@ -478,8 +512,28 @@ static void format_list(const unsigned *v, unsigned n, char *buf, size_t len)
 void fsp_param_format(const struct fsp_params *p, const char *key, char *buf,
 		      size_t len)
 {
+	enum param k = param_of(key);
 	buf[0] = 0;
-	switch (param_of(key)) {
+	if (k == P__COUNT)
+		return;
+	const struct spec *sp = &specs[k];
+	const char *field = (const char *)p + sp->field;
+	switch (sp->kind) {
+	case K_RANGED:
+		if (k == P_SPAN && p->span == 0)
+			snprintf(buf, len, "whole");
+		else if (sp->range->duration)
+			fsp_format_duration(*(const uint64_t *)field, buf, len);
+		else
+			fsp_format_size(*(const uint64_t *)field, buf, len);
+		return;
+	case K_WORDS:
+		format_word(*(const int *)field, sp, buf, len);
+		return;
+	case K_OWN:
+		break;
+	}
+	switch (k) {
 	case P_BS:
 		fsp_format_size(p->bs, buf, len);
 		break;
@@ -489,46 +543,8 @@ void fsp_param_format(const struct fsp_params *p, const char *key, char *buf,
 	case P_MIX:
 		format_list(p->mixes, p->nmix, buf, len);
 		break;
-	case P_ACCESS:
-		snprintf(buf, len, "%s", p->access == FSP_ACCESS_SEQ ? "seq" : "random");
-		break;
-	case P_OFFSETS:
-		snprintf(buf, len, "%s", p->offsets == FSP_OFFSETS_SHARED ?
-			 "shared" : "per-direction");
-		break;
-	case P_INTERLEAVE:
-		snprintf(buf, len, "%s", p->interleave == FSP_INTERLEAVE_EXACT ?
-			 "exact" : "random");
-		break;
-	case P_NOREPEAT:
-		snprintf(buf, len, "%s", p->norepeat ? "yes" : "no");
-		break;
-	case P_SPAN:
-		if (p->span == 0)
-			snprintf(buf, len, "whole");
-		else
-			fsp_format_size(p->span, buf, len);
-		break;
-	case P_OFFSET:
-		fsp_format_size(p->offset, buf, len);
-		break;
-	case P_TIME:
-		fsp_format_duration(p->time_ns, buf, len);
-		break;
-	case P_BYTES:
-		fsp_format_size(p->bytes, buf, len);
-		break;
-	case P_RAMP:
-		fsp_format_duration(p->ramp_ns, buf, len);
-		break;
-	case P_BURST:
-		fsp_format_size(p->burst, buf, len);
-		break;
 	case P_DUTY:
 		snprintf(buf, len, "%u", p->duty);
-		break;
-	case P_IDLE:
-		fsp_format_duration(p->idle_ns, buf, len);
 		break;
 	case P_PATTERN:
 		fsp_pattern_format(&p->pattern, buf, len);
@@ -536,16 +552,7 @@ void fsp_param_format(const struct fsp_params *p, const char *key, char *buf,
 	case P_SEED:
 		snprintf(buf, len, "%llu", (unsigned long long)p->seed);
 		break;
-	case P_SEGMENT:
-		fsp_format_size(p->segment, buf, len);
-		break;
-	case P_TAIL:
-		fsp_format_size(p->tail, buf, len);
-		break;
-	case P_TIMELINE:
-		fsp_format_duration(p->timeline_ns, buf, len);
-		break;
-	case P__COUNT:
+	default:
 		break;
 	}
 }

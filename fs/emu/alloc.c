@@ -219,10 +219,16 @@ int64_t emu_alloc_get(struct emu_alloc *a, uint64_t n, struct emu_run *out,
 	return (int64_t)got;
 }
 
+/* What may be freed: a valid range, all in use, none of it freed already. */
+static int range_freeable(const struct emu_alloc *a, uint64_t start, uint64_t len)
+{
+	return range_valid(a, start, len) && range_is(a->used, start, len, 1) &&
+	       range_is(a->pending, start, len, 0);
+}
+
 int emu_alloc_free(struct emu_alloc *a, uint64_t start, uint64_t len)
 {
-	if (!range_valid(a, start, len) || !range_is(a->used, start, len, 1) ||
-	    !range_is(a->pending, start, len, 0))
+	if (!range_freeable(a, start, len))
 		return -EINVAL;
 	set_range(a->pending, start, len, 1);
 	a->npending += len;
@@ -235,8 +241,7 @@ int emu_alloc_free(struct emu_alloc *a, uint64_t start, uint64_t len)
 
 int emu_alloc_free_now(struct emu_alloc *a, uint64_t start, uint64_t len)
 {
-	if (!range_valid(a, start, len) || !range_is(a->used, start, len, 1) ||
-	    !range_is(a->pending, start, len, 0))
+	if (!range_freeable(a, start, len))
 		return -EINVAL;
 	set_range(a->used, start, len, 0);
 	a->nfree += len;

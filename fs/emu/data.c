@@ -89,6 +89,14 @@ static void extent_work(const struct emu_store *st, size_t extents)
 		;
 }
 
+/* How much of len bytes at off lies before size (the object's end). */
+static size_t below_size(uint64_t size, uint64_t off, size_t len)
+{
+	if (off >= size)
+		return 0;
+	return len > size - off ? (size_t)(size - off) : len;
+}
+
 ssize_t emu_store_read(struct emu_store *st, struct emu_cx *cx, uint64_t id, void *buf,
 		       size_t len, uint64_t off)
 {
@@ -104,10 +112,9 @@ ssize_t emu_store_read(struct emu_store *st, struct emu_cx *cx, uint64_t id, voi
 		done = -EIO;
 		goto out;
 	}
-	if (off >= o->size)
+	len = below_size(o->size, off, len);
+	if (!len)
 		goto out;
-	if (len > o->size - off)
-		len = (size_t)(o->size - off);
 	while ((size_t)done < len) {
 		uint64_t pos = off + (uint64_t)done;
 		uint64_t first = pos / bs, boff = pos % bs;
@@ -596,10 +603,7 @@ ssize_t emu_store_clone(struct emu_store *st, struct emu_cx *cx, uint64_t src_id
 		done = -EIO;
 		goto out;
 	}
-	if (src_off >= src->size)
-		goto out;
-	if (len > src->size - src_off)
-		len = (size_t)(src->size - src_off);
+	len = below_size(src->size, src_off, len); /* 0: nothing below, nothing done */
 	int overlap = src == dst && src_off < dst_off + len && dst_off < src_off + len;
 	/* whole blocks are shared when both sides are block aligned */
 	if (!overlap && src_off % bs == 0 && dst_off % bs == 0 && len >= bs) {

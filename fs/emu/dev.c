@@ -134,6 +134,31 @@ static const int write_op[EMU_IO_NKINDS] = {
 	[EMU_IO_FLUSH] = FSP_OP_DEV_FLUSH,
 };
 
+/* The whole of [off, off + len) written from or read into buf. O_DIRECT
+ * wants aligned buffers: an unaligned one goes through the thread's bounce
+ * buffer, BOUNCE_MAX at a time. 1 when there is no bounce buffer to be had
+ * (nothing was sent), else 0 or -errno. */
+static int fd_io(struct emu_store *st, void *buf, size_t len, uint64_t off, int write)
+{
+	uint8_t *p = buf;
+	int rc = 0;
+	if (!st->direct || aligned(buf, len, off))
+		return emu_fd_full_io(st->fd, buf, len, off, write);
+	uint8_t *b = bounce_buf();
+	for (size_t done = 0; !rc && done < len;) {
+		size_t n = len - done < BOUNCE_MAX ? len - done : BOUNCE_MAX;
+		if (!b)
+			return 1;
+		if (write)
+			memcpy(b, p + done, n);
+		rc = emu_fd_full_io(st->fd, b, n, off + done, write);
+		if (!rc && !write)
+			memcpy(p + done, b, n);
+		done += n;
+	}
+	return rc;
+}
+
 int dev_flush(struct emu_store *st, struct emu_cx *cx)
 {
 	if (!st->cfg.flush)
@@ -155,25 +180,12 @@ int dev_flush(struct emu_store *st, struct emu_cx *cx)
 int dev_write(struct emu_store *st, struct emu_cx *cx, const void *buf, size_t len,
 		     uint64_t off, int kind, unsigned flags, int user_data)
 {
-	const uint8_t *p = buf;
-	int rc = 0;
 	uint64_t t0 = fsp_now_ns();
 	if (!st->cfg.flush)
 		flags &= ~EMU_IO_FUA;
-	int fd = st->fd;
-	if (st->direct && !aligned(buf, len, off)) {
-		uint8_t *b = bounce_buf();
-		for (size_t done = 0; !rc && done < len;) {
-			size_t n = len - done < BOUNCE_MAX ? len - done : BOUNCE_MAX;
-			if (!b)
-				return -ENOMEM;
-			memcpy(b, p + done, n);
-			rc = emu_fd_full_io(fd, b, n, off + done, 1);
-			done += n;
-		}
-	} else {
-		rc = emu_fd_full_io(fd, (void *)p, len, off, 1);
-	}
+	int rc = fd_io(st, (void *)buf, len, off, 1);
+	if (rc > 0)
+		return -ENOMEM;
 	dev_note(st, cx, write_op[kind], kind, off, len, t0, rc, user_data, flags);
 	if (!rc && (flags & EMU_IO_FUA))
 		rc = dev_flush(st, cx);
@@ -183,23 +195,10 @@ int dev_write(struct emu_store *st, struct emu_cx *cx, const void *buf, size_t l
 int dev_read(struct emu_store *st, struct emu_cx *cx, void *buf, size_t len,
 		    uint64_t off, int user_data)
 {
-	uint8_t *p = buf;
-	int rc = 0;
 	uint64_t t0 = fsp_now_ns();
-	if (st->direct && !aligned(buf, len, off)) {
-		uint8_t *b = bounce_buf();
-		for (size_t done = 0; !rc && done < len;) {
-			size_t n = len - done < BOUNCE_MAX ? len - done : BOUNCE_MAX;
-			if (!b)
-				return -ENOMEM;
-			rc = emu_fd_full_io(st->fd, b, n, off + done, 0);
-			if (!rc)
-				memcpy(p + done, b, n);
-			done += n;
-		}
-	} else {
-		rc = emu_fd_full_io(st->fd, p, len, off, 0);
-	}
+	int rc = fd_io(st, buf, len, off, 0);
+	if (rc > 0)
+		return -ENOMEM;
 	dev_note(st, cx, FSP_OP_DEV_READ, EMU_IO_DATA, off, len, t0, rc, user_data, 0);
 	return rc;
 }

@@ -124,10 +124,17 @@ static int cfg_ok(const struct emu_journal_cfg *cfg)
 	return bs >= 512 && (bs & (bs - 1)) == 0 && cfg->nblocks >= 4;
 }
 
+/* A handle for cfg on io, before the superblock is written or read; NULL
+ * with *rc -EINVAL (a bad configuration) or -ENOMEM. */
 static struct emu_journal *journal_new(const struct emu_io *io,
-				       const struct emu_journal_cfg *cfg)
+				       const struct emu_journal_cfg *cfg, int *rc)
 {
-	struct emu_journal *j = calloc(1, sizeof(*j));
+	struct emu_journal *j;
+	*rc = -EINVAL;
+	if (!cfg_ok(cfg))
+		return NULL;
+	*rc = -ENOMEM;
+	j = calloc(1, sizeof(*j));
 	if (!j)
 		return NULL;
 	j->io = *io;
@@ -172,11 +179,9 @@ int emu_journal_format(const struct emu_io *io, const struct emu_journal_cfg *cf
 	int rc;
 
 	*out = NULL;
-	if (!cfg_ok(cfg))
-		return -EINVAL;
-	j = journal_new(io, cfg);
+	j = journal_new(io, cfg, &rc);
 	if (!j)
-		return -ENOMEM;
+		return rc;
 	j->uuid = cfg->uuid ? cfg->uuid : random_uuid();
 	j->tail_seq = j->next_seq = 1;
 	rc = write_sb(j, 0, 1);
@@ -197,11 +202,9 @@ int emu_journal_open(const struct emu_io *io, const struct emu_journal_cfg *cfg,
 	int rc;
 
 	*out = NULL;
-	if (!cfg_ok(cfg))
-		return -EINVAL;
-	j = journal_new(io, cfg);
+	j = journal_new(io, cfg, &rc);
 	if (!j)
-		return -ENOMEM;
+		return rc;
 	b = j->scratch;
 	rc = io->pread(io->ctx, b, j->bs, j->base);
 	if (rc)

@@ -355,9 +355,7 @@ static int check_store(struct mount_opts *o)
 		return 0; /* an empty file: formatted at open */
 	int valid = emu_store_probe(o->store);
 	if (valid < 0) {
-		fprintf(stderr, "fsprism mount: cannot read store %s: %s\n", o->store,
-			strerror(-valid));
-		return 1;
+		return fsp_file_error("mount", o->store, "cannot read the store", -valid, 1);
 	}
 	if (S_ISREG(st.st_mode) && !valid && !o->destroy_data) {
 		fprintf(stderr, "fsprism mount: store %s (%lld bytes) is not an fsprism "
@@ -717,8 +715,7 @@ static int parse_mount_args(int argc, char **argv, struct mount_opts *o)
 	}
 	int fd = open("/dev/fuse", O_RDWR | O_CLOEXEC);
 	if (fd < 0) {
-		fprintf(stderr, "fsprism mount: cannot open /dev/fuse: %s\n", strerror(errno));
-		return 1;
+		return fsp_file_error("mount", "/dev/fuse", NULL, errno, 1);
 	}
 	close(fd);
 	/* Resolve the database path now, before the daemon leaves the cwd. */

@@ -11,6 +11,7 @@
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
+#include "src/sys/access.h"
 #include "src/cli/opt.h"
 #include "bench/engine/profile.h"
 
@@ -43,6 +44,16 @@ int fsp_usage_error(const char *cmd, const char *fmt, ...)
 	va_end(ap);
 	fprintf(stderr, " (see 'fsprism %s --help')\n", cmd);
 	return 2;
+}
+
+int fsp_file_error(const char *cmd, const char *path, const char *what, int err,
+		   int need_write)
+{
+	char why[512];
+	int hint = fsp_access_explain(path, err, need_write, why, sizeof why);
+	fprintf(stderr, "fsprism %s: %s: %s%s%s%s%s\n", cmd, path, what ? what : "",
+		what ? ": " : "", strerror(err), hint ? "; " : "", hint ? why : "");
+	return 1;
 }
 
 /* Edits (insert, delete, replace, swap two neighbours) from a to b. */

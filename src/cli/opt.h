@@ -67,6 +67,15 @@ int fsp_usage_error(const char *cmd, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3)));
 
 /*
+ * A failure on a file, one line on stderr: "fsprism CMD: PATH: WHAT:
+ * strerror(err)" (no WHAT: when what is NULL), and for a permission error
+ * "; " and what access PATH needs and how to get it (src/sys/access.h), for
+ * reading or, with need_write, reading and writing. Returns 1.
+ */
+int fsp_file_error(const char *cmd, const char *path, const char *what, int err,
+		   int need_write);
+
+/*
  * own followed by one entry per profile parameter (bench/engine/profile.h:
  * the one table of their names), with a value except for the flags
  * (--norepeat, --norepeat=no). malloc'ed: free it; NULL if out of memory.

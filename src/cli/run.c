@@ -29,7 +29,7 @@
 #include "src/sys/target.h"
 #include "src/trace/block.h"
 
-#define ERRLEN 512
+#define ERRLEN 2048
 #define MAX_OVERRIDES 64
 
 static volatile sig_atomic_t run_stop;
@@ -79,7 +79,8 @@ static void run_usage(FILE *f)
 "  --no-trace             do not trace the block layer (traced by default when\n"
 "                         eBPF is available: block_ios rows, docs/schema.md)\n");
 	/* the parameters, from the one list of their names */
-	int col = fprintf(f, "parameters (override the profile):");
+	fprintf(f, "parameters (override the profile; see fsprism-run(1)):\n");
+	int col = fprintf(f, " ");
 	for (int i = 0; fsp_param_names[i]; i++) {
 		const char *name = fsp_param_names[i];
 		int flag = fsp_param_is_flag(name);
@@ -266,9 +267,10 @@ static int target_inspect(struct target *t, const char *path)
 	if (stat(path, &st) != 0) {
 		/* A missing /dev/sdz is a missing device, /dev/shm/x a new file. */
 		int under_dev = !strncmp(path, "/dev/", 5) && strncmp(path, "/dev/shm/", 9);
-		if (errno != ENOENT || under_dev) {
-			fprintf(stderr, "fsprism run: %s: %s\n", path,
-				errno == ENOENT ? "no such device" : strerror(errno));
+		if (errno != ENOENT) {
+			return fsp_file_error("run", path, NULL, errno, 1);
+		} else if (under_dev) {
+			fprintf(stderr, "fsprism run: %s: no such device\n", path);
 			return 1;
 		}
 		/* a new file: its directory must exist */
@@ -290,21 +292,16 @@ static int target_inspect(struct target *t, const char *path)
 	}
 	if (S_ISBLK(st.st_mode)) {
 		t->raw = 1;
-		if (fsp_target_geometry(path, &t->size, &t->lbs) != 0) {
-			fprintf(stderr, "fsprism run: %s: cannot read its size: %s\n", path,
-				strerror(errno));
-			return 1;
-		}
+		if (fsp_target_geometry(path, &t->size, &t->lbs) != 0)
+			return fsp_file_error("run", path, "cannot read its size", errno, 1);
 		return 0;
 	}
 	if (!S_ISREG(st.st_mode)) {
 		fprintf(stderr, "fsprism run: %s: not a block device or a regular file\n", path);
 		return 1;
 	}
-	if (fsp_target_geometry(path, &t->file_size, &t->lbs) != 0) {
-		fprintf(stderr, "fsprism run: %s: %s\n", path, strerror(errno));
-		return 1;
-	}
+	if (fsp_target_geometry(path, &t->file_size, &t->lbs) != 0)
+		return fsp_file_error("run", path, NULL, errno, 1);
 	/* a file can grow into the free space of its file system */
 	t->size = t->file_size + free_bytes_at(path);
 	return 0;
@@ -425,7 +422,7 @@ static int target_open(struct target *t, const struct fsp_params *p, int quiet)
 			fprintf(stderr, "fsprism run: %s: its file system does not support O_DIRECT\n",
 				t->path);
 		else
-			fprintf(stderr, "fsprism run: %s: %s\n", t->path, strerror(e));
+			fsp_file_error("run", t->path, NULL, e, (flags & O_ACCMODE) == O_RDWR);
 		return 1;
 	}
 	if (t->raw)

@@ -41,6 +41,7 @@ static const int layer_order[FSP_LAYER__COUNT] = {
 struct view {
 	int show_steps;
 	int show_emu;       /* the emu layer (an emulated mount) */
+	int engine;         /* a run of the engine: only total exists */
 	int emulation;      /* the Emulation section / "emulation" key */
 	unsigned flags;     /* FSP_STATS_* */
 	int op_width;       /* width of the op column in the table */
@@ -48,6 +49,8 @@ struct view {
 
 static int layer_shown(const struct view *v, int l)
 {
+	if (v->engine)
+		return l == FSP_LAYER_TOTAL;
 	return l != FSP_LAYER_EMU || v->show_emu;
 }
 
@@ -193,6 +196,17 @@ static double mb_per_s(const struct op_row *r)
 	return r->secs > 0 ? (double)r->bytes / 1e6 / r->secs : NAN;
 }
 
+/*
+ * The table fits 100 columns: the op column is at most OP_COLS wide (a
+ * longer name stands on a line of its own above its numbers) and p90 is
+ * left to --wide, CSV and JSON. --wide prints every column at full width.
+ */
+#define OP_COLS 10
+static int quant_shown(const struct view *v, int q)
+{
+	return (v->flags & FSP_STATS_WIDE) || quants[q] != 0.90;
+}
+
 /* Microseconds with precision that fits 8 columns. */
 static void fmt_us(char *buf, size_t len, double us)
 {
@@ -236,16 +250,19 @@ static void print_table(const struct fsp_run_row *h, const struct op_row *rows,
 		fprintf(out, "\nno operations in this run's histograms\n");
 		return;
 	}
-	if (vw->show_emu)
+	if (vw->engine)
+		fprintf(out, "latencies in microseconds; total = the engine's submission to completion\n");
+	else if (vw->show_emu)
 		fprintf(out, "latencies in microseconds; total = backing + emu (the emulation's "
-			"extra work) + layer (fsprism's own work)\n");
+			"extra work)\n  + layer (fsprism's own work)\n");
 	else
 		fprintf(out, "latencies in microseconds; total = backing + layer (fsprism's own work)\n");
 	fprintf(out, "\n%-*s %9s %10s %8s %6s %-7s", w, "op", "count", "bytes", "MB/s",
 		"errors", "layer");
 	fprintf(out, " %8s", "mean");
 	for (int i = 0; i < NQUANT; i++)
-		fprintf(out, " %8s", quant_names[i]);
+		if (quant_shown(vw, i))
+			fprintf(out, " %8s", quant_names[i]);
 	fprintf(out, " %8s\n", "max");
 
 	int cur_step = -1;
@@ -274,7 +291,12 @@ static void print_table(const struct fsp_run_row *h, const struct op_row *rows,
 				else
 					snprintf(t, sizeof(t), "%.2f", mbs);
 				snprintf(e, sizeof(e), "%" PRIu64, r->errors);
-				fprintf(out, "%-*s %9s %10s %8s %6s", w, fsp_op_name(r->op), c,
+				const char *name = fsp_op_name(r->op);
+				if ((int)strlen(name) > w) {
+					fprintf(out, "%s\n", name);
+					name = "";
+				}
+				fprintf(out, "%-*s %9s %10s %8s %6s", w, name, c,
 					r->bytes ? b : "-", r->bytes ? t : "-", e);
 			} else {
 				fprintf(out, "%-*s %9s %10s %8s %6s", w, "", "", "", "", "");
@@ -287,6 +309,8 @@ static void print_table(const struct fsp_run_row *h, const struct op_row *rows,
 			fmt_us(v, sizeof(v), ls->mean);
 			fprintf(out, " %8s", v);
 			for (int q = 0; q < NQUANT; q++) {
+				if (!quant_shown(vw, q))
+					continue;
 				fmt_us(v, sizeof(v), ls->q[q]);
 				fprintf(out, " %8s", v);
 			}
@@ -857,16 +881,18 @@ int fsp_stats_print(struct fsp_store *st, int64_t run, const char *format, unsig
 	}
 	rc = -1;
 	if (load_rows(st, &hdr, &rows, &n) == 0) {
-		struct view vw = { .flags = flags, .op_width = 15 };
+		struct view vw = { .flags = flags, .op_width = 6 };
 		struct fsp_emu_acct acct;
 		vw.show_steps = fsp_store_count_hist_steps(st, run) > 1 ||
 			fsp_store_count_steps(st, run) > 0;
 		vw.emulation = fsp_store_is_emulated(st, run) > 0;
 		/* runs without the emulation store all-zero emu histograms: not shown */
 		vw.show_emu = vw.emulation || fsp_store_emu_layer_used(st, run) > 0;
+		/* the engine stores its latency as total = backing, layer 0: not a split */
+		vw.engine = hdr.kind && !strcmp(hdr.kind, "run");
 		for (size_t i = 0; i < n; i++) {
 			int len = (int)strlen(fsp_op_name(rows[i].op));
-			if (len > vw.op_width)
+			if (len > vw.op_width && (len <= OP_COLS || (flags & FSP_STATS_WIDE)))
 				vw.op_width = len;
 		}
 		if (vw.emulation && fsp_stats_emu_acct(st, run, &acct) < 0) {
@@ -910,7 +936,7 @@ out:
 static void stats_usage(FILE *f)
 {
 	fprintf(f,
-"usage: fsprism stats DB [--run N] [--format table|csv|json] [--extents]\n"
+"usage: fsprism stats DB [--run N] [--format table|csv|json] [--extents] [--wide]\n"
 "\n"
 "Per operation: count, bytes, throughput, errors, and the mean, p50, p90,\n"
 "p99, p99.9 and max latency (microseconds) of each layer: total (whole\n"
@@ -924,7 +950,10 @@ static void stats_usage(FILE *f)
 "bytes written by write and copy_file_range), flushes per fsync, device\n"
 "IOs, sequential share and streams, and the files with their extent counts.\n"
 "--extents also lists every file's extents (bytes, like filefrag -v);\n"
-"table and json only.\n");
+"table and json only.\n"
+"\n"
+"The table fits 100 columns: p90 is in CSV and JSON, and in the table with\n"
+"--wide, which also prints long operation names on their numbers' line.\n");
 }
 
 static int parse_run_id(const char *s, int64_t *id)
@@ -945,11 +974,12 @@ int cmd_stats(int argc, char **argv)
 	int64_t run = 0;
 	char err[512];
 
-	enum { OPT_RUN = 256, OPT_FORMAT, OPT_EXTENTS };
+	enum { OPT_RUN = 256, OPT_FORMAT, OPT_EXTENTS, OPT_WIDE };
 	static const struct option longopts[] = {
 		{ "run", required_argument, NULL, OPT_RUN },
 		{ "format", required_argument, NULL, OPT_FORMAT },
 		{ "extents", no_argument, NULL, OPT_EXTENTS },
+		{ "wide", no_argument, NULL, OPT_WIDE },
 		FSP_OPT_HELP,
 		{ NULL, 0, NULL, 0 },
 	};
@@ -961,6 +991,7 @@ int cmd_stats(int argc, char **argv)
 		case OPT_RUN: run_arg = g.arg; break;
 		case OPT_FORMAT: format = g.arg; break;
 		case OPT_EXTENTS: flags |= FSP_STATS_EXTENTS; break;
+		case OPT_WIDE: flags |= FSP_STATS_WIDE; break;
 		}
 	}
 	if (!g.npos)

@@ -15,6 +15,7 @@ struct fsp_store;
 
 /* fsp_stats_print flags */
 #define FSP_STATS_EXTENTS 1u /* list every emulated file's extents (table, json) */
+#define FSP_STATS_WIDE 2u    /* table: every column (p90 too), op names in full */
 
 /*
  * Print run `run`'s statistics to out in format "table", "csv" or "json"

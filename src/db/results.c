@@ -70,6 +70,16 @@ int64_t fsp_store_latest_run(struct fsp_store *st)
 	return id;
 }
 
+/* The text fields of a runs row, in the order of columns 1.. of the query
+ * in fsp_store_load_run; loaded and freed from this one list. */
+enum { RUN_NTEXT = 8 };
+static void run_texts(struct fsp_run_row *h, char **text[RUN_NTEXT])
+{
+	char **t[RUN_NTEXT] = { &h->kind, &h->backing_path, &h->device, &h->fstype,
+				&h->record_mode, &h->label, &h->started_at, &h->options };
+	memcpy(text, t, sizeof(t));
+}
+
 int fsp_store_load_run(struct fsp_store *st, int64_t run, struct fsp_run_row *h)
 {
 	memset(h, 0, sizeof(*h));
@@ -81,15 +91,11 @@ int fsp_store_load_run(struct fsp_store *st, int64_t run, struct fsp_run_row *h)
 		return -1;
 	int rc = sqlite3_step(s);
 	if (rc == SQLITE_ROW) {
+		char **text[RUN_NTEXT];
+		run_texts(h, text);
 		h->id = sqlite3_column_int64(s, 0);
-		h->kind = col_text(s, 1);
-		h->backing_path = col_text(s, 2);
-		h->device = col_text(s, 3);
-		h->fstype = col_text(s, 4);
-		h->record_mode = col_text(s, 5);
-		h->label = col_text(s, 6);
-		h->started_at = col_text(s, 7);
-		h->options = col_text(s, 8);
+		for (int i = 0; i < RUN_NTEXT; i++)
+			*text[i] = col_text(s, 1 + i);
 		h->started_ns = sqlite3_column_int64(s, 9);
 		h->ended_ns = sqlite3_column_int64(s, 10);
 		h->recorded = sqlite3_column_int64(s, 11);
@@ -107,14 +113,10 @@ int fsp_store_load_run(struct fsp_store *st, int64_t run, struct fsp_run_row *h)
 
 void fsp_run_row_free(struct fsp_run_row *h)
 {
-	free(h->kind);
-	free(h->backing_path);
-	free(h->device);
-	free(h->fstype);
-	free(h->record_mode);
-	free(h->label);
-	free(h->started_at);
-	free(h->options);
+	char **text[RUN_NTEXT];
+	run_texts(h, text);
+	for (int i = 0; i < RUN_NTEXT; i++)
+		free(*text[i]);
 	free(h->lost);
 }
 

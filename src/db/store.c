@@ -19,6 +19,7 @@
 #include <time.h>
 #include <unistd.h>
 #include "src/base/clock.h"
+#include "src/sys/access.h"
 #include "src/db/handle.h"
 #include "src/db/schema.h"
 #include "src/sys/mountinfo.h"
@@ -42,6 +43,18 @@ static void set_err(char *err, size_t errlen, const char *fmt, ...)
 	va_start(ap, fmt);
 	vsnprintf(err, errlen, fmt, ap);
 	va_end(ap);
+}
+
+/* "cannot open database PATH: REASON", and what access it needs when the
+ * reason is a permission error. */
+static void access_err(char *err, size_t errlen, const char *path, int e,
+		       const char *reason)
+{
+	char why[512];
+	if (fsp_access_explain(path, e, 0, why, sizeof why))
+		set_err(err, errlen, "cannot open database %s: %s; %s", path, strerror(e), why);
+	else
+		set_err(err, errlen, "cannot open database %s: %s", path, reason);
 }
 
 /* The most telling reason SQLite has: the OS errno if there was one. */
@@ -299,17 +312,19 @@ fail:
 fail_quiet:
 	sqlite3_close(db);
 	/* never leave a half-made file behind */
-	if (!existed) {
-		unlink(path);
-		char side[PATH_MAX + 8];
-		snprintf(side, sizeof(side), "%s-wal", path);
-		unlink(side);
-		snprintf(side, sizeof(side), "%s-shm", path);
-		unlink(side);
-		snprintf(side, sizeof(side), "%s-journal", path);
-		unlink(side);
-	}
+	if (!existed)
+		fsp_store_remove_files(path);
 	return NULL;
+}
+
+void fsp_store_remove_files(const char *path)
+{
+	static const char *const sides[] = { "", "-wal", "-shm", "-journal" };
+	char p[PATH_MAX + 16];
+	for (size_t i = 0; i < sizeof(sides) / sizeof(sides[0]); i++) {
+		snprintf(p, sizeof(p), "%s%s", path, sides[i]);
+		unlink(p);
+	}
 }
 
 struct fsp_store *fsp_store_open_readonly(const char *path, char *err, size_t errlen)
@@ -321,8 +336,7 @@ struct fsp_store *fsp_store_open_readonly(const char *path, char *err, size_t er
 		if (errno == ENOENT)
 			set_err(err, errlen, "no database at %s", path);
 		else
-			set_err(err, errlen, "cannot open database %s: %s", path,
-				strerror(errno));
+			access_err(err, errlen, path, errno, strerror(errno));
 		return NULL;
 	}
 	if (!S_ISREG(sb.st_mode)) {
@@ -353,7 +367,7 @@ struct fsp_store *fsp_store_open_readonly(const char *path, char *err, size_t er
 		rc = sqlite3_open_v2(path, &db, SQLITE_OPEN_READONLY, NULL);
 	}
 	if (rc != SQLITE_OK) {
-		set_err(err, errlen, "cannot open database %s: %s", path, db_reason(db));
+		access_err(err, errlen, path, access(path, R_OK) ? errno : 0, db_reason(db));
 		sqlite3_close(db);
 		return NULL;
 	}
@@ -948,35 +962,35 @@ int fsp_store_add_step(struct fsp_store *st, int64_t run, const struct fsp_step_
 	return step_reset(st, s);
 }
 
+/* One row of a per-step table: run, step, then the n integers v. */
+static int add_step_row(struct fsp_store *st, sqlite3_stmt **stmt, const char *sql,
+			int64_t run, int step, const uint64_t *v, int n)
+{
+	if (prepare_once(st, stmt, sql) < 0)
+		return -1;
+	sqlite3_bind_int64(*stmt, 1, run);
+	sqlite3_bind_int(*stmt, 2, step);
+	bind_u64s(*stmt, 3, v, n);
+	return step_reset(st, *stmt);
+}
+
 int fsp_store_add_timeline(struct fsp_store *st, int64_t run, int step,
 			   const struct fsp_timeline_row *t)
 {
-	if (prepare_once(st, &st->timeline_ins,
-		"INSERT INTO timeline(run, step, t_ns, read_bytes, write_bytes, read_ios,"
-		" write_ios) VALUES(?,?,?,?,?,?,?)") < 0)
-		return -1;
-	sqlite3_stmt *s = st->timeline_ins;
-	sqlite3_bind_int64(s, 1, run);
-	sqlite3_bind_int(s, 2, step);
 	const uint64_t v[] = { t->t_ns, t->read_bytes, t->write_bytes, t->read_ios,
 			       t->write_ios };
-	bind_u64s(s, 3, v, 5);
-	return step_reset(st, s);
+	return add_step_row(st, &st->timeline_ins,
+		"INSERT INTO timeline(run, step, t_ns, read_bytes, write_bytes, read_ios,"
+		" write_ios) VALUES(?,?,?,?,?,?,?)", run, step, v, 5);
 }
 
 int fsp_store_add_segment(struct fsp_store *st, int64_t run, int step,
 			  const struct fsp_segment_row *g)
 {
-	if (prepare_once(st, &st->segment_ins,
-		"INSERT INTO segments(run, step, segment, offset, bytes, ns)"
-		" VALUES(?,?,?,?,?,?)") < 0)
-		return -1;
-	sqlite3_stmt *s = st->segment_ins;
-	sqlite3_bind_int64(s, 1, run);
-	sqlite3_bind_int(s, 2, step);
 	const uint64_t v[] = { g->segment, g->offset, g->bytes, g->ns };
-	bind_u64s(s, 3, v, 4);
-	return step_reset(st, s);
+	return add_step_row(st, &st->segment_ins,
+		"INSERT INTO segments(run, step, segment, offset, bytes, ns)"
+		" VALUES(?,?,?,?,?,?)", run, step, v, 4);
 }
 
 int fsp_store_build_indexes(struct fsp_store *st)

@@ -48,6 +48,9 @@ struct fsp_store *fsp_store_open(const char *path, char *err, size_t errlen);
  */
 struct fsp_store *fsp_store_open_readonly(const char *path, char *err, size_t errlen);
 void fsp_store_close(struct fsp_store *st);
+/* Remove a closed database file and the files SQLite keeps beside it
+ * (-wal, -shm, -journal); those that are not there are no error. */
+void fsp_store_remove_files(const char *path);
 
 /* The database file's absolute path ("" for an in-memory database). */
 const char *fsp_store_filename(struct fsp_store *st);
