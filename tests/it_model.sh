@@ -74,11 +74,14 @@ switch_side_by_side() {
 }
 for attempt in 1 2 3; do
 	switch_side_by_side $attempt
-	[ $((two_m - two_p)) -ge 190000 ] && [ $((two_m - two_p)) -le 210000 ] && break
+	[ $((two_m - two_p)) -ge 190000 ] && [ $((two_m - two_p)) -le 230000 ] && break
 done
 DB=$T/switch.db
-check "two interleaved streams: read p50 +200 us +-5% ($two_p -> $two_m ns)" \
-	test $((two_m - two_p)) -ge 190000 -a $((two_m - two_p)) -le 210000
+# -5%..+15%: preemption only adds, and a worker that has just spun 200 us
+# is the first the scheduler takes the CPU from on a loaded machine (the
+# model's own time, model_ns, is held to +-5% below)
+check "two interleaved streams: read p50 +200 us -5%..+15% ($two_p -> $two_m ns)" \
+	test $((two_m - two_p)) -ge 190000 -a $((two_m - two_p)) -le 230000
 check "one stream: read p50 unaffected (+-10 us: $one_p -> $one_m ns)" \
 	test $((one_m - one_p)) -le 10000 -a $((one_p - one_m)) -le 10000
 expect_eq "one stream is not charged: model_ns only on the jump to 0 of rounds 2-4" \
