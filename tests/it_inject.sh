@@ -171,5 +171,27 @@ fsp_umount "$T/a"
 expect_eq "the refused requests are rows with their errno" "2 13" "$(sqlite3 "$T/name.db" \
 	"SELECT count(*), result FROM ops WHERE result=13" | tr '|' ' ')"
 
+# --- compare --inject: the rules in the fsprism target's mount ---
+mkdir "$T/tmp"
+TMPDIR="$T/tmp" "$FSPRISM" compare --db "$T/c.db" --size=256M --time=300ms --span=32M \
+	--targets raw,fsprism --inject "op=read,delay=200us" >"$T/cout" 2>"$T/cerr"
+expect_eq "compare --inject exits 0" 0 "$?"
+mrun=$(sqlite3 "$T/c.db" "SELECT id FROM runs WHERE label='fsprism-fuse' ORDER BY id DESC LIMIT 1")
+expect_eq "the fsprism target's mount has the rules" "op=read,delay=200us;seed=1" \
+	"$(sqlite3 "$T/c.db" "SELECT value FROM run_attrs WHERE run=${mrun:-0} AND key='fuse.inject'")"
+expect_eq "every read of the target waited 200 us, no other request" 0 "$(sqlite3 "$T/c.db" \
+	"SELECT count(*) FROM ops WHERE run=${mrun:-0} AND ((op=13 AND inject_ns < 200000) OR
+	 (op!=13 AND inject_ns != 0))")"
+p50s=$(awk '/^step 0 /{s=1} s && /^  raw /{r=$4} s && /^  fsprism /{print r, $4; exit}' "$T/cout")
+echo "# step 0 read p50, raw and fsprism (us): $p50s"
+check "the report shows it: fsprism's read p50 >= raw's + 190 us ($p50s)" \
+	sh -c "echo $p50s | awk '{exit !(\$2 - \$1 >= 190)}'"
+fsp_nothing_left "$T/tmp" "compare --inject"
+TMPDIR="$T/tmp" "$FSPRISM" compare --db "$T/c.db" --inject "op=read" >/dev/null 2>"$T/cerr"
+expect_eq "compare: bad rules exit 2" 2 "$?"
+check "compare: one line naming them" sh -c "[ \$(wc -l <'$T/cerr') = 1 ] &&
+	grep -q 'without delay= or errno=' '$T/cerr'"
+fsp_nothing_left "$T/tmp" "compare with bad rules"
+
 no_sanitizer_reports
 fsp_done

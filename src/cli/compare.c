@@ -54,6 +54,7 @@
 #include "src/cli/opt.h"
 #include "src/base/clock.h"
 #include "fs/emu/store.h"
+#include "fs/fuse/inject.h"
 #include "fs/model/model.h"
 #include "src/base/hist.h"
 #include "bench/engine/jobfile.h"
@@ -125,7 +126,7 @@ static void usage(FILE *f)
 "                       [--journal=off|writeback|ordered|data]\n"
 "                       [--alloc=next-fit|first-fit]\n"
 "                       [--size SIZE] [--destroy-data] [--quiet]\n"
-"                       [--device-model SPEC]\n"
+"                       [--device-model SPEC] [--inject RULES]\n"
 "                       [--PARAM=VALUE ...]\n"
 "\n"
 "Run one profile (default " DEFAULT_PROFILE ") on a raw block device, on a file of a\n"
@@ -143,7 +144,9 @@ static void usage(FILE *f)
 "or in use, and, unless --destroy-data, if it carries any signature.\n"
 "--device-model SPEC (without --device): the image is a file of an fsprism\n"
 "mount with that model drive (see 'fsprism mount --help'), so that every\n"
-"target's IO pays the model's costs; docs/inject.md.\n"
+"target's IO pays the model's costs; --inject RULES: the fsprism and emu\n"
+"targets' mounts get those fault and latency rules (see 'fsprism mount\n"
+"--help'); docs/inject.md.\n"
 "Other --PARAM=VALUE options are passed to 'fsprism run' unchanged.\n"
 "On a terminal, progress is shown unless --quiet. See docs/compare.md.\n");
 }
@@ -733,7 +736,7 @@ static int parse_targets(const char *list, int want[T__COUNT])
 }
 
 enum { OPT_PROFILE = 256, OPT_DEVICE, OPT_FS, OPT_TARGETS, OPT_DB, OPT_SCALE, OPT_SIZE,
-       OPT_COW, OPT_JOURNAL, OPT_ALLOC, OPT_DESTROY, OPT_DEVICE_MODEL };
+       OPT_COW, OPT_JOURNAL, OPT_ALLOC, OPT_DESTROY, OPT_DEVICE_MODEL, OPT_INJECT };
 
 /* Returns 0, 1 after --help, or -1 (usage error, said). */
 static int parse_args(int argc, char **argv, struct opts *o)
@@ -751,6 +754,7 @@ static int parse_args(int argc, char **argv, struct opts *o)
 		{ "alloc", required_argument, NULL, OPT_ALLOC },
 		{ "destroy-data", no_argument, NULL, OPT_DESTROY },
 		{ "device-model", required_argument, NULL, OPT_DEVICE_MODEL },
+		{ "inject", required_argument, NULL, OPT_INJECT },
 		{ "quiet", no_argument, NULL, 'q' },
 		FSP_OPT_HELP,
 		{ NULL, 0, NULL, 0 },
@@ -787,6 +791,7 @@ static int parse_args(int argc, char **argv, struct opts *o)
 		case OPT_ALLOC: o->alloc = v; break;
 		case OPT_DESTROY: o->destroy_data = 1; break;
 		case OPT_DEVICE_MODEL: o->device_model = v; break;
+		case OPT_INJECT: o->inject = v; break;
 		case 'q': o->quiet = 1; break;
 		default: {
 			/* a run parameter: validate_params checks it; the
@@ -843,6 +848,20 @@ static int parse_args(int argc, char **argv, struct opts *o)
 		} else if (!o->want[T_EMU]) {
 			fail("--cow, --journal and --alloc configure the emu target, "
 			     "which --targets leaves out (add emu)");
+			return -1;
+		}
+	}
+	if (o->inject) {
+		char why[512];
+		struct fsp_inject *inj = fsp_inject_parse(o->inject, why, sizeof why);
+		if (!inj) {
+			fail("invalid --inject: %s", why);
+			return -1;
+		}
+		fsp_inject_free(inj);
+		if (!o->want[T_FSPRISM] && !o->want[T_EMU]) {
+			fail("--inject acts in the fsprism and emu mounts, which --targets "
+			     "leaves out");
 			return -1;
 		}
 	}
@@ -1036,6 +1055,8 @@ static int record_compare(struct compare *c, int argc, char **argv)
 		fsp_store_set_attr(c->st, c->run, "emu_journal", c->o.journal);
 	if (c->o.alloc)
 		fsp_store_set_attr(c->st, c->run, "emu_alloc", c->o.alloc);
+	if (c->o.inject)
+		fsp_store_set_attr(c->st, c->run, "inject", c->o.inject);
 	if (c->o.device_model) {
 		fsp_store_set_attr(c->st, c->run, "device_model", c->o.device_model);
 		int64_t mr = fsp_store_find_mount_run(c->st, c->su.model.backing, 0);
@@ -1070,7 +1091,7 @@ static int measure_mount(struct compare *c, int t)
 {
 	struct setup *su = &c->su;
 	struct fuse_mnt *m = t == T_EMU ? &su->emu : &su->fuse;
-	char *extra[12];
+	char *extra[14];
 	int n = 0;
 	char cow[64], journal[64], alloc[64];
 	if (t == T_EMU) {
@@ -1102,6 +1123,10 @@ static int measure_mount(struct compare *c, int t)
 			fail("cannot create %s: %s", m->backing, strerror(errno));
 			return -1;
 		}
+	}
+	if (c->o.inject) {
+		extra[n++] = "--inject";
+		extra[n++] = (char *)c->o.inject;
 	}
 	extra[n] = NULL;
 	if (c->show && t == T_EMU)
