@@ -3,7 +3,8 @@
  *
  * Each handler maps one FUSE request onto the same system call on the
  * backing directory, replies, and logs itself (request.h: op_begin,
- * BACKING, op_end, op_log):
+ * BACKING, op_end, op_log; op_begin through op_enter here, which is also
+ * the one place `--inject` and `--device-model` act):
  *   start    fsp_now_ns() at handler entry,
  *   backing  the summed durations of the backing system calls (BACKING()),
  *   total    fsp_now_ns() - start, taken just before fuse_reply_*().
@@ -89,8 +90,9 @@ static inline struct fsp_inode *op_node(struct op *o, fuse_ino_t ino)
 /* ---- fault and latency injection (--inject, inject.h) ---- */
 
 /*
- * The rules path (below the mount, "/" the root) matches: the backing path
- * of fd (its /proc link) without the backing root, then name under it.
+ * The rules that a path below the mount ("/" the root) matches: the path of
+ * fd (its backing path, from the /proc link, without the backing root),
+ * with name under it if given.
  */
 static uint32_t inject_match_fd(struct fsp_fs *fs, int fd, const char *name)
 {
