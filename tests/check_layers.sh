@@ -24,11 +24,12 @@ allowed() {
 	src/db) echo "src/base src/sys" ;;
 	src/trace) echo "src/base src/sys src/db" ;;
 	fs/emu) echo "src/base" ;;
-	fs/fuse) echo "src/base src/sys src/db src/trace fs/emu" ;;
+	fs/model) echo "src/base" ;;
+	fs/fuse) echo "src/base src/sys src/db src/trace fs/emu fs/model" ;;
 	bench/engine) echo "src/base src/sys src/db src/trace" ;;
 	src/prism) echo "src/base src/sys src/db" ;;
 	src/report) echo "src/base src/sys src/db" ;;
-	src/cli) echo "src/base src/sys src/db src/trace src/prism fs/emu fs/fuse bench/engine src/report" ;;
+	src/cli) echo "src/base src/sys src/db src/trace src/prism fs/emu fs/model fs/fuse bench/engine src/report" ;;
 	*) echo "?" ;;
 	esac
 }
@@ -40,7 +41,7 @@ found=$(mktemp)
 trap 'rm -f "$found"' EXIT
 layer_of() { # path -> its layer folder, or nothing
 	case $1 in
-	src/base/* | src/sys/* | src/db/* | src/trace/* | src/prism/* | src/cli/* | fs/emu/* | fs/fuse/* | bench/engine/* | src/report/*)
+	src/base/* | src/sys/* | src/db/* | src/trace/* | src/prism/* | src/cli/* | fs/emu/* | fs/model/* | fs/fuse/* | bench/engine/* | src/report/*)
 		echo "${1%/*}" ;;
 	esac
 }

@@ -15,25 +15,7 @@ TMPDIR="$T/tmp"
 export TMPDIR
 TINY="--size=512M --time=300ms --span=64M"
 
-nothing_left() {
-	desc=$1
-	loops=$(losetup -a | grep -F "$T/tmp" || true)
-	mounts=$(grep -F "$T/tmp" /proc/mounts || true)
-	files=$(ls -A "$T/tmp")
-	if [ -z "$loops$mounts$files" ]; then
-		ok "$desc: nothing left behind"
-	else
-		not_ok "$desc: left behind: loops [$loops] mounts [$mounts] files [$files]"
-		# do not let one failure leak into the next case or the host
-		for m in $(grep -F "$T/tmp" /proc/mounts | cut -d' ' -f2 | sort -r); do
-			umount -l "$m"
-		done
-		for l in $(losetup -a | grep -F "$T/tmp" | cut -d: -f1); do
-			losetup -d "$l"
-		done
-		rm -rf "${T:?}/tmp" && mkdir "$T/tmp"
-	fi
-}
+nothing_left() { fsp_nothing_left "$T/tmp" "$1"; }
 
 q() { sqlite3 "$T/c.db" "$1"; }
 

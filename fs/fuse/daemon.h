@@ -13,7 +13,10 @@
 #include <stddef.h>
 #include <stdint.h>
 #include "fs/emu/store.h"
+#include "fs/model/model.h"
 #include "src/db/oplog.h"
+
+struct fsp_inject;
 
 /* The options of one mount, each checked before anything is mounted. */
 struct mount_opts {
@@ -53,6 +56,10 @@ struct mount_opts {
 	int drop_orphans;     /* --drop-orphans: delete the objects no file names */
 	int emu_opt_given;    /* an emulation-only option, for "needs --store ..." */
 	const char *emu_opt_name;
+	char *inject_text;    /* every --inject, joined with ';' */
+	struct fsp_inject *inject; /* the rules parsed (fs/fuse/inject.h) */
+	int model_on;         /* --device-model given */
+	struct fsp_model_cfg model_cfg;
 };
 
 /*

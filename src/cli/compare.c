@@ -56,6 +56,8 @@
 #include "src/cli/opt.h"
 #include "src/base/clock.h"
 #include "fs/emu/store.h"
+#include "fs/fuse/inject.h"
+#include "fs/model/model.h"
 #include "src/base/hist.h"
 #include "bench/engine/jobfile.h"
 #include "src/base/ops.h"
@@ -91,6 +93,8 @@ struct setup {
 	struct fuse_mnt fuse;     /* fsprism target: backing fsdir/fsprism */
 	struct fuse_mnt emu;      /* emu target: backing workdir/emu-backing,
 				     store = the device */
+	struct fuse_mnt model;    /* --device-model: the image's mount,
+				     backing workdir/model */
 };
 
 static volatile sig_atomic_t stop_sig;   /* first signal received, 0 if none */
@@ -125,6 +129,7 @@ static void usage(FILE *f)
 "                       [--journal=off|writeback|ordered|data]\n"
 "                       [--alloc=next-fit|first-fit]\n"
 "                       [--size SIZE] [--destroy-data] [--quiet]\n"
+"                       [--device-model SPEC] [--inject RULES]\n"
 "                       [--report FILE.html]\n"
 "                       [--PARAM=VALUE ...]\n"
 "\n"
@@ -143,6 +148,11 @@ static void usage(FILE *f)
 "(default /var/tmp) is attached with losetup --direct-io=on and removed again.\n"
 "With --device, the device is refused if it or a partition of it is mounted\n"
 "or in use, and, unless --destroy-data, if it carries any signature.\n"
+"--device-model SPEC (without --device): the image is a file of an fsprism\n"
+"mount with that model drive (see 'fsprism mount --help'), so that every\n"
+"target's IO pays the model's costs; --inject RULES: the fsprism and emu\n"
+"targets' mounts get those fault and latency rules (see 'fsprism mount\n"
+"--help'); docs/inject.md.\n"
 "Other --PARAM=VALUE options are passed to 'fsprism run' unchanged.\n"
 "On a terminal, progress is shown unless --quiet. See docs/compare.md.\n"
 "--report FILE.html: also write the charts of the compare (fsprism report).\n");
@@ -315,7 +325,28 @@ static int make_workdir(struct setup *su)
 	return 0;
 }
 
-static int make_image(struct setup *su, const struct opts *o)
+static int mount_fsprism(struct fuse_mnt *m, const char *workdir, const char *db,
+			 char *const extra[]);
+
+/*
+ * --device-model: the image's directory (WORKDIR/model) mounted with the
+ * model at WORKDIR/model-mnt; the image is made in the directory itself
+ * and attached through the mount. The mount's run is in the database.
+ */
+static int mount_model(struct setup *su, const struct opts *o, const char *db)
+{
+	struct fuse_mnt *m = &su->model;
+	snprintf(m->backing, sizeof m->backing, "%s/model", su->workdir);
+	if (mkdir(m->backing, 0700)) {
+		fail("cannot create %s: %s", m->backing, strerror(errno));
+		return -1;
+	}
+	m->backing_made = 1;
+	char *extra[] = { "--device-model", (char *)o->device_model, NULL };
+	return mount_fsprism(m, su->workdir, db, extra);
+}
+
+static int make_image(struct setup *su, const struct opts *o, const char *db)
 {
 	const char *tmp = getenv("TMPDIR");
 	if (!tmp || !*tmp)
@@ -331,7 +362,16 @@ static int make_image(struct setup *su, const struct opts *o)
 		     "or TMPDIR)", tmp, need, have);
 		return -1;
 	}
-	snprintf(su->image, sizeof su->image, "%s/image", su->workdir);
+	char attach[sizeof su->image];
+	if (o->device_model) {
+		if (mount_model(su, o, db))
+			return -1;
+		snprintf(su->image, sizeof su->image, "%.1000s/image", su->model.backing);
+		snprintf(attach, sizeof attach, "%.1000s/image", su->model.dir);
+	} else {
+		snprintf(su->image, sizeof su->image, "%s/image", su->workdir);
+		snprintf(attach, sizeof attach, "%s", su->image);
+	}
 	int fd = open(su->image, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
 	if (fd < 0) {
 		fail("cannot create %s: %s", su->image, strerror(errno));
@@ -347,7 +387,7 @@ static int make_image(struct setup *su, const struct opts *o)
 
 	char out[1024];
 	char *argv[] = { "losetup", "--find", "--show", "--direct-io=on",
-			 su->image, NULL };
+			 attach, NULL };
 	int rc = spawn(argv, 0, 0, out, sizeof out);
 	if (rc != 0) {
 		fail("losetup %s failed: %s", su->image,
@@ -545,6 +585,9 @@ static int teardown(struct setup *su)
 		detach_loop(su->loopdev);
 		su->loop_attached = 0;
 	}
+	/* the model drive goes last: every target's IO reached it */
+	if (teardown_fuse(&su->model))
+		rc = -1;
 	if (su->image_made) {
 		unlink(su->image);
 		su->image_made = 0;
@@ -702,7 +745,7 @@ static int parse_targets(const char *list, int want[T__COUNT])
 }
 
 enum { OPT_PROFILE = 256, OPT_DEVICE, OPT_FS, OPT_TARGETS, OPT_DB, OPT_SCALE, OPT_SIZE,
-       OPT_COW, OPT_JOURNAL, OPT_ALLOC, OPT_DESTROY, OPT_REPORT };
+       OPT_COW, OPT_JOURNAL, OPT_ALLOC, OPT_DESTROY, OPT_REPORT, OPT_DEVICE_MODEL, OPT_INJECT };
 
 /* Returns 0, 1 after --help, or -1 (usage error, said). */
 static int parse_args(int argc, char **argv, struct opts *o)
@@ -719,6 +762,8 @@ static int parse_args(int argc, char **argv, struct opts *o)
 		{ "journal", required_argument, NULL, OPT_JOURNAL },
 		{ "alloc", required_argument, NULL, OPT_ALLOC },
 		{ "destroy-data", no_argument, NULL, OPT_DESTROY },
+		{ "device-model", required_argument, NULL, OPT_DEVICE_MODEL },
+		{ "inject", required_argument, NULL, OPT_INJECT },
 		{ "quiet", no_argument, NULL, 'q' },
 		{ "report", required_argument, NULL, OPT_REPORT },
 		FSP_OPT_HELP,
@@ -755,6 +800,8 @@ static int parse_args(int argc, char **argv, struct opts *o)
 		case OPT_JOURNAL: o->journal = v; break;
 		case OPT_ALLOC: o->alloc = v; break;
 		case OPT_DESTROY: o->destroy_data = 1; break;
+		case OPT_DEVICE_MODEL: o->device_model = v; break;
+		case OPT_INJECT: o->inject = v; break;
 		case 'q': o->quiet = 1; break;
 		case OPT_REPORT: o->report = v; break;
 		default: {
@@ -812,6 +859,33 @@ static int parse_args(int argc, char **argv, struct opts *o)
 		} else if (!o->want[T_EMU]) {
 			fail("--cow, --journal and --alloc configure the emu target, "
 			     "which --targets leaves out (add emu)");
+			return -1;
+		}
+	}
+	if (o->inject) {
+		char why[512];
+		struct fsp_inject *inj = fsp_inject_parse(o->inject, why, sizeof why);
+		if (!inj) {
+			fail("invalid --inject: %s", why);
+			return -1;
+		}
+		fsp_inject_free(inj);
+		if (!o->want[T_FSPRISM] && !o->want[T_EMU]) {
+			fail("--inject acts in the fsprism and emu mounts, which --targets "
+			     "leaves out");
+			return -1;
+		}
+	}
+	if (o->device_model) {
+		struct fsp_model_cfg mc;
+		char why[512];
+		if (o->device) {
+			fail("--device-model puts the temporary image on a model drive; it "
+			     "cannot be used with --device");
+			return -1;
+		}
+		if (fsp_model_parse(o->device_model, &mc, why, sizeof why)) {
+			fail("invalid --device-model '%s': %s", o->device_model, why);
 			return -1;
 		}
 	}
@@ -1017,6 +1091,18 @@ static int record_compare(struct compare *c, int argc, char **argv)
 		fsp_store_set_attr(c->st, c->run, "emu_journal", c->o.journal);
 	if (c->o.alloc)
 		fsp_store_set_attr(c->st, c->run, "emu_alloc", c->o.alloc);
+	if (c->o.inject)
+		fsp_store_set_attr(c->st, c->run, "inject", c->o.inject);
+	if (c->o.device_model) {
+		fsp_store_set_attr(c->st, c->run, "device_model", c->o.device_model);
+		int64_t mr = fsp_store_find_mount_run(c->st, c->su.model.backing, 0);
+		if (mr > 0) {
+			char id[32];
+			snprintf(id, sizeof id, "%" PRId64, mr);
+			fsp_store_set_attr(c->st, c->run, "model_run", id);
+			fsp_store_adopt_run(c->st, mr, c->run, "model-fuse");
+		}
+	}
 	if (!c->o.device) {
 		char sz[32];
 		snprintf(sz, sizeof sz, "%" PRIu64, c->o.image_size);
@@ -1041,7 +1127,7 @@ static int measure_mount(struct compare *c, int t)
 {
 	struct setup *su = &c->su;
 	struct fuse_mnt *m = t == T_EMU ? &su->emu : &su->fuse;
-	char *extra[12];
+	char *extra[14];
 	int n = 0;
 	char cow[64], journal[64], alloc[64];
 	if (t == T_EMU) {
@@ -1073,6 +1159,10 @@ static int measure_mount(struct compare *c, int t)
 			fail("cannot create %s: %s", m->backing, strerror(errno));
 			return -1;
 		}
+	}
+	if (c->o.inject) {
+		extra[n++] = "--inject";
+		extra[n++] = (char *)c->o.inject;
 	}
 	extra[n] = NULL;
 	if (c->show && t == T_EMU)
@@ -1173,9 +1263,10 @@ int cmd_compare(int argc, char **argv)
 	c.su.device = c.o.device;
 	c.su.fuse.name = target_label[T_FSPRISM];
 	c.su.emu.name = target_label[T_EMU];
+	c.su.model.name = "model-mnt";
 	c.show = !c.o.quiet && isatty(2);
 	int rc = 1;
-	if (make_workdir(&c.su) || (!c.o.device && make_image(&c.su, &c.o)) ||
+	if (make_workdir(&c.su) || (!c.o.device && make_image(&c.su, &c.o, c.db)) ||
 	    record_compare(&c, argc, argv))
 		goto out;
 	if (c.show)

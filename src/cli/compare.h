@@ -31,6 +31,8 @@ struct opts {
 	int npass;
 	char joined[MAX_PASS][PATH_MAX + 64]; /* pass[i]'s text: "--key=value" */
 	char span_arg[64];    /* the common --span=, or "" */
+	const char *device_model; /* --device-model SPEC: the image on a model mount */
+	const char *inject;   /* --inject RULES for the fsprism and emu mounts */
 };
 
 /*
