@@ -26,7 +26,8 @@ allowed() {
 	fs/emu) echo "src/base" ;;
 	fs/fuse) echo "src/base src/sys src/db src/trace fs/emu" ;;
 	bench/engine) echo "src/base src/sys src/db src/trace" ;;
-	src/cli) echo "src/base src/sys src/db src/trace fs/emu fs/fuse bench/engine" ;;
+	src/prism) echo "src/base src/sys src/db" ;;
+	src/cli) echo "src/base src/sys src/db src/trace src/prism fs/emu fs/fuse bench/engine" ;;
 	*) echo "?" ;;
 	esac
 }
@@ -38,7 +39,7 @@ found=$(mktemp)
 trap 'rm -f "$found"' EXIT
 layer_of() { # path -> its layer folder, or nothing
 	case $1 in
-	src/base/* | src/sys/* | src/db/* | src/trace/* | src/cli/* | fs/emu/* | fs/fuse/* | bench/engine/*)
+	src/base/* | src/sys/* | src/db/* | src/trace/* | src/prism/* | src/cli/* | fs/emu/* | fs/fuse/* | bench/engine/*)
 		echo "${1%/*}" ;;
 	esac
 }

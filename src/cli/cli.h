@@ -12,5 +12,6 @@ int cmd_stats(int argc, char **argv);    /* src/cli/stats.c */
 int cmd_run(int argc, char **argv);      /* src/cli/run.c */
 int cmd_profiles(int argc, char **argv); /* src/cli/run.c */
 int cmd_compare(int argc, char **argv);  /* src/cli/compare.c */
+int cmd_diagnose(int argc, char **argv); /* src/cli/diagnose.c */
 
 #endif

@@ -23,6 +23,7 @@ static void usage(FILE *f)
 "  profiles                                 list the benchmark profiles and their parameters\n"
 "  stats DB [--run N] [--format F] [--extents]\n"
 "                                           per-operation, per-layer latency statistics\n"
+"  diagnose DB [--run N] [--format F]       which layer and mechanism own a compare's differences\n"
 "  version, -V, --version                   print the version\n"
 "  help COMMAND                             a command's options (as COMMAND --help)\n"
 "\n"
@@ -41,6 +42,7 @@ static const struct {
 	{ "profiles", cmd_profiles },
 	{ "compare", cmd_compare },
 	{ "stats", cmd_stats },
+	{ "diagnose", cmd_diagnose },
 };
 
 static int (*find_command(const char *name))(int, char **)
