@@ -68,6 +68,7 @@
 #define DEFAULT_FS "ext4"
 #define DEFAULT_DB "fsprism.db"
 #define DEFAULT_IMAGE_SIZE (2ull << 30)
+#define MAX_ROUNDS 16 /* FSP_DX_MAX_ROUNDS: diagnose reads this many */
 /* An fsprism mount that compare makes: the fsprism or the emu target's. */
 struct fuse_mnt {
 	const char *name;         /* "fsprism" (mounted on WORKDIR/fuse), "emu" */
@@ -122,7 +123,7 @@ static void usage(FILE *f)
 "                       [--journal=off|writeback|ordered|data]\n"
 "                       [--alloc=next-fit|first-fit]\n"
 "                       [--size SIZE] [--destroy-data] [--quiet]\n"
-"                       [--PARAM=VALUE ...]\n"
+"                       [--rounds N] [--max-write SIZE] [--PARAM=VALUE ...]\n"
 "\n"
 "Run one profile (default " DEFAULT_PROFILE ") on a raw block device, on a file of a\n"
 "native file system made on it, and on a file of an fsprism mount of that\n"
@@ -137,6 +138,10 @@ static void usage(FILE *f)
 "(default /var/tmp) is attached with losetup --direct-io=on and removed again.\n"
 "With --device, the device is refused if it or a partition of it is mounted\n"
 "or in use, and, unless --destroy-data, if it carries any signature.\n"
+"--rounds N (default 1) measures every target N times, the order of the\n"
+"targets rotated each round, so that diagnose can judge every difference\n"
+"against the round-to-round spread. --max-write is passed to the mounts.\n"
+"The diagnosis (fsprism diagnose) follows the table.\n"
 "Other --PARAM=VALUE options are passed to 'fsprism run' unchanged.\n"
 "On a terminal, progress is shown unless --quiet. See docs/compare.md.\n");
 }
@@ -379,7 +384,7 @@ static int make_fs(struct setup *su, const struct opts *o)
 		return -1;
 	}
 	snprintf(su->fsdir, sizeof su->fsdir, "%s/fs", su->workdir);
-	if (mkdir(su->fsdir, 0700)) {
+	if (!su->fsdir_made && mkdir(su->fsdir, 0700)) { /* made in an earlier round */
 		fail("cannot create %s: %s", su->fsdir, strerror(errno));
 		return -1;
 	}
@@ -624,7 +629,7 @@ static int prefill_raw(const char *dev, const struct fsp_params *p,
  * prints the joint table.
  */
 static int run_target(const struct opts *o, const char *db, int64_t parent,
-		      int t, const char *target, int show)
+		      int t, const char *target, int show, int destroy)
 {
 	char *argv[16 + MAX_PASS];
 	char parent_s[32];
@@ -640,7 +645,7 @@ static int run_target(const struct opts *o, const char *db, int64_t parent,
 	argv[n++] = parent_s;
 	argv[n++] = "--label";
 	argv[n++] = (char *)target_label[t];
-	if (t == T_RAW && o->destroy_data)
+	if (t == T_RAW && (o->destroy_data || destroy))
 		argv[n++] = "--destroy-data";
 	char scale[80];
 	if (o->scale) {
@@ -693,7 +698,7 @@ static int parse_targets(const char *list, int want[T__COUNT])
 }
 
 enum { OPT_PROFILE = 256, OPT_DEVICE, OPT_FS, OPT_TARGETS, OPT_DB, OPT_SCALE, OPT_SIZE,
-       OPT_COW, OPT_JOURNAL, OPT_ALLOC, OPT_DESTROY };
+       OPT_COW, OPT_JOURNAL, OPT_ALLOC, OPT_DESTROY, OPT_ROUNDS, OPT_MAX_WRITE };
 
 /* Returns 0, 1 after --help, or -1 (usage error, said). */
 static int parse_args(int argc, char **argv, struct opts *o)
@@ -710,6 +715,8 @@ static int parse_args(int argc, char **argv, struct opts *o)
 		{ "journal", required_argument, NULL, OPT_JOURNAL },
 		{ "alloc", required_argument, NULL, OPT_ALLOC },
 		{ "destroy-data", no_argument, NULL, OPT_DESTROY },
+		{ "rounds", required_argument, NULL, OPT_ROUNDS },
+		{ "max-write", required_argument, NULL, OPT_MAX_WRITE },
 		{ "quiet", no_argument, NULL, 'q' },
 		FSP_OPT_HELP,
 		{ NULL, 0, NULL, 0 },
@@ -719,6 +726,8 @@ static int parse_args(int argc, char **argv, struct opts *o)
 	o->fs = DEFAULT_FS;
 	o->db = DEFAULT_DB;
 	o->image_size = DEFAULT_IMAGE_SIZE;
+	o->rounds = 1;
+	const char *rounds = NULL;
 	o->want[T_RAW] = o->want[T_FS] = o->want[T_FSPRISM] = 1;
 	const char *size = NULL, *targets = NULL;
 	/* --bs=, --qd=, ...: one option per profile parameter, passed to run */
@@ -745,6 +754,8 @@ static int parse_args(int argc, char **argv, struct opts *o)
 		case OPT_JOURNAL: o->journal = v; break;
 		case OPT_ALLOC: o->alloc = v; break;
 		case OPT_DESTROY: o->destroy_data = 1; break;
+		case OPT_ROUNDS: rounds = v; break;
+		case OPT_MAX_WRITE: o->max_write = v; break;
 		case 'q': o->quiet = 1; break;
 		default: {
 			/* a run parameter: validate_params checks it; the
@@ -819,6 +830,27 @@ static int parse_args(int argc, char **argv, struct opts *o)
 	if (!*o->profile) {
 		fail("--profile is empty");
 		return -1;
+	}
+	if (rounds) {
+		char *end;
+		long r = strtol(rounds, &end, 10);
+		if (*end || end == rounds || r < 1 || r > MAX_ROUNDS) {
+			fail("bad --rounds '%s' (1 to %d)", rounds, MAX_ROUNDS);
+			return -1;
+		}
+		o->rounds = (int)r;
+	}
+	if (o->max_write) {
+		uint64_t mw;
+		if (fsp_parse_size(o->max_write, &mw) || mw < 4096 || mw > (1u << 20)) {
+			fail("bad --max-write '%s' (4k to 1M)", o->max_write);
+			return -1;
+		}
+		if (!o->want[T_FSPRISM] && !o->want[T_EMU]) {
+			fail("--max-write configures the fsprism and emu mounts, which "
+			     "--targets leaves out");
+			return -1;
+		}
 	}
 	return 0;
 }
@@ -905,7 +937,9 @@ struct compare {
 	char db[2 * PATH_MAX + 2];
 	uint64_t dev_size;
 	int64_t run;
-	int64_t mount_run[T__COUNT]; /* mount runs of the fsprism and emu targets */
+	int64_t mount_run[T__COUNT]; /* mount runs of the fsprism and emu targets
+					(of the latest round) */
+	int device_written;       /* compare has written the device (mkfs, a store) */
 	int show;                 /* progress on a terminal */
 };
 
@@ -990,6 +1024,14 @@ static int record_compare(struct compare *c, int argc, char **argv)
 	return 0;
 }
 
+/* The round a child run belongs to, as its attribute `round` (0 first). */
+static void set_round(struct compare *c, int64_t run, int round)
+{
+	char v[16];
+	snprintf(v, sizeof v, "%d", round);
+	fsp_store_set_attr(c->st, run, "round", v);
+}
+
 /*
  * The fsprism or emu target: mount, adopt the mount's run, make the job's
  * file through the mount and measure it, unmount (which waits until the
@@ -1001,13 +1043,20 @@ static int record_compare(struct compare *c, int argc, char **argv)
  * checks), and the native file system on it is unmounted by now; the
  * namespace lives in a small backing directory in the work dir.
  */
-static int measure_mount(struct compare *c, int t)
+static int measure_mount(struct compare *c, int t, int round)
 {
 	struct setup *su = &c->su;
 	struct fuse_mnt *m = t == T_EMU ? &su->emu : &su->fuse;
 	char *extra[12];
 	int n = 0;
-	char cow[64], journal[64], alloc[64];
+	char cow[64], journal[64], alloc[64], maxw[80];
+	/* the mount run of an earlier round is older than this one's */
+	int64_t after = c->mount_run[t] > c->run ? c->mount_run[t] : c->run;
+	c->mount_run[t] = 0;
+	if (c->o.max_write) {
+		snprintf(maxw, sizeof maxw, "--max-write=%s", c->o.max_write);
+		extra[n++] = maxw;
+	}
 	if (t == T_EMU) {
 		snprintf(m->backing, sizeof m->backing, "%s/emu-backing", su->workdir);
 		if (mkdir(m->backing, 0700)) {
@@ -1047,7 +1096,7 @@ static int measure_mount(struct compare *c, int t)
 	char label[32];
 	snprintf(label, sizeof label, "%s-fuse", target_label[t]);
 	for (int i = 0; i < 30 && !c->mount_run[t]; i++) {
-		c->mount_run[t] = fsp_store_find_mount_run(c->st, m->backing, c->run);
+		c->mount_run[t] = fsp_store_find_mount_run(c->st, m->backing, after);
 		if (!c->mount_run[t])
 			sleep_ms(100);
 	}
@@ -1055,7 +1104,7 @@ static int measure_mount(struct compare *c, int t)
 		fsp_store_adopt_run(c->st, c->mount_run[t], c->run, label);
 	char file[PATH_MAX + 16];
 	snprintf(file, sizeof file, "%s/target.dat", m->dir);
-	int r = run_target(&c->o, c->db, c->run, t, file, c->show);
+	int r = run_target(&c->o, c->db, c->run, t, file, c->show, 0);
 	/* the emu file stays until unmount, which records its extents; the
 	 * whole backing dir goes at teardown and the store with the device */
 	if (t != T_EMU)
@@ -1066,46 +1115,101 @@ static int measure_mount(struct compare *c, int t)
 		return -1;
 	}
 	if (!c->mount_run[t]) {
-		c->mount_run[t] = fsp_store_find_mount_run(c->st, m->backing, c->run);
+		c->mount_run[t] = fsp_store_find_mount_run(c->st, m->backing, after);
 		if (c->mount_run[t])
 			fsp_store_adopt_run(c->st, c->mount_run[t], c->run, label);
 	}
+	if (c->mount_run[t])
+		set_round(c, c->mount_run[t], round);
 	return r;
 }
 
-/* raw, then mkfs, fs, fsprism, umount, emu; stops at the first failure or
- * signal. */
-static int measure(struct compare *c)
+static void mark_engine_round(struct compare *c, int t, int round)
+{
+	int64_t run = fsp_store_child_run(c->st, c->run, target_label[t]);
+	if (run > 0)
+		set_round(c, run, round);
+}
+
+/* The native file system mounted, made afresh if raw or emu wrote over it. */
+static int ensure_fs(struct compare *c)
+{
+	if (c->su.fs_mounted)
+		return 0;
+	c->device_written = 1;
+	return make_fs(&c->su, &c->o);
+}
+
+/* One target of one round. */
+static int measure_target(struct compare *c, int t, int round)
 {
 	const struct opts *o = &c->o;
 	struct setup *su = &c->su;
-	if (o->want[T_RAW] && !stop_sig) {
+	int r = 0;
+	switch (t) {
+	case T_RAW:
+		/* raw writes the whole span: nothing may be mounted on it */
+		if (su->fs_mounted && umount_fs(su))
+			return -1;
 		if (fsp_params_reads(&c->params) &&
-		    prefill_raw(su->device, &c->params, o->span_arg, c->dev_size,
-				c->show))
+		    prefill_raw(su->device, &c->params, o->span_arg, c->dev_size, c->show))
 			return -1;
-		if (!stop_sig &&
-		    run_target(o, c->db, c->run, T_RAW, su->device, c->show))
+		/* after a file system or a store of compare's own: compare owns
+		 * the device (it passed the raw-write checks first) */
+		if (!stop_sig)
+			r = run_target(o, c->db, c->run, T_RAW, su->device, c->show,
+				       c->device_written);
+		break;
+	case T_FS: {
+		if (ensure_fs(c))
 			return -1;
-	}
-	if ((o->want[T_FS] || o->want[T_FSPRISM]) && !stop_sig && make_fs(su, o))
-		return -1;
-	if (o->want[T_FS] && !stop_sig) {
 		char file[PATH_MAX + 16];
 		snprintf(file, sizeof file, "%s/target.dat", su->fsdir);
-		int r = run_target(o, c->db, c->run, T_FS, file, c->show);
+		if (!stop_sig)
+			r = run_target(o, c->db, c->run, T_FS, file, c->show, 0);
 		unlink(file); /* room for the fsprism target's file */
-		if (r)
-			return -1;
+		break;
 	}
-	if (o->want[T_FSPRISM] && !stop_sig && measure_mount(c, T_FSPRISM))
-		return -1;
-	if (o->want[T_EMU] && !stop_sig) {
+	case T_FSPRISM:
+		if (ensure_fs(c))
+			return -1;
+		if (!stop_sig)
+			r = measure_mount(c, T_FSPRISM, round);
+		teardown_fuse(&su->fuse); /* a new mount point next round */
+		break;
+	case T_EMU:
 		/* the emulation takes over the whole device */
 		if (su->fs_mounted && umount_fs(su))
 			return -1;
-		if (!stop_sig && measure_mount(c, T_EMU))
-			return -1;
+		c->device_written = 1;
+		if (!stop_sig)
+			r = measure_mount(c, T_EMU, round);
+		teardown_fuse(&su->emu); /* a fresh namespace for the next store */
+		break;
+	}
+	if (!stop_sig)
+		mark_engine_round(c, t, round);
+	return r ? -1 : 0;
+}
+
+/*
+ * Every round runs every wanted target once; round 0 in the order raw, fs,
+ * fsprism, emu (raw first: it overwrites the device), round k rotated by k,
+ * so that no target always runs first or last. Stops at the first failure
+ * or signal.
+ */
+static int measure(struct compare *c)
+{
+	int order[T__COUNT], n = 0;
+	for (int t = 0; t < T__COUNT; t++)
+		if (c->o.want[t])
+			order[n++] = t;
+	for (int round = 0; round < c->o.rounds && !stop_sig; round++) {
+		if (c->show && c->o.rounds > 1)
+			fprintf(stderr, "compare: round %d of %d\n", round + 1, c->o.rounds);
+		for (int i = 0; i < n && !stop_sig; i++)
+			if (measure_target(c, order[(i + round) % n], round))
+				return -1;
 	}
 	return stop_sig ? -1 : 0;
 }

@@ -30,6 +30,8 @@ struct opts {
 	int npass;
 	char joined[MAX_PASS][PATH_MAX + 64]; /* pass[i]'s text: "--key=value" */
 	char span_arg[64];    /* the common --span=, or "" */
+	int rounds;           /* --rounds: every target this many times, order rotated */
+	const char *max_write; /* --max-write: passed to the fsprism and emu mounts */
 };
 
 /*
@@ -41,5 +43,11 @@ struct opts {
 void compare_report(FILE *out, struct fsp_store *st, const struct opts *o,
 		    const char *device, int64_t cmp_run,
 		    const int64_t mount_run[T__COUNT]);
+
+/*
+ * The diagnosis of compare run cmp_run (src/cli/diagnose.c), printed after
+ * the report.
+ */
+void compare_report_diagnosis(FILE *out, struct fsp_store *st, int64_t cmp_run);
 
 #endif

@@ -709,7 +709,7 @@ int cmd_diagnose(int argc, char **argv)
 			goto out;
 		}
 		if (!r.kind || strcmp(r.kind, "compare")) {
-			fprintf(stderr, "fsprism diagnose: run %" PRId64 " is a %s run, not a "
+			fprintf(stderr, "fsprism diagnose: run %" PRId64 " is of kind %s, not a "
 				"compare run (diagnose judges a compare's targets)\n", run,
 				r.kind ? r.kind : "?");
 			fsp_run_row_free(&r);
