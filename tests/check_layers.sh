@@ -24,10 +24,11 @@ allowed() {
 	src/db) echo "src/base src/sys" ;;
 	src/trace) echo "src/base src/sys src/db" ;;
 	fs/emu) echo "src/base" ;;
-	fs/fuse) echo "src/base src/sys src/db src/trace fs/emu" ;;
+	fs/model) echo "src/base" ;;
+	fs/fuse) echo "src/base src/sys src/db src/trace fs/emu fs/model" ;;
 	bench/engine) echo "src/base src/sys src/db src/trace" ;;
 	src/prism) echo "src/base src/sys src/db" ;;
-	src/cli) echo "src/base src/sys src/db src/trace src/prism fs/emu fs/fuse bench/engine" ;;
+	src/cli) echo "src/base src/sys src/db src/trace src/prism fs/emu fs/model fs/fuse bench/engine" ;;
 	*) echo "?" ;;
 	esac
 }
@@ -39,7 +40,7 @@ found=$(mktemp)
 trap 'rm -f "$found"' EXIT
 layer_of() { # path -> its layer folder, or nothing
 	case $1 in
-	src/base/* | src/sys/* | src/db/* | src/trace/* | src/prism/* | src/cli/* | fs/emu/* | fs/fuse/* | bench/engine/*)
+	src/base/* | src/sys/* | src/db/* | src/trace/* | src/prism/* | src/cli/* | fs/emu/* | fs/model/* | fs/fuse/* | bench/engine/*)
 		echo "${1%/*}" ;;
 	esac
 }

@@ -43,6 +43,7 @@
 #include "fs/emu/store.h"
 #include "fs/fuse/daemon.h"
 #include "fs/fuse/fuse_fs.h"
+#include "fs/fuse/inject.h"
 #include "fs/fuse/inode.h"
 #include "src/db/oplog.h"
 #include "src/db/store.h"
@@ -866,6 +867,7 @@ static int daemon_start(struct daemon *d, char *err, size_t errlen)
 		.noatime = o->noatime,
 		.nodiratime = o->nodiratime,
 		.log = NULL, /* attached below, once the run exists */
+		.inject = o->inject,
 	};
 	d->fs = fsp_fs_new(o->backing, &fo, err, errlen);
 	if (!d->fs)
@@ -916,6 +918,11 @@ static int daemon_start(struct daemon *d, char *err, size_t errlen)
 	snprintf(nthreads, sizeof(nthreads), "%u", o->threads);
 	fsp_store_set_attr(d->store, d->run, "fuse.threads", nthreads);
 	fsp_store_set_attr(d->store, d->run, "fuse.backing_io", o->backing_sync ? "sync" : "aio");
+	if (o->inject) {
+		char rules[4096];
+		fsp_inject_format(o->inject, rules, sizeof(rules));
+		fsp_store_set_attr(d->store, d->run, "fuse.inject", rules);
+	}
 	if (o->emu && emu_begin(d, err, errlen) < 0)
 		return -1;
 	if (o->record_mode != FSP_RECORD_OFF) {
@@ -1068,6 +1075,10 @@ void fsp_mount_opts_free(struct mount_opts *o)
 	free(o->log_path);
 	free(o->cmdline);
 	free(o->fuse_opts_buf);
+	fsp_inject_free(o->inject);
+	o->inject = NULL;
+	free(o->inject_text);
+	o->inject_text = NULL;
 }
 
 int fsp_daemon_run(struct mount_opts *opts)

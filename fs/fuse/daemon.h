@@ -15,6 +15,8 @@
 #include "fs/emu/store.h"
 #include "src/db/oplog.h"
 
+struct fsp_inject;
+
 /* The options of one mount, each checked before anything is mounted. */
 struct mount_opts {
 	int foreground;
@@ -53,6 +55,8 @@ struct mount_opts {
 	int drop_orphans;     /* --drop-orphans: delete the objects no file names */
 	int emu_opt_given;    /* an emulation-only option, for "needs --store ..." */
 	const char *emu_opt_name;
+	char *inject_text;    /* every --inject, joined with ';' */
+	struct fsp_inject *inject; /* the rules parsed (fs/fuse/inject.h) */
 };
 
 /*

@@ -51,6 +51,7 @@
 #include "src/base/clock.h"
 #include "fs/emu/store.h"
 #include "fs/fuse/fuse_fs.h"
+#include "fs/fuse/inject.h"
 #include "fs/fuse/inode.h"
 #include "fs/fuse/request.h"
 #include "src/base/ops.h"
@@ -82,6 +83,94 @@ static inline struct fsp_inode *op_node(struct op *o, fuse_ino_t ino)
 	struct fsp_inode *n = fsp_inode_of(o->fs->itable, ino);
 	o->node = n->ino;
 	return n;
+}
+
+/* ---- fault and latency injection (--inject, inject.h) ---- */
+
+/*
+ * The rules path (below the mount, "/" the root) matches: the backing path
+ * of fd (its /proc link) without the backing root, then name under it.
+ */
+static uint32_t inject_match_fd(struct fsp_fs *fs, int fd, const char *name)
+{
+	char link[64], path[PATH_MAX + NAME_MAX + 2];
+	proc_path(link, sizeof(link), fd);
+	ssize_t len = readlink(link, path, PATH_MAX);
+	if (len < 0)
+		len = 0; /* matched as if at the root */
+	path[len] = '\0';
+	size_t rl = strlen(fs->inject_root);
+	const char *rel = path;
+	if (!strncmp(path, fs->inject_root, rl) && (path[rl] == '/' || !path[rl]))
+		rel = path + rl;
+	if (name)
+		snprintf(path + len, sizeof(path) - (size_t)len, "/%s", name);
+	return fsp_inject_match(fs->inject, *rel ? rel : "/");
+}
+
+/* A node's rules, matched once: its first request after the lookup. */
+static uint32_t inject_mask(struct fsp_fs *fs, struct fsp_inode *n)
+{
+	if (__atomic_load_n(&n->inject_known, __ATOMIC_ACQUIRE))
+		return n->inject_mask;
+	uint32_t m = inject_match_fd(fs, n->fd, NULL);
+	n->inject_mask = m;
+	__atomic_store_n(&n->inject_known, 1, __ATOMIC_RELEASE);
+	return m;
+}
+
+/*
+ * Apply the rules to one request on node n (name: the name under n that a
+ * name operation addresses). The delay is waited here, inside the timed
+ * window (o->start is stamped), and kept as o->inject. Returns 1 if the
+ * request was answered with an injected errno (and logged).
+ */
+static int __attribute__((noinline)) inject_request(struct op *o, fuse_req_t req, int opcode,
+						    struct fsp_inode *n, const char *name)
+{
+	const struct fsp_inject *inj = o->fs->inject;
+	if (!fsp_inject_op_any(inj, opcode))
+		return 0;
+	uint32_t mask = UINT32_MAX;
+	if (fsp_inject_op_has_path(inj, opcode))
+		mask = name ? inject_match_fd(o->fs, n->fd, name) : inject_mask(o->fs, n);
+	uint64_t delay;
+	int err = fsp_inject_decide(inj, opcode, mask, &delay);
+	if (delay)
+		o->inject = fsp_wait_ns(delay);
+	if (!err)
+		return 0;
+	finish_err(o, req, opcode, err);
+	return 1;
+}
+
+/*
+ * Every handler starts here: the timing starts, the node is found, and the
+ * injection rules (if any: one predictable branch) act. NULL: the request
+ * has been answered.
+ */
+static inline struct fsp_inode *op_enter(struct op *o, fuse_req_t req, int opcode,
+					 fuse_ino_t ino)
+{
+	op_begin(o, req);
+	struct fsp_inode *n = op_node(o, ino);
+	if (__builtin_expect(o->fs->inject != NULL, 0) &&
+	    inject_request(o, req, opcode, n, NULL))
+		return NULL;
+	return n;
+}
+
+/* The same for an operation on name under parent: the rules' paths are
+ * matched against parent/name. */
+static inline struct fsp_inode *op_enter_name(struct op *o, fuse_req_t req, int opcode,
+					      fuse_ino_t parent, const char *name)
+{
+	op_begin(o, req);
+	struct fsp_inode *p = op_node(o, parent);
+	if (__builtin_expect(o->fs->inject != NULL, 0) &&
+	    inject_request(o, req, opcode, p, name))
+		return NULL;
+	return p;
 }
 
 /*
@@ -319,8 +408,9 @@ static void fs_init(void *userdata, struct fuse_conn_info *conn)
 static void fs_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
 {
 	struct op o;
-	op_begin(&o, req);
-	struct fsp_inode *p = op_node(&o, parent);
+	struct fsp_inode *p = op_enter_name(&o, req, FSP_OP_LOOKUP, parent, name);
+	if (!p)
+		return;
 	struct fuse_entry_param e;
 	int err = do_lookup(&o, p, name, &e);
 	reply_entry_or_err(&o, req, FSP_OP_LOOKUP, err, &e);
@@ -354,8 +444,9 @@ static void fs_mknod_common(fuse_req_t req, int opcode, fuse_ino_t parent,
 			    const char *link)
 {
 	struct op o;
-	op_begin(&o, req);
-	struct fsp_inode *p = op_node(&o, parent);
+	struct fsp_inode *p = op_enter_name(&o, req, opcode, parent, name);
+	if (!p)
+		return;
 	if (hidden(o.fs, p, name)) {
 		finish_err(&o, req, opcode, EPERM);
 		return;
@@ -398,8 +489,9 @@ static void fs_link(fuse_req_t req, fuse_ino_t ino, fuse_ino_t newparent,
 		    const char *newname)
 {
 	struct op o;
-	op_begin(&o, req);
-	struct fsp_inode *n = op_node(&o, ino);
+	struct fsp_inode *n = op_enter(&o, req, FSP_OP_LINK, ino);
+	if (!n)
+		return;
 	struct fsp_inode *p = node_of(&o, newparent);
 	if (hidden(o.fs, p, newname)) {
 		finish_err(&o, req, FSP_OP_LINK, EPERM);
@@ -416,8 +508,9 @@ static void fs_link(fuse_req_t req, fuse_ino_t ino, fuse_ino_t newparent,
 static void fs_unlink(fuse_req_t req, fuse_ino_t parent, const char *name)
 {
 	struct op o;
-	op_begin(&o, req);
-	struct fsp_inode *p = op_node(&o, parent);
+	struct fsp_inode *p = op_enter_name(&o, req, FSP_OP_UNLINK, parent, name);
+	if (!p)
+		return;
 	if (hidden(o.fs, p, name)) {
 		finish_err(&o, req, FSP_OP_UNLINK, ENOENT);
 		return;
@@ -436,8 +529,9 @@ static void fs_unlink(fuse_req_t req, fuse_ino_t parent, const char *name)
 static void fs_rmdir(fuse_req_t req, fuse_ino_t parent, const char *name)
 {
 	struct op o;
-	op_begin(&o, req);
-	struct fsp_inode *p = op_node(&o, parent);
+	struct fsp_inode *p = op_enter_name(&o, req, FSP_OP_RMDIR, parent, name);
+	if (!p)
+		return;
 	if (hidden(o.fs, p, name)) {
 		finish_err(&o, req, FSP_OP_RMDIR, ENOENT);
 		return;
@@ -451,8 +545,9 @@ static void fs_rename(fuse_req_t req, fuse_ino_t parent, const char *name,
 		      unsigned int flags)
 {
 	struct op o;
-	op_begin(&o, req);
-	struct fsp_inode *p = op_node(&o, parent);
+	struct fsp_inode *p = op_enter_name(&o, req, FSP_OP_RENAME, parent, name);
+	if (!p)
+		return;
 	struct fsp_inode *np = node_of(&o, newparent);
 	if (hidden(o.fs, p, name) || hidden(o.fs, np, newname)) {
 		finish_err(&o, req, FSP_OP_RENAME, hidden(o.fs, p, name) ? ENOENT : EPERM);
@@ -474,8 +569,9 @@ static void fs_rename(fuse_req_t req, fuse_ino_t parent, const char *name,
 static void fs_readlink(fuse_req_t req, fuse_ino_t ino)
 {
 	struct op o;
-	op_begin(&o, req);
-	struct fsp_inode *n = op_node(&o, ino);
+	struct fsp_inode *n = op_enter(&o, req, FSP_OP_READLINK, ino);
+	if (!n)
+		return;
 	char buf[PATH_MAX + 1];
 	ssize_t len = BACKING(&o, readlinkat(n->fd, "", buf, sizeof(buf)));
 	int err = len < 0 ? errno : (len == (ssize_t)sizeof(buf) ? ENAMETOOLONG : 0);
@@ -511,8 +607,9 @@ static int stat_node(struct op *o, struct fsp_inode *n, struct fuse_file_info *f
 static void fs_getattr(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
 	struct op o;
-	op_begin(&o, req);
-	struct fsp_inode *n = op_node(&o, ino);
+	struct fsp_inode *n = op_enter(&o, req, FSP_OP_GETATTR, ino);
+	if (!n)
+		return;
 	struct stat st;
 	int err = stat_node(&o, n, fi, &st);
 	op_end(&o);
@@ -527,8 +624,9 @@ static void fs_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr,
 		       int valid, struct fuse_file_info *fi)
 {
 	struct op o;
-	op_begin(&o, req);
-	struct fsp_inode *n = op_node(&o, ino);
+	struct fsp_inode *n = op_enter(&o, req, FSP_OP_SETATTR, ino);
+	if (!n)
+		return;
 	/* Directory handles hold a DIR *, not an fd: use the node for those. */
 	int fd = (fi && n->type == S_IFREG) ? fh_fd(fi) : -1;
 	char path[64];
@@ -615,8 +713,9 @@ out:;
 static void fs_access(fuse_req_t req, fuse_ino_t ino, int mask)
 {
 	struct op o;
-	op_begin(&o, req);
-	struct fsp_inode *n = op_node(&o, ino);
+	struct fsp_inode *n = op_enter(&o, req, FSP_OP_ACCESS, ino);
+	if (!n)
+		return;
 	char path[64];
 	proc_path(path, sizeof(path), n->fd);
 	int res = BACKING(&o, faccessat(AT_FDCWD, path, mask, AT_EACCESS));
@@ -626,8 +725,9 @@ static void fs_access(fuse_req_t req, fuse_ino_t ino, int mask)
 static void fs_statfs(fuse_req_t req, fuse_ino_t ino)
 {
 	struct op o;
-	op_begin(&o, req);
-	struct fsp_inode *n = op_node(&o, ino);
+	struct fsp_inode *n = op_enter(&o, req, FSP_OP_STATFS, ino);
+	if (!n)
+		return;
 	struct statvfs sv;
 	int res = BACKING(&o, fstatvfs(n->fd, &sv));
 	int err = res < 0 ? errno : 0;
@@ -659,8 +759,9 @@ struct dirh {
 static void fs_opendir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
 	struct op o;
-	op_begin(&o, req);
-	struct fsp_inode *n = op_node(&o, ino);
+	struct fsp_inode *n = op_enter(&o, req, FSP_OP_OPENDIR, ino);
+	if (!n)
+		return;
 	int err = 0;
 	struct dirh *d = calloc(1, sizeof(*d));
 	if (!d) {
@@ -701,8 +802,9 @@ static void do_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t offset
 		       struct fuse_file_info *fi, int plus)
 {
 	struct op o;
-	op_begin(&o, req);
-	struct fsp_inode *n = op_node(&o, ino);
+	struct fsp_inode *n = op_enter(&o, req, plus ? FSP_OP_READDIRPLUS : FSP_OP_READDIR, ino);
+	if (!n)
+		return;
 	struct dirh *d = (struct dirh *)(uintptr_t)fi->fh;
 	int err = 0;
 	char *buf = malloc(size);
@@ -803,8 +905,8 @@ static void fs_readdirplus(fuse_req_t req, fuse_ino_t ino, size_t size,
 static void fs_releasedir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
 	struct op o;
-	op_begin(&o, req);
-	op_node(&o, ino);
+	if (!op_enter(&o, req, FSP_OP_RELEASEDIR, ino))
+		return;
 	struct dirh *d = (struct dirh *)(uintptr_t)fi->fh;
 	BACKING(&o, closedir(d->dp));
 	free(d);
@@ -815,8 +917,8 @@ static void fs_fsyncdir(fuse_req_t req, fuse_ino_t ino, int datasync,
 			struct fuse_file_info *fi)
 {
 	struct op o;
-	op_begin(&o, req);
-	op_node(&o, ino);
+	if (!op_enter(&o, req, FSP_OP_FSYNCDIR, ino))
+		return;
 	struct dirh *d = (struct dirh *)(uintptr_t)fi->fh;
 	int fd = dirfd(d->dp);
 	int res = BACKING(&o, datasync ? fdatasync(fd) : fsync(fd));
@@ -860,8 +962,9 @@ static void fs_create(fuse_req_t req, fuse_ino_t parent, const char *name,
 		      mode_t mode, struct fuse_file_info *fi)
 {
 	struct op o;
-	op_begin(&o, req);
-	struct fsp_inode *p = op_node(&o, parent);
+	struct fsp_inode *p = op_enter_name(&o, req, FSP_OP_CREATE, parent, name);
+	if (!p)
+		return;
 	if (hidden(o.fs, p, name)) {
 		finish_err(&o, req, FSP_OP_CREATE, EPERM);
 		return;
@@ -912,8 +1015,9 @@ static void fs_create(fuse_req_t req, fuse_ino_t parent, const char *name,
 static void fs_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
 	struct op o;
-	op_begin(&o, req);
-	struct fsp_inode *n = op_node(&o, ino);
+	struct fsp_inode *n = op_enter(&o, req, FSP_OP_OPEN, ino);
+	if (!n)
+		return;
 	char path[64];
 	proc_path(path, sizeof(path), n->fd);
 	int flags = backing_flags(o.fs, fi->flags) & ~O_CREAT;
@@ -943,8 +1047,8 @@ static void fs_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 		    struct fuse_file_info *fi)
 {
 	struct op o;
-	op_begin(&o, req);
-	op_node(&o, ino);
+	if (!op_enter(&o, req, FSP_OP_READ, ino))
+		return;
 	void *buf = NULL;
 	ssize_t got = fh_path(fi)->read(&o, req, fi, size, off, &buf);
 	if (got == FSP_DP_QUEUED)
@@ -963,8 +1067,9 @@ static void fs_write_buf(fuse_req_t req, fuse_ino_t ino, struct fuse_bufvec *in,
 			 off_t off, struct fuse_file_info *fi)
 {
 	struct op o;
-	op_begin(&o, req);
-	struct fsp_inode *n = op_node(&o, ino);
+	struct fsp_inode *n = op_enter(&o, req, FSP_OP_WRITE, ino);
+	if (!n)
+		return;
 	size_t size = fuse_buf_size(in);
 	ssize_t res = fh_path(fi)->write_buf(&o, req, n, fi, in, &size, off);
 	if (res == FSP_DP_QUEUED)
@@ -998,8 +1103,9 @@ static void drop_lock_owner(struct op *o, struct fsp_inode *n, uint64_t owner)
 static void fs_flush(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
 	struct op o;
-	op_begin(&o, req);
-	struct fsp_inode *n = op_node(&o, ino);
+	struct fsp_inode *n = op_enter(&o, req, FSP_OP_FLUSH, ino);
+	if (!n)
+		return;
 	/* POSIX: any close by the owner releases its locks on the file. */
 	if (n->lockfds)
 		drop_lock_owner(&o, n, fi->lock_owner);
@@ -1013,8 +1119,9 @@ static void fs_flush(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 static void fs_release(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
 	struct op o;
-	op_begin(&o, req);
-	struct fsp_inode *n = op_node(&o, ino);
+	struct fsp_inode *n = op_enter(&o, req, FSP_OP_RELEASE, ino);
+	if (!n)
+		return;
 	fh_path(fi)->release(&o, n, fi);
 	finish_err(&o, req, FSP_OP_RELEASE, 0);
 }
@@ -1023,8 +1130,9 @@ static void fs_fsync(fuse_req_t req, fuse_ino_t ino, int datasync,
 		     struct fuse_file_info *fi)
 {
 	struct op o;
-	op_begin(&o, req);
-	struct fsp_inode *n = op_node(&o, ino);
+	struct fsp_inode *n = op_enter(&o, req, FSP_OP_FSYNC, ino);
+	if (!n)
+		return;
 	int r = fh_path(fi)->fsync(&o, n, fi, datasync);
 	finish_err(&o, req, FSP_OP_FSYNC, -r);
 }
@@ -1033,8 +1141,9 @@ static void fs_fallocate(fuse_req_t req, fuse_ino_t ino, int mode, off_t offset,
 			 off_t length, struct fuse_file_info *fi)
 {
 	struct op o;
-	op_begin(&o, req);
-	struct fsp_inode *n = op_node(&o, ino);
+	struct fsp_inode *n = op_enter(&o, req, FSP_OP_FALLOCATE, ino);
+	if (!n)
+		return;
 	int err = -fh_path(fi)->fallocate(&o, n, fi, mode, offset, length);
 	op_end(&o);
 	fuse_reply_err(req, err);
@@ -1047,8 +1156,9 @@ static void fs_copy_file_range(fuse_req_t req, fuse_ino_t ino_in, off_t off_in,
 			       size_t len, int flags)
 {
 	struct op o;
-	op_begin(&o, req);
-	struct fsp_inode *nout = op_node(&o, ino_out);
+	struct fsp_inode *nout = op_enter(&o, req, FSP_OP_COPY_FILE_RANGE, ino_out);
+	if (!nout)
+		return;
 	struct fsp_inode *nin = node_of(&o, ino_in);
 	ssize_t res = fh_path(fi_out)->copy_file_range(&o, nin, fi_in, off_in, nout, fi_out,
 						       off_out, len, flags);
@@ -1066,8 +1176,8 @@ static void fs_lseek(fuse_req_t req, fuse_ino_t ino, off_t off, int whence,
 		     struct fuse_file_info *fi)
 {
 	struct op o;
-	op_begin(&o, req);
-	op_node(&o, ino);
+	if (!op_enter(&o, req, FSP_OP_LSEEK, ino))
+		return;
 	off_t res = fh_path(fi)->lseek(&o, fi, off, whence);
 	int err = res < 0 ? (int)-res : 0;
 	op_end(&o);
@@ -1128,8 +1238,9 @@ static void fs_getlk(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi,
 		     struct flock *lock)
 {
 	struct op o;
-	op_begin(&o, req);
-	struct fsp_inode *n = op_node(&o, ino);
+	struct fsp_inode *n = op_enter(&o, req, FSP_OP_GETLK, ino);
+	if (!n)
+		return;
 	int err = 0;
 	int fd = lock_fd(&o, n, fi->lock_owner, 1);
 	if (fd < 0) {
@@ -1217,8 +1328,9 @@ static void fs_setlk(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi,
 		     struct flock *lock, int sleep)
 {
 	struct op o;
-	op_begin(&o, req);
-	struct fsp_inode *n = op_node(&o, ino);
+	struct fsp_inode *n = op_enter(&o, req, FSP_OP_SETLK, ino);
+	if (!n)
+		return;
 	int err = 0;
 	int fd = lock_fd(&o, n, fi->lock_owner, lock->l_type != F_UNLCK);
 	if (fd < 0) {
@@ -1243,8 +1355,8 @@ static void fs_flock(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi,
 		     int op)
 {
 	struct op o;
-	op_begin(&o, req);
-	op_node(&o, ino);
+	if (!op_enter(&o, req, FSP_OP_FLOCK, ino))
+		return;
 	int res = BACKING(&o, flock(fh_fd(fi), op | LOCK_NB));
 	if (res < 0 && errno == EWOULDBLOCK && !(op & LOCK_NB)) {
 		if (lock_wait_start(&o, req, fh_fd(fi), op, NULL) == 0)
@@ -1303,8 +1415,9 @@ static void fs_setxattr(fuse_req_t req, fuse_ino_t ino, const char *name,
 			const char *value, size_t size, int flags)
 {
 	struct op o;
-	op_begin(&o, req);
-	struct fsp_inode *n = op_node(&o, ino);
+	struct fsp_inode *n = op_enter(&o, req, FSP_OP_SETXATTR, ino);
+	if (!n)
+		return;
 	char path[64];
 	proc_path(path, sizeof(path), n->fd);
 	errno = EPERM;
@@ -1349,22 +1462,25 @@ static void fs_getxattr(fuse_req_t req, fuse_ino_t ino, const char *name,
 			size_t size)
 {
 	struct op o;
-	op_begin(&o, req);
-	xattr_reply(&o, req, FSP_OP_GETXATTR, op_node(&o, ino), name, size);
+	struct fsp_inode *n = op_enter(&o, req, FSP_OP_GETXATTR, ino);
+	if (n)
+		xattr_reply(&o, req, FSP_OP_GETXATTR, n, name, size);
 }
 
 static void fs_listxattr(fuse_req_t req, fuse_ino_t ino, size_t size)
 {
 	struct op o;
-	op_begin(&o, req);
-	xattr_reply(&o, req, FSP_OP_LISTXATTR, op_node(&o, ino), NULL, size);
+	struct fsp_inode *n = op_enter(&o, req, FSP_OP_LISTXATTR, ino);
+	if (n)
+		xattr_reply(&o, req, FSP_OP_LISTXATTR, n, NULL, size);
 }
 
 static void fs_removexattr(fuse_req_t req, fuse_ino_t ino, const char *name)
 {
 	struct op o;
-	op_begin(&o, req);
-	struct fsp_inode *n = op_node(&o, ino);
+	struct fsp_inode *n = op_enter(&o, req, FSP_OP_REMOVEXATTR, ino);
+	if (!n)
+		return;
 	char path[64];
 	proc_path(path, sizeof(path), n->fd);
 	errno = EPERM;
@@ -1454,6 +1570,19 @@ struct fsp_fs *fsp_fs_new(const char *backing, const struct fsp_fs_opts *opts,
 	pthread_mutex_init(&fs->pending_lock, NULL);
 	pthread_mutex_init(&fs->waiters_lock, NULL);
 	fs->use_aio = opts->backing_aio;
+	if (opts->inject) {
+		fs->inject_root = realpath(backing, NULL);
+		if (!fs->inject_root) {
+			snprintf(err, errlen, "cannot resolve backing directory %s: %s",
+				 backing, strerror(errno));
+			fsp_itable_free(fs->itable);
+			free(fs);
+			return NULL;
+		}
+		if (!strcmp(fs->inject_root, "/"))
+			fs->inject_root[0] = '\0';
+		fs->inject = opts->inject;
+	}
 	fs->noatime = opts->noatime;
 	fs->nodiratime = opts->noatime || opts->nodiratime;
 	if (fs->is_root) {
@@ -1578,5 +1707,6 @@ void fsp_fs_free(struct fsp_fs *fs)
 	fsp_itable_free(fs->itable);
 	pthread_mutex_destroy(&fs->pending_lock);
 	free(fs->pending);
+	free(fs->inject_root);
 	free(fs);
 }

@@ -26,6 +26,7 @@
 
 struct emu_store;
 struct emu_cx;
+struct fsp_inject;
 
 struct fsp_fs_opts {
 	double attr_timeout;     /* seconds the kernel may cache attributes */
@@ -40,6 +41,8 @@ struct fsp_fs_opts {
 	int noatime;             /* -o noatime: backing opens with O_NOATIME */
 	int nodiratime;          /* -o nodiratime: directories' opens only */
 	struct fsp_oplog *log;   /* NULL when timing is 0 */
+	const struct fsp_inject *inject; /* --inject rules (inject.h), or NULL;
+					  * the caller keeps them alive */
 };
 
 struct fsp_fs;

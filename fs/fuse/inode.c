@@ -51,6 +51,8 @@ static void node_init(struct fsp_inode *n, int fd, const struct stat *st)
 	n->gen = 0;
 	n->mtime_dirty = 0;
 	n->unlinked = 0;
+	n->inject_known = 0;
+	n->inject_mask = 0;
 }
 
 static void node_close(struct fsp_inode *n)

@@ -53,6 +53,9 @@ struct fsp_inode {
 	uint64_t gen;           /* birth time in ns, the store object's generation */
 	int mtime_dirty;        /* data changed since the backing mtime was set (atomic) */
 	int unlinked;           /* its last link went through the mount (under lock) */
+	/* --inject only (fs/fuse/inject.h): the rules its path matches */
+	int inject_known;       /* inject_mask is set (atomic) */
+	uint32_t inject_mask;
 };
 
 struct fsp_itable;

@@ -9,6 +9,8 @@
  *   backing  the summed durations of the backing system calls (BACKING()),
  *   emu      time in the emulated store beyond moving the caller's data
  *            (EMU_CALL, EMU_TIME),
+ *   inject   the delay --inject added (inside total, outside backing and
+ *            emu: fsprism's own layer time, shown on its own),
  *   total    fsp_now_ns() - start, taken just before fuse_reply_*().
  * With --record=off (fs->timing == 0) no clock is read at all.
  */
@@ -62,6 +64,10 @@ struct fsp_fs {
 	pthread_mutex_t pending_lock;
 	struct fsp_rec *pending; /* device records from before the log existed */
 	size_t npending, pending_cap;
+	/* --inject: the rules (NULL: none, the one branch a request pays) and
+	 * the backing root's path, to match nodes' paths below it */
+	const struct fsp_inject *inject;
+	char *inject_root;
 };
 
 /* ---- per-request timing ---- */
@@ -72,6 +78,7 @@ struct op {
 	uint64_t start;
 	uint64_t backing;
 	uint64_t emu;      /* time in the store beyond moving the caller's data */
+	uint64_t inject;   /* the delay --inject added */
 	uint64_t total;
 	uint32_t pid;
 	int timing;
@@ -84,6 +91,7 @@ static inline void op_begin(struct op *o, fuse_req_t req)
 	o->timing = o->fs->timing;
 	o->backing = 0;
 	o->emu = 0;
+	o->inject = 0;
 	o->total = 0;
 	o->start = 0;
 	o->pid = 0;
@@ -155,6 +163,7 @@ static inline void op_log(struct op *o, int opcode, uint64_t offset,
 		.total_ns = o->total,
 		.backing_ns = backing,
 		.emu_ns = emu,
+		.inject_ns = o->inject,
 		.node = o->node,
 		.offset = offset,
 		.length = length > UINT32_MAX ? UINT32_MAX : (uint32_t)length,

@@ -33,6 +33,7 @@
 #include "fs/emu/store.h"
 #include "fs/fuse/daemon.h"
 #include "fs/fuse/fuse_fs.h" /* FSP_STORE_NAME */
+#include "fs/fuse/inject.h"
 
 /*
  * Worker threads. With asynchronous backing IO a worker never waits for the
@@ -80,6 +81,15 @@ static void mount_usage(FILE *f)
 "  --entry-timeout S    name cache seconds [%.1f]\n"
 "  --count-inflight     record the most concurrent backing reads/writes\n"
 "                       as run attribute max_inflight_io [off]\n"
+"  --inject RULES       fault and latency injection, RULE;RULE... or repeated:\n"
+"                       RULE is KEY=VALUE,... with op=NAME|NAME (read, write,\n"
+"                       fsync, getattr, ... the op names of 'fsprism stats';\n"
+"                       all), path=GLOB (fnmatch on the path below the mount,\n"
+"                       '*' crosses '/'; every path), delay=DURATION |\n"
+"                       uniform:MIN-MAX | exp:MEAN, errno=NAME[:P] (e.g.\n"
+"                       EIO:0.01, P 1), seed=N (of all rules) [none];\n"
+"                       e.g. 'op=read,path=/db/*,delay=100us;op=write,\n"
+"                       errno=ENOSPC:0.001;seed=7'. See docs/inject.md\n"
 "  -h, --help           this text\n"
 "\n"
 "copy-on-write / journaling emulation (on when --store is given or --cow or\n"
@@ -386,12 +396,29 @@ static int parse_size_opt(const char *name, const char *arg, uint64_t min,
 	return 0;
 }
 
+/* Append one --inject's rules to *all (joined with ';'): 0, or 2 after
+ * the message. */
+static int add_inject(char **all, const char *rules)
+{
+	size_t have = *all ? strlen(*all) : 0;
+	char *s = realloc(*all, have + strlen(rules) + 2);
+	if (!s) {
+		fprintf(stderr, "fsprism mount: out of memory\n");
+		return 2;
+	}
+	if (have)
+		s[have++] = ';';
+	strcpy(s + have, rules);
+	*all = s;
+	return 0;
+}
+
 enum { OPT_LOG = 256, OPT_RECORD, OPT_THREADS, OPT_CLONE_FD, OPT_WRITEBACK,
        OPT_SPLICE, OPT_MAX_WRITE, OPT_MAX_BG, OPT_ATTR_TO, OPT_ENTRY_TO,
        OPT_INFLIGHT, OPT_COW, OPT_JOURNAL, OPT_STORE, OPT_STORE_SIZE, OPT_FORMAT,
        OPT_DESTROY, OPT_ALLOC, OPT_COMMIT_INT, OPT_COMMIT_BYTES, OPT_JOURNAL_SIZE,
        OPT_NO_FLUSH, OPT_BLOCK_SIZE, OPT_TREE_DEPTH, OPT_EXTENT_COST, OPT_NO_FSYNC_COMMIT,
-       OPT_BACKING_IO, OPT_ADOPT, OPT_DROP_ORPHANS };
+       OPT_BACKING_IO, OPT_ADOPT, OPT_DROP_ORPHANS, OPT_INJECT };
 
 /* Returns 0, or the exit status to return. */
 static int parse_mount_args(int argc, char **argv, struct mount_opts *o)
@@ -426,6 +453,7 @@ static int parse_mount_args(int argc, char **argv, struct mount_opts *o)
 		{ "tree-depth", required_argument, NULL, OPT_TREE_DEPTH },
 		{ "extent-cost", required_argument, NULL, OPT_EXTENT_COST },
 		{ "no-fsync-commit", no_argument, NULL, OPT_NO_FSYNC_COMMIT },
+		{ "inject", required_argument, NULL, OPT_INJECT },
 		FSP_OPT_HELP,
 		{ NULL, 0, NULL, 0 },
 	};
@@ -456,6 +484,10 @@ static int parse_mount_args(int argc, char **argv, struct mount_opts *o)
 		case OPT_WRITEBACK: o->writeback_cache = 1; break;
 		case OPT_SPLICE: o->splice = 1; break;
 		case OPT_INFLIGHT: o->count_inflight = 1; break;
+		case OPT_INJECT:
+			if (add_inject(&o->inject_text, optarg))
+				return 2;
+			break;
 		case OPT_BACKING_IO:
 			if (strcmp(optarg, "aio") && strcmp(optarg, "sync")) {
 				fprintf(stderr, "fsprism mount: invalid --backing-io '%s' (aio or sync)\n", optarg);
@@ -598,6 +630,14 @@ static int parse_mount_args(int argc, char **argv, struct mount_opts *o)
 			/* name the option, not what may be its value */
 			o->emu_opt_name = g.name;
 			break;
+		}
+	}
+	if (o->inject_text) {
+		char why[512];
+		o->inject = fsp_inject_parse(o->inject_text, why, sizeof(why));
+		if (!o->inject) {
+			fprintf(stderr, "fsprism mount: invalid --inject: %s\n", why);
+			return 2;
 		}
 	}
 	if (g.npos != 2)

@@ -24,8 +24,8 @@
 #include "src/sys/mountinfo.h"
 #include "src/db/store.h"
 
-#define INSERT_ROWS 64  /* rows per multi-row INSERT (15 columns: 960 params) */
-#define OPS_COLUMNS 15
+#define INSERT_ROWS 62  /* rows per multi-row INSERT (16 columns: 992 params) */
+#define OPS_COLUMNS 16
 
 /* SQLite's limit on parameters per statement is 32766 since 3.32 and 999
  * before: the multi-row insert must fit the older limit. */
@@ -122,6 +122,31 @@ static int check_version(sqlite3 *db, const char *path, char *err, size_t errlen
 		return -1;
 	}
 	return 0;
+}
+
+/* Is table.column there (PRAGMA table_info)? 1, 0, or -1 on error. */
+static int has_column(sqlite3 *db, const char *table, const char *column)
+{
+	char sql[128];
+	snprintf(sql, sizeof(sql), "PRAGMA table_info(%s)", table);
+	sqlite3_stmt *s;
+	if (sqlite3_prepare_v2(db, sql, -1, &s, NULL) != SQLITE_OK)
+		return -1;
+	int found = 0, rc;
+	while ((rc = sqlite3_step(s)) == SQLITE_ROW)
+		if (!strcmp((const char *)sqlite3_column_text(s, 1), column))
+			found = 1;
+	sqlite3_finalize(s);
+	return rc == SQLITE_DONE ? found : -1;
+}
+
+/* ops.inject_ns (`mount --inject`): added to a database made before it. */
+static int add_inject_column(sqlite3 *db)
+{
+	int has = has_column(db, "ops", "inject_ns");
+	if (has < 0)
+		return SQLITE_ERROR;
+	return has ? SQLITE_OK : exec_sql(db, "ALTER TABLE ops ADD COLUMN inject_ns INTEGER");
 }
 
 static int create_schema(sqlite3 *db)
@@ -242,6 +267,11 @@ struct fsp_store *fsp_store_open(const char *path, char *err, size_t errlen)
 			exec_sql(db, "ROLLBACK");
 			goto fail_quiet;
 		}
+	}
+	if (add_inject_column(db) != SQLITE_OK) {
+		set_err(err, errlen, "cannot %s database %s: %s", verb, path, db_reason(db));
+		exec_sql(db, "ROLLBACK");
+		goto fail_quiet;
 	}
 	if (exec_sql(db, "COMMIT") != SQLITE_OK)
 		goto fail;
@@ -621,8 +651,9 @@ static sqlite3_stmt *prepare_ops_insert(struct fsp_store *st, int rows)
 {
 	static const char head[] =
 		"INSERT INTO ops(run, step, op, node, pid, offset, length, bytes,"
-		" result, start_ns, total_ns, backing_ns, layer_ns, emu_ns, cause_ns) VALUES";
-	static const char group[] = "(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)";
+		" result, start_ns, total_ns, backing_ns, layer_ns, emu_ns, cause_ns,"
+		" inject_ns) VALUES";
+	static const char group[] = "(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)";
 	size_t len = sizeof(head) + (size_t)rows * sizeof(group) + 1;
 	char *sql = malloc(len);
 	sqlite3_stmt *s = NULL;
@@ -660,6 +691,7 @@ static void bind_rec(sqlite3_stmt *s, int base, int64_t run, const struct fsp_re
 	sqlite3_bind_int64(s, base + 13, (int64_t)fsp_rec_layer_ns(r));
 	sqlite3_bind_int64(s, base + 14, (int64_t)r->emu_ns);
 	sqlite3_bind_int64(s, base + 15, (int64_t)r->cause_ns);
+	sqlite3_bind_int64(s, base + 16, (int64_t)r->inject_ns);
 }
 
 static int step_reset(struct fsp_store *st, sqlite3_stmt *s)
