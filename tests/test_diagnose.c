@@ -18,11 +18,28 @@
 static void test_noise_rule(void **state)
 {
 	struct fsp_dx_cmp c;
-	/* 10% apart, rounds spread 20%: noise */
-	double a[] = { 100, 90, 110 }, b[] = { 90, 81, 99 };
-	assert_int_equal(fsp_dx_judge(a, 3, b, 3, &c), 0);
+	/* unpaired (2 rounds against 3): 10% apart, rounds spread 20%: noise */
+	double a[] = { 100, 90, 110 }, b[] = { 90, 99, 81 };
+	assert_int_equal(fsp_dx_judge(a, 3, b, 2, &c), 0);
+	assert_false(c.paired);
 	assert_int_equal(c.j, FSP_DX_INSIDE);
 	assert_true(c.spread > 0.19 && c.spread < 0.21);
+	/* paired: the rounds disagree on the direction: noise */
+	assert_int_equal(fsp_dx_judge(a, 3, b, 3, &c), 0);
+	assert_true(c.paired);
+	assert_int_equal(c.j, FSP_DX_INSIDE);
+	/* paired: the machine drifts 60..140 over the rounds, b is 30% below a
+	 * in every round: a difference the unpaired ranges would call noise */
+	double dr_a[] = { 100, 60, 140 }, dr_b[] = { 70, 42, 98 };
+	assert_int_equal(fsp_dx_judge(dr_a, 3, dr_b, 3, &c), 0);
+	assert_int_equal(c.j, FSP_DX_OUTSIDE);
+	assert_true(c.rel < -0.29 && c.rel > -0.31);
+	assert_int_equal(fsp_dx_judge(dr_a, 3, dr_b, 2, &c), 0);
+	assert_int_equal(c.j, FSP_DX_INSIDE);
+	/* paired, all one way but the median inside half the ratios' range */
+	double w_a[] = { 100, 100, 100 }, w_b[] = { 98, 40, 99 };
+	assert_int_equal(fsp_dx_judge(w_a, 3, w_b, 3, &c), 0);
+	assert_int_equal(c.j, FSP_DX_INSIDE);
 	/* 40% apart, spread 4%: a difference */
 	double d[] = { 60, 61, 59 }, e[] = { 100, 102, 98 };
 	assert_int_equal(fsp_dx_judge(e, 3, d, 3, &c), 0);

@@ -54,6 +54,7 @@
 #include "src/cli/opt.h"
 #include "src/base/clock.h"
 #include "fs/emu/store.h"
+#include "fs/fuse/inject.h"
 #include "src/base/hist.h"
 #include "bench/engine/jobfile.h"
 #include "src/base/ops.h"
@@ -123,7 +124,8 @@ static void usage(FILE *f)
 "                       [--journal=off|writeback|ordered|data]\n"
 "                       [--alloc=next-fit|first-fit]\n"
 "                       [--size SIZE] [--destroy-data] [--quiet]\n"
-"                       [--rounds N] [--max-write SIZE] [--PARAM=VALUE ...]\n"
+"                       [--rounds N] [--max-write SIZE] [--inject RULES]\n"
+"                       [--PARAM=VALUE ...]\n"
 "\n"
 "Run one profile (default " DEFAULT_PROFILE ") on a raw block device, on a file of a\n"
 "native file system made on it, and on a file of an fsprism mount of that\n"
@@ -140,7 +142,8 @@ static void usage(FILE *f)
 "or in use, and, unless --destroy-data, if it carries any signature.\n"
 "--rounds N (default 1) measures every target N times, the order of the\n"
 "targets rotated each round, so that diagnose can judge every difference\n"
-"against the round-to-round spread. --max-write is passed to the mounts.\n"
+"against the round-to-round spread. --max-write and --inject (fsprism mount\n"
+"--help) are passed to the fsprism and emu mounts.\n"
 "The diagnosis (fsprism diagnose) follows the table.\n"
 "Other --PARAM=VALUE options are passed to 'fsprism run' unchanged.\n"
 "On a terminal, progress is shown unless --quiet. See docs/compare.md.\n");
@@ -698,7 +701,8 @@ static int parse_targets(const char *list, int want[T__COUNT])
 }
 
 enum { OPT_PROFILE = 256, OPT_DEVICE, OPT_FS, OPT_TARGETS, OPT_DB, OPT_SCALE, OPT_SIZE,
-       OPT_COW, OPT_JOURNAL, OPT_ALLOC, OPT_DESTROY, OPT_ROUNDS, OPT_MAX_WRITE };
+       OPT_COW, OPT_JOURNAL, OPT_ALLOC, OPT_DESTROY, OPT_ROUNDS, OPT_MAX_WRITE,
+       OPT_INJECT };
 
 /* Returns 0, 1 after --help, or -1 (usage error, said). */
 static int parse_args(int argc, char **argv, struct opts *o)
@@ -717,6 +721,7 @@ static int parse_args(int argc, char **argv, struct opts *o)
 		{ "destroy-data", no_argument, NULL, OPT_DESTROY },
 		{ "rounds", required_argument, NULL, OPT_ROUNDS },
 		{ "max-write", required_argument, NULL, OPT_MAX_WRITE },
+		{ "inject", required_argument, NULL, OPT_INJECT },
 		{ "quiet", no_argument, NULL, 'q' },
 		FSP_OPT_HELP,
 		{ NULL, 0, NULL, 0 },
@@ -756,6 +761,7 @@ static int parse_args(int argc, char **argv, struct opts *o)
 		case OPT_DESTROY: o->destroy_data = 1; break;
 		case OPT_ROUNDS: rounds = v; break;
 		case OPT_MAX_WRITE: o->max_write = v; break;
+		case OPT_INJECT: o->inject = v; break;
 		case 'q': o->quiet = 1; break;
 		default: {
 			/* a run parameter: validate_params checks it; the
@@ -846,11 +852,20 @@ static int parse_args(int argc, char **argv, struct opts *o)
 			fail("bad --max-write '%s' (4k to 1M)", o->max_write);
 			return -1;
 		}
-		if (!o->want[T_FSPRISM] && !o->want[T_EMU]) {
-			fail("--max-write configures the fsprism and emu mounts, which "
-			     "--targets leaves out");
+	}
+	if ((o->max_write || o->inject) && !o->want[T_FSPRISM] && !o->want[T_EMU]) {
+		fail("--%s configures the fsprism and emu mounts, which --targets "
+		     "leaves out", o->inject ? "inject" : "max-write");
+		return -1;
+	}
+	if (o->inject) {
+		char why[256];
+		struct fsp_inject *inj = fsp_inject_parse(o->inject, why, sizeof why);
+		if (!inj) {
+			fail("invalid --inject: %s", why);
 			return -1;
 		}
+		fsp_inject_free(inj);
 	}
 	return 0;
 }
@@ -1047,7 +1062,7 @@ static int measure_mount(struct compare *c, int t, int round)
 {
 	struct setup *su = &c->su;
 	struct fuse_mnt *m = t == T_EMU ? &su->emu : &su->fuse;
-	char *extra[12];
+	char *extra[16];
 	int n = 0;
 	char cow[64], journal[64], alloc[64], maxw[80];
 	/* the mount run of an earlier round is older than this one's */
@@ -1056,6 +1071,10 @@ static int measure_mount(struct compare *c, int t, int round)
 	if (c->o.max_write) {
 		snprintf(maxw, sizeof maxw, "--max-write=%s", c->o.max_write);
 		extra[n++] = maxw;
+	}
+	if (c->o.inject) {
+		extra[n++] = "--inject";
+		extra[n++] = (char *)c->o.inject;
 	}
 	if (t == T_EMU) {
 		snprintf(m->backing, sizeof m->backing, "%s/emu-backing", su->workdir);

@@ -32,6 +32,7 @@ struct opts {
 	char span_arg[64];    /* the common --span=, or "" */
 	int rounds;           /* --rounds: every target this many times, order rotated */
 	const char *max_write; /* --max-write: passed to the fsprism and emu mounts */
+	const char *inject;   /* --inject: passed to the fsprism and emu mounts */
 };
 
 /*

@@ -432,9 +432,7 @@ static void judge_all(const struct dx_run *d, struct dx_result *res)
 				continue;
 			pts[n].read_pct = e->read_pct;
 			pts[n].mbps = fsp_dx_median(e->mbps, e->nrounds);
-			struct fsp_dx_cmp c;
-			fsp_dx_judge(e->mbps, e->nrounds, e->mbps, e->nrounds, &c);
-			pts[n++].spread = c.spread;
+			pts[n++].spread = fsp_dx_spread(e->mbps, e->nrounds);
 		}
 		if (fsp_dx_bathtub(pts, n, &res->shape[t]) == 0)
 			res->shape_done[t] = 1;
@@ -546,7 +544,34 @@ static void json_cmp(FILE *out, const char *key, const struct fsp_dx_cmp *c)
 		fprintf(out, "\"spread\": null, ");
 	else
 		json_num(out, "spread", c->spread, 1);
+	fprintf(out, "\"paired\": %s, ", c->paired ? "true" : "false");
 	fprintf(out, "\"judgement\": \"%s\"}", j[c->j]);
+}
+
+/* The evidence of one step on one target, as the rules saw it. */
+static void json_step(FILE *out, const char *key, const struct fsp_dx_step *e)
+{
+	fprintf(out, "\"%s\": {", key);
+	json_num(out, "lat_us", e->lat_us, 1);
+	if (e->have_dev) {
+		json_num(out, "dev_per_io", e->dev_per_io, 1);
+		json_num(out, "dev_bytes", e->dev_bytes, 1);
+		json_num(out, "amp", e->amp, 1);
+		json_num(out, "flush_per_io", e->flush_per_io, 1);
+		json_num(out, "dev_us", e->dev_us, 1);
+		json_num(out, "flush_us", e->flush_us, 1);
+		json_num(out, "read_seq", e->read_seq, 1);
+		json_num(out, "recent_reads", e->recent_reads, 1);
+	}
+	if (e->have_fuse) {
+		json_num(out, "fuse_req_per_io", e->fuse_req_per_io, 1);
+		json_num(out, "transport_us", e->transport_us, 1);
+		json_num(out, "daemon_us", e->daemon_us, 1);
+		json_num(out, "emu_us", e->emu_us, 1);
+		json_num(out, "backing_us", e->backing_us, 1);
+	}
+	fprintf(out, "\"device_view\": %s, \"fuse_view\": %s}", e->have_dev ? "true" : "false",
+		e->have_fuse ? "true" : "false");
 }
 
 static void print_json(FILE *out, const struct dx_run *d, const struct dx_result *res)
@@ -573,6 +598,10 @@ static void print_json(FILE *out, const struct dx_run *d, const struct dx_result
 				fputs(", ", out);
 				json_cmp(out, "p99_us", &v->p99);
 			}
+			fputs(", ", out);
+			json_step(out, "a_numbers", &d->ev[v->ta][i]);
+			fputs(", ", out);
+			json_step(out, "b_numbers", &d->ev[v->tb][i]);
 			fputs(", ", out);
 			json_num(out, "delta_us", v->delta_us, 1);
 			json_num(out, "claim_us", v->claim_us, 1);

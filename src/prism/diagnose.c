@@ -77,6 +77,38 @@ static double rel_range(const double *v, int n)
 	return med > 0 ? (s[k - 1] - s[0]) / med : -1;
 }
 
+double fsp_dx_spread(const double *v, int n)
+{
+	return rel_range(v, n);
+}
+
+/*
+ * Paired by round when both sides have the same rounds: each round's
+ * b / a - 1 compares two measurements made minutes apart, so a drift of the
+ * machine over the rounds cancels; the spread is then that of the rounds'
+ * ratios, and a difference counts only when its median is beyond half
+ * their range (and the floor) and every round points the same way.
+ */
+static int judge_paired(const double *a, const double *b, int n, struct fsp_dx_cmp *c)
+{
+	double rel[FSP_DX_MAX_ROUNDS];
+	for (int i = 0; i < n; i++) {
+		if (a[i] <= 0 || b[i] <= 0)
+			return -1;
+		rel[i] = b[i] / a[i] - 1;
+	}
+	double s[FSP_DX_MAX_ROUNDS];
+	memcpy(s, rel, sizeof rel[0] * (size_t)n);
+	qsort(s, (size_t)n, sizeof s[0], cmp_double);
+	c->rel = n % 2 ? s[n / 2] : (s[n / 2 - 1] + s[n / 2]) / 2;
+	c->spread = s[n - 1] - s[0];
+	c->paired = 1;
+	double limit = c->spread / 2 > FSP_DX_FLOOR ? c->spread / 2 : FSP_DX_FLOOR;
+	int same_way = c->rel < 0 ? s[n - 1] < 0 : s[0] > 0;
+	c->j = fabs(c->rel) > limit && same_way ? FSP_DX_OUTSIDE : FSP_DX_INSIDE;
+	return 0;
+}
+
 int fsp_dx_judge(const double *a, int na, const double *b, int nb, struct fsp_dx_cmp *c)
 {
 	memset(c, 0, sizeof *c);
@@ -87,6 +119,8 @@ int fsp_dx_judge(const double *a, int na, const double *b, int nb, struct fsp_dx
 		c->j = FSP_DX_SPREAD_UNKNOWN;
 		return -1;
 	}
+	if (na == nb && na >= 2 && na <= FSP_DX_MAX_ROUNDS && !judge_paired(a, b, na, c))
+		return 0;
 	c->rel = c->med_b / c->med_a - 1;
 	double sa = rel_range(a, na), sb = rel_range(b, nb);
 	if (sa >= 0 && sb >= 0)
@@ -243,7 +277,7 @@ double fsp_dx_mech_request_size(const struct fsp_dx_pair *p, char *why, size_t l
 		double fuse = b->transport_us + b->daemon_us + b->backing_us + b->emu_us;
 		c = fuse * (1 - na / b->fuse_req_per_io);
 		snprintf(why, len, "each %ld KiB IO became %.2f FUSE requests (%.2f on %s): "
-			 "%.0f us of FUSE time per IO", b->block_size / 1024,
+			 "%.0f us of FUSE time per IO, summed over its requests", b->block_size / 1024,
 			 b->fuse_req_per_io, na, tname[p->ta], fuse);
 	}
 	if (size_gate_dev(p, base)) {
@@ -362,6 +396,8 @@ static void spread_text(const struct fsp_dx_cmp *c, char *buf, size_t len)
 {
 	if (c->spread < 0)
 		snprintf(buf, len, "spread unknown: one round");
+	else if (c->paired)
+		snprintf(buf, len, "rounds' ratios spread %.1f%%", 100 * c->spread);
 	else
 		snprintf(buf, len, "spread %.1f%%", 100 * c->spread);
 }
@@ -390,6 +426,14 @@ void fsp_dx_pair_verdict(const struct fsp_dx_pair *p, struct fsp_dx_verdict *v)
 		snprintf(v->evidence[1], sizeof v->evidence[1], "inside the %s",
 			 v->mbps.spread > FSP_DX_FLOOR ? "round-to-round spread" :
 			 "resolution floor of 3%");
+		if (v->mbps.paired && v->mbps.spread / 2 <= FSP_DX_FLOOR + 1e-9 &&
+		    v->mbps.spread > 0)
+			snprintf(v->evidence[1], sizeof v->evidence[1], "inside the "
+				 "resolution floor of 3%% or not the same way in every round");
+		else if (v->mbps.paired)
+			snprintf(v->evidence[1], sizeof v->evidence[1], "inside half the "
+				 "spread of the rounds' ratios, or not the same way in every "
+				 "round");
 		return;
 	}
 	if (v->mbps.rel > 0) {

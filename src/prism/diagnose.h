@@ -50,16 +50,23 @@ enum fsp_dx_judgement {
 struct fsp_dx_cmp {
 	double med_a, med_b; /* medians over the rounds */
 	double rel;          /* med_b / med_a - 1 */
-	double spread;       /* the larger (max - min) / median of a and b; -1: unknown */
+	double spread;       /* paired: max - min of the rounds' b/a - 1; else the
+				larger (max - min) / median of a and b; -1: unknown */
+	int paired;          /* judged round by round */
 	enum fsp_dx_judgement j;
 };
 /*
- * b against a, each one value per round (values <= 0 are missing and left
- * out). A difference is inside when |rel| <= max(spread, FSP_DX_FLOOR);
- * with fewer than two rounds on either side the spread is unknown. 0, or
- * -1 when either side has no value.
+ * b against a, each one value per round (values <= 0 are missing). With
+ * the same two or more rounds on both sides, paired: rel is the median of
+ * the rounds' b/a - 1, and the difference is outside when |rel| > max(half
+ * the range of those ratios, FSP_DX_FLOOR) and every round's ratio points
+ * the same way. Otherwise rel = median(b) / median(a) - 1, inside when
+ * |rel| <= max(spread, FSP_DX_FLOOR), and with fewer than two rounds on a
+ * side the spread is unknown. 0, or -1 when either side has no value.
  */
 int fsp_dx_judge(const double *a, int na, const double *b, int nb, struct fsp_dx_cmp *c);
+/* (max - min) / median of one series' values > 0; -1 with fewer than two. */
+double fsp_dx_spread(const double *v, int n);
 double fsp_dx_median(const double *v, int n); /* of the values > 0; 0 if none */
 
 /* ---- the shape ---------------------------------------------------------------- */
