@@ -366,7 +366,7 @@ static void test_mech_software(void **state)
 	fsp.lat_us = 1100;
 	assert_int_equal(verdict(&fs, &fsp, &fs, FSP_DX_FS, FSP_DX_FSPRISM, &v),
 			 FSP_DX_UNKNOWN);
-	assert_non_null(strstr(v.evidence[1], "no part explains half"));
+	assert_non_null(strstr(v.evidence[1], "no part explains a third"));
 }
 
 int main(void)

@@ -17,7 +17,8 @@
 #define SPLIT_RATIO 1.20   /* requests per user IO, b against a */
 #define SIZE_CHANGE 0.25   /* mean device request size, relative */
 #define RECENT_RISE 0.20   /* share of device reads of just-written data */
-#define OWN_SHARE 0.50     /* the owner explains at least this share */
+#define OWN_SHARE 0.33     /* the owner explains at least this share */
+#define OWN_LEAD 1.5       /* ... and this many times the runner-up's claim */
 
 static const char *const owner_names[FSP_DX__OWNERS] = {
 	[FSP_DX_NOISE] = "noise",
@@ -441,15 +442,19 @@ void fsp_dx_pair_verdict(const struct fsp_dx_pair *p, struct fsp_dx_verdict *v)
 			 "no layer of it costs time here", tname[p->tb], tname[p->ta]);
 		return;
 	}
-	double best = 0, best_sw = 0;
+	double best = 0, best_sw = 0, second = 0;
 	int bi = -1, si = -1;
 	char why[NMECH][256];
 	for (size_t i = 0; i < NMECH; i++) {
 		why[i][0] = 0;
 		double c = mechanisms[i].fn(p, why[i], sizeof why[i]);
 		if (c > best) {
+			if (bi >= 0 && mechanisms[bi].owner != mechanisms[i].owner)
+				second = best;
 			best = c;
 			bi = (int)i;
+		} else if (c > second) {
+			second = c;
 		}
 		if (!mechanisms[i].device_side && c > best_sw) {
 			best_sw = c;
@@ -457,9 +462,10 @@ void fsp_dx_pair_verdict(const struct fsp_dx_pair *p, struct fsp_dx_verdict *v)
 		}
 	}
 	double need = OWN_SHARE * (p->delta_us > 0 ? p->delta_us : 0);
-	if (bi < 0 || best < need || p->delta_us <= 0) {
-		snprintf(v->evidence[1], sizeof v->evidence[1], "no part explains half of "
-			 "it%s%s", bi >= 0 ? "; largest: " : "", bi >= 0 ? why[bi] : "");
+	if (bi < 0 || best < need || p->delta_us <= 0 || best < OWN_LEAD * second) {
+		snprintf(v->evidence[1], sizeof v->evidence[1], "no part explains a third "
+			 "of it well ahead of the others%s%s", bi >= 0 ? "; largest: " : "",
+			 bi >= 0 ? why[bi] : "");
 		v->claim_us = best;
 		return;
 	}
