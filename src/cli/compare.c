@@ -124,7 +124,7 @@ static void usage(FILE *f)
 "                       [--journal=off|writeback|ordered|data]\n"
 "                       [--alloc=next-fit|first-fit]\n"
 "                       [--size SIZE] [--destroy-data] [--quiet]\n"
-"                       [--rounds N] [--max-write SIZE] [--inject RULES]\n"
+"                       [--rounds N] [--replay] [--max-write SIZE] [--inject RULES]\n"
 "                       [--PARAM=VALUE ...]\n"
 "\n"
 "Run one profile (default " DEFAULT_PROFILE ") on a raw block device, on a file of a\n"
@@ -144,6 +144,10 @@ static void usage(FILE *f)
 "targets rotated each round, so that diagnose can judge every difference\n"
 "against the round-to-round spread. --max-write and --inject (fsprism mount\n"
 "--help) are passed to the fsprism and emu mounts.\n"
+"--replay: after the rounds, the device IO that the fs and emu targets made\n"
+"is replayed on the raw device (same offsets, sizes, order), so that the\n"
+"diagnosis can tell the drive's response to a pattern from software; it\n"
+"overwrites what they left on the device.\n"
 "The diagnosis (fsprism diagnose) follows the table.\n"
 "Other --PARAM=VALUE options are passed to 'fsprism run' unchanged.\n"
 "On a terminal, progress is shown unless --quiet. See docs/compare.md.\n");
@@ -702,7 +706,7 @@ static int parse_targets(const char *list, int want[T__COUNT])
 
 enum { OPT_PROFILE = 256, OPT_DEVICE, OPT_FS, OPT_TARGETS, OPT_DB, OPT_SCALE, OPT_SIZE,
        OPT_COW, OPT_JOURNAL, OPT_ALLOC, OPT_DESTROY, OPT_ROUNDS, OPT_MAX_WRITE,
-       OPT_INJECT };
+       OPT_INJECT, OPT_REPLAY };
 
 /* Returns 0, 1 after --help, or -1 (usage error, said). */
 static int parse_args(int argc, char **argv, struct opts *o)
@@ -722,6 +726,7 @@ static int parse_args(int argc, char **argv, struct opts *o)
 		{ "rounds", required_argument, NULL, OPT_ROUNDS },
 		{ "max-write", required_argument, NULL, OPT_MAX_WRITE },
 		{ "inject", required_argument, NULL, OPT_INJECT },
+		{ "replay", no_argument, NULL, OPT_REPLAY },
 		{ "quiet", no_argument, NULL, 'q' },
 		FSP_OPT_HELP,
 		{ NULL, 0, NULL, 0 },
@@ -762,6 +767,7 @@ static int parse_args(int argc, char **argv, struct opts *o)
 		case OPT_ROUNDS: rounds = v; break;
 		case OPT_MAX_WRITE: o->max_write = v; break;
 		case OPT_INJECT: o->inject = v; break;
+		case OPT_REPLAY: o->replay = 1; break;
 		case 'q': o->quiet = 1; break;
 		default: {
 			/* a run parameter: validate_params checks it; the
@@ -856,6 +862,11 @@ static int parse_args(int argc, char **argv, struct opts *o)
 	if ((o->max_write || o->inject) && !o->want[T_FSPRISM] && !o->want[T_EMU]) {
 		fail("--%s configures the fsprism and emu mounts, which --targets "
 		     "leaves out", o->inject ? "inject" : "max-write");
+		return -1;
+	}
+	if (o->replay && !o->want[T_FS] && !o->want[T_EMU]) {
+		fail("--replay replays the device IO of the fs and emu targets, which "
+		     "--targets leaves out");
 		return -1;
 	}
 	if (o->inject) {
@@ -1212,6 +1223,43 @@ static int measure_target(struct compare *c, int t, int round)
 }
 
 /*
+ * --replay: every round's device IO of the fs and emu targets, again on the
+ * raw device, once nothing is mounted on it any more.
+ */
+static int replay_all(struct compare *c)
+{
+	struct setup *su = &c->su;
+	if (su->fs_mounted && umount_fs(su))
+		return -1;
+	static const int targets[] = { T_FS, T_EMU };
+	for (size_t i = 0; i < 2 && !stop_sig; i++) {
+		int t = targets[i];
+		if (!c->o.want[t])
+			continue;
+		int64_t runs[MAX_ROUNDS], mounts[MAX_ROUNDS];
+		char label[32];
+		snprintf(label, sizeof label, "%s-fuse", target_label[t]);
+		int nr = fsp_store_child_runs(c->st, c->run, "run", target_label[t], runs,
+					      MAX_ROUNDS);
+		int nm = fsp_store_child_runs(c->st, c->run, "mount", label, mounts,
+					      MAX_ROUNDS);
+		for (int k = 0; k < nr && !stop_sig; k++) {
+			char err[1024];
+			if (c->show)
+				fprintf(stderr, "compare: replaying the %s target's device IO "
+					"of round %d on %s\n", target_label[t], k + 1,
+					su->device);
+			if (compare_replay(c->st, su->device, c->run, t, k, runs[k],
+					   k < nm ? mounts[k] : 0, &stop_sig, err, sizeof err)) {
+				fail("replay of the %s target: %s", target_label[t], err);
+				return -1;
+			}
+		}
+	}
+	return 0;
+}
+
+/*
  * Every round runs every wanted target once; round 0 in the order raw, fs,
  * fsprism, emu (raw first: it overwrites the device), round k rotated by k,
  * so that no target always runs first or last. Stops at the first failure
@@ -1230,6 +1278,8 @@ static int measure(struct compare *c)
 			if (measure_target(c, order[(i + round) % n], round))
 				return -1;
 	}
+	if (c->o.replay && !stop_sig && replay_all(c))
+		return -1;
 	return stop_sig ? -1 : 0;
 }
 

@@ -48,6 +48,8 @@ struct dx_run {
 	int lat_n[FSP_DX__TARGETS][MAX_STEPS], dev_n[FSP_DX__TARGETS][MAX_STEPS],
 	    fuse_n[FSP_DX__TARGETS][MAX_STEPS];
 	double seq_n[FSP_DX__TARGETS][MAX_STEPS], recent_n[FSP_DX__TARGETS][MAX_STEPS];
+	/* the user bytes of each round's step: a replay's MB/s is of those */
+	double user_bytes[FSP_DX__TARGETS][MAX_STEPS][FSP_DX_MAX_ROUNDS];
 };
 
 static const char *tname(const struct dx_run *d, int t)
@@ -231,8 +233,10 @@ static int load_step(void *arg, const struct fsp_step_row *r)
 	double busy = (double)r->busy_ns / 1e9;
 	double mbps = busy > 0 ? (double)(r->read_bytes + r->write_bytes) / 1e6 / busy : 0;
 	if (l->replay) {
+		/* the original step's user bytes in the replay's time: what the
+		 * application would have seen, had the device been all */
 		e->have_replay = 1;
-		e->replay_mbps[k] = mbps;
+		e->replay_mbps[k] = busy > 0 ? d->user_bytes[l->t][i][k] / 1e6 / busy : 0;
 		if (k + 1 > e->replay_rounds)
 			e->replay_rounds = k + 1;
 		return 0;
@@ -245,6 +249,7 @@ static int load_step(void *arg, const struct fsp_step_row *r)
 	if (k + 1 > e->nrounds)
 		e->nrounds = k + 1;
 	e->mbps[k] = mbps;
+	d->user_bytes[l->t][i][k] = (double)(r->read_bytes + r->write_bytes);
 	int main_op = r->read_pct >= 50 ? FSP_OP_READ : FSP_OP_WRITE;
 	double p50, p99, unused;
 	uint64_t sum_r, sum_w, sum;

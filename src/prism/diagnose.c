@@ -320,10 +320,12 @@ double fsp_dx_mech_drive(const struct fsp_dx_pair *p, char *why, size_t len)
 	if (!b->have_dev || !base || relocation_gate(p, base) || extra_gate(p, base) ||
 	    size_gate_dev(p, base) || recency_gate(p, base))
 		return 0;
-	snprintf(why, len, "same device pattern (%.2f requests of %.0f KiB per IO, reads "
-		 "%.0f%% sequential), device time per IO %.0f -> %.0f us",
-		 b->dev_per_io, b->dev_bytes / 1024, b->read_seq >= 0 ? 100 * b->read_seq : 0,
-		 base->dev_us, b->dev_us);
+	char seq[48] = "";
+	if (b->read_seq >= 0)
+		snprintf(seq, sizeof seq, ", reads %.0f%% sequential", 100 * b->read_seq);
+	snprintf(why, len, "same device pattern (%.2f requests of %.0f KiB per IO%s), "
+		 "device time per IO %.0f -> %.0f us", b->dev_per_io, b->dev_bytes / 1024,
+		 seq, base->dev_us, b->dev_us);
 	return pos(b->dev_us - base->dev_us);
 }
 
