@@ -95,17 +95,35 @@ expect_eq "read delay: the one owner is fsprism's daemon" "fsprism-daemon" \
 check "read delay: the evidence shows the daemon's time per IO" \
 	grep -q "fsprism's own time in the handler" "$T/delay.out"
 
-# ---- a request-size change: --max-write 32k under 128 KiB writes ----
-scenario maxw "$T/maxw.db" --targets fs,fsprism --mix=0 --rounds 3 --max-write=32k
+# ---- a request-size change: --max-write 4k under 128 KiB writes ----
+scenario maxw "$T/maxw.db" --targets fs,fsprism --mix=0 --rounds 3 --max-write=4k
 expect_eq "max-write: the one owner is the request size" "request-size" \
 	"$(owners "$T/maxw.db" | tr '\n' ' ' | sed 's/ $//')"
-check "max-write: each IO became 4 FUSE requests" \
-	grep -q "became 4.00 FUSE requests" "$T/maxw.out"
+check "max-write: each IO became 32 FUSE requests" \
+	grep -q "became 32.00 FUSE requests" "$T/maxw.out"
 
 # ---- with one round the spread is unknown, and said so ----
 scenario one "$T/one.db" --targets fs,fsprism --mix=100
 check "one round: says the spread is unknown" grep -q "spread is unknown" "$T/one.out"
 check "one round: no 'round N of N' line" sh -c "! grep -q 'the table shows round' '$T/one.out'"
+
+# ---- the device-pattern replay: each round's emu device IO again on raw ----
+scenario replay "$T/replay.db" --targets raw,emu --cow=always --mix=50 --rounds 2 --replay
+expect_eq "replay: one replay-emu run per round" "0 1" \
+	"$(q "$T/replay.db" "SELECT a.value FROM runs r JOIN run_attrs a ON a.run=r.id AND a.key='round'
+	   WHERE r.label='replay-emu' ORDER BY r.id" | tr '\n' ' ' | sed 's/ $//')"
+of=$(q "$T/replay.db" "SELECT group_concat(a.value, ' ') FROM runs r JOIN run_attrs a
+	ON a.run=r.id AND a.key='replay.of' WHERE r.label='replay-emu'")
+mounts=$(q "$T/replay.db" "SELECT group_concat(id, ' ') FROM runs WHERE label='emu-fuse'")
+expect_eq "replay: of each round's emu mount" "$mounts" "$of"
+expect_eq "replay: every replay moved device IO, none skipped" "2 0" \
+	"$(q "$T/replay.db" "SELECT sum(a.key='replay.ios' AND cast(a.value AS INTEGER) > 0),
+	   sum(a.key='replay.skipped' AND a.value != '0') FROM runs r JOIN run_attrs a ON a.run=r.id
+	   WHERE r.label='replay-emu'" | tr '|' ' ')"
+expect_eq "replay: a steps row per replay" 2 \
+	"$(q "$T/replay.db" "SELECT count(*) FROM steps s JOIN runs r ON r.id=s.run WHERE r.label='replay-emu'")"
+check "replay: the verdict of raw -> emu uses the replay or is noise" \
+	sh -c "grep -A3 'raw -> emu' '$T/replay.out' | grep -q -e 'replayed on raw' -e ' noise ' -e ' unknown '"
 
 # ---- the model drive's cases need compare --device-model ----
 if "$FSPRISM" compare --help | grep -q -- --device-model; then
