@@ -85,6 +85,24 @@ static void test_runs_of_a_stream(void **state)
 	}
 }
 
+static void test_catching_up_an_old_stream(void **state)
+{
+	/* an old stream O stopped at 4 x 128k; a new one N runs from 0 past
+	 * that offset and must stay N (no switch) even where O's slot comes
+	 * first: two tracked streams, O made to replace the first slot */
+	struct fsp_model *m = model_of("switch=100us,streams=2");
+	uint64_t total = 0, t = 0, G = 1ull << 30;
+	total += fsp_model_cost_ns(m, FSP_MODEL_READ, G, K128, t++);        /* P */
+	total += fsp_model_cost_ns(m, FSP_MODEL_READ, 2 * G, K128, t++);    /* Q: switch */
+	total += fsp_model_cost_ns(m, FSP_MODEL_READ, G + K128, K128, t++); /* P: switch */
+	for (uint64_t i = 0; i < 4; i++) /* O replaces Q: switch */
+		total += fsp_model_cost_ns(m, FSP_MODEL_READ, i * K128, K128, t++);
+	for (uint64_t i = 0; i < 8; i++) /* N replaces P: switch */
+		total += fsp_model_cost_ns(m, FSP_MODEL_READ, i * K128, K128, t++);
+	assert_int_equal(total, 4 * 100 * US);
+	fsp_model_free(m);
+}
+
 static void test_random_io_switches(void **state)
 {
 	/* every IO a jump: each one leaves the last IO's stream */
@@ -224,6 +242,7 @@ int main(void)
 		cmocka_unit_test(test_one_stream_is_free),
 		cmocka_unit_test(test_interleaved_streams_pay_each_switch),
 		cmocka_unit_test(test_runs_of_a_stream),
+		cmocka_unit_test(test_catching_up_an_old_stream),
 		cmocka_unit_test(test_random_io_switches),
 		cmocka_unit_test(test_read_after_write),
 		cmocka_unit_test(test_flush),

@@ -165,6 +165,7 @@ struct daemon {
 	struct emu_store_acct acct;
 	int have_acct;
 	struct emu_files files;
+	struct fsp_model *model; /* --device-model */
 };
 
 /* ---- the emulated store in the daemon ---- */
@@ -846,6 +847,26 @@ static void emu_save(struct daemon *d)
 		fsp_store_save_emu_files(d->store, d->run, d->files.f, d->files.n);
 }
 
+/* What the model drive charged, by knob (run attributes model.*). */
+static void model_save(struct daemon *d)
+{
+	struct fsp_model_stats s;
+	fsp_model_stats(d->model, &s);
+	set_attr_u64(d, "model.ios", s.ios);
+	set_attr_u64(d, "model.reads", s.reads);
+	set_attr_u64(d, "model.writes", s.writes);
+	set_attr_u64(d, "model.flushes", s.flushes);
+	set_attr_u64(d, "model.switches", s.switches);
+	set_attr_u64(d, "model.raw_hits", s.raw_hits);
+	set_attr_u64(d, "model.cache_slow_writes", s.cache_slow);
+	set_attr_u64(d, "model.switch_ns", s.switch_ns);
+	set_attr_u64(d, "model.raw_ns", s.raw_ns);
+	set_attr_u64(d, "model.flush_ns", s.flush_ns);
+	set_attr_u64(d, "model.cache_ns", s.cache_ns);
+	set_attr_u64(d, "model.base_ns", s.base_ns);
+	set_attr_u64(d, "model.jitter_ns", s.jitter_ns);
+}
+
 /*
  * Everything up to a ready mount. Returns 0, or -1 with err filled. The
  * checks that need no database come first (the -o options are validated by
@@ -854,6 +875,10 @@ static void emu_save(struct daemon *d)
 static int daemon_start(struct daemon *d, char *err, size_t errlen)
 {
 	struct mount_opts *o = d->o;
+	if (o->model_on && !(d->model = fsp_model_new(&o->model_cfg))) {
+		snprintf(err, errlen, "out of memory");
+		return -1;
+	}
 	struct fsp_fs_opts fo = {
 		.attr_timeout = o->attr_timeout,
 		.entry_timeout = o->entry_timeout,
@@ -868,6 +893,7 @@ static int daemon_start(struct daemon *d, char *err, size_t errlen)
 		.nodiratime = o->nodiratime,
 		.log = NULL, /* attached below, once the run exists */
 		.inject = o->inject,
+		.model = d->model,
 	};
 	d->fs = fsp_fs_new(o->backing, &fo, err, errlen);
 	if (!d->fs)
@@ -922,6 +948,11 @@ static int daemon_start(struct daemon *d, char *err, size_t errlen)
 		char rules[4096];
 		fsp_inject_format(o->inject, rules, sizeof(rules));
 		fsp_store_set_attr(d->store, d->run, "fuse.inject", rules);
+	}
+	if (d->model) {
+		char spec[512];
+		fsp_model_format(&o->model_cfg, spec, sizeof(spec));
+		fsp_store_set_attr(d->store, d->run, "fuse.device_model", spec);
 	}
 	if (o->emu && emu_begin(d, err, errlen) < 0)
 		return -1;
@@ -1045,6 +1076,8 @@ static int daemon_finish(struct daemon *d, int serve)
 	}
 	if (d->store && d->run > 0 && serve)
 		emu_save(d);
+	if (d->store && d->run > 0 && d->model)
+		model_save(d);
 	files_free(&d->files);
 	if (d->store) {
 		fsp_store_close(d->store);
@@ -1053,6 +1086,8 @@ static int daemon_finish(struct daemon *d, int serve)
 			forget_failed_run(d);
 	}
 	fsp_fs_free(d->fs);
+	fsp_model_free(d->model);
+	d->model = NULL;
 	if (d->store_fd >= 0) {
 		/* a store file this failed start created goes again */
 		if (!serve && d->store_created)

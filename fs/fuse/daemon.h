@@ -13,6 +13,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include "fs/emu/store.h"
+#include "fs/model/model.h"
 #include "src/db/oplog.h"
 
 struct fsp_inject;
@@ -57,6 +58,8 @@ struct mount_opts {
 	const char *emu_opt_name;
 	char *inject_text;    /* every --inject, joined with ';' */
 	struct fsp_inject *inject; /* the rules parsed (fs/fuse/inject.h) */
+	int model_on;         /* --device-model given */
+	struct fsp_model_cfg model_cfg;
 };
 
 /*

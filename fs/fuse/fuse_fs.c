@@ -52,6 +52,7 @@
 #include "fs/emu/store.h"
 #include "fs/fuse/fuse_fs.h"
 #include "fs/fuse/inject.h"
+#include "fs/model/model.h"
 #include "fs/fuse/inode.h"
 #include "fs/fuse/request.h"
 #include "src/base/ops.h"
@@ -125,11 +126,11 @@ static uint32_t inject_mask(struct fsp_fs *fs, struct fsp_inode *n)
  * window (o->start is stamped), and kept as o->inject. Returns 1 if the
  * request was answered with an injected errno (and logged).
  */
-static int __attribute__((noinline)) inject_request(struct op *o, fuse_req_t req, int opcode,
-						    struct fsp_inode *n, const char *name)
+static int inject_request(struct op *o, fuse_req_t req, int opcode, struct fsp_inode *n,
+			  const char *name)
 {
 	const struct fsp_inject *inj = o->fs->inject;
-	if (!fsp_inject_op_any(inj, opcode))
+	if (!inj || !fsp_inject_op_any(inj, opcode))
 		return 0;
 	uint32_t mask = UINT32_MAX;
 	if (fsp_inject_op_has_path(inj, opcode))
@@ -145,17 +146,58 @@ static int __attribute__((noinline)) inject_request(struct op *o, fuse_req_t req
 }
 
 /*
+ * The model drive's cost of one data IO (fsync: a flush), from the request's
+ * arrival, waited here like an injected delay and kept as o->model. The
+ * model's state is shared by the workers: one update at a time.
+ */
+static void model_request(struct op *o, enum fsp_model_dir dir, uint64_t off, uint64_t len)
+{
+	struct fsp_fs *fs = o->fs;
+	uint64_t now = o->timing ? o->start : fsp_now_ns();
+	pthread_mutex_lock(&fs->model_lock);
+	uint64_t cost = fsp_model_cost_ns(fs->model, dir, off, len, now);
+	pthread_mutex_unlock(&fs->model_lock);
+	if (cost)
+		o->model = fsp_wait_ns(cost);
+}
+
+/* --inject, then --device-model (mdir < 0: not a data IO). 1: answered. */
+static int __attribute__((noinline)) hooks_request(struct op *o, fuse_req_t req, int opcode,
+						   struct fsp_inode *n, const char *name,
+						   int mdir, uint64_t off, uint64_t len)
+{
+	if (inject_request(o, req, opcode, n, name))
+		return 1;
+	if (o->fs->model && mdir >= 0)
+		model_request(o, (enum fsp_model_dir)mdir, off, len);
+	return 0;
+}
+
+/*
  * Every handler starts here: the timing starts, the node is found, and the
- * injection rules (if any: one predictable branch) act. NULL: the request
- * has been answered.
+ * injection rules and the model drive (if any: one predictable branch) act.
+ * NULL: the request has been answered.
  */
 static inline struct fsp_inode *op_enter(struct op *o, fuse_req_t req, int opcode,
 					 fuse_ino_t ino)
 {
 	op_begin(o, req);
 	struct fsp_inode *n = op_node(o, ino);
-	if (__builtin_expect(o->fs->inject != NULL, 0) &&
-	    inject_request(o, req, opcode, n, NULL))
+	if (__builtin_expect(o->fs->hooks, 0) &&
+	    hooks_request(o, req, opcode, n, NULL, -1, 0, 0))
+		return NULL;
+	return n;
+}
+
+/* The same for a data IO, which the model drive sees too. */
+static inline struct fsp_inode *op_enter_io(struct op *o, fuse_req_t req, int opcode,
+					    fuse_ino_t ino, enum fsp_model_dir dir,
+					    uint64_t off, uint64_t len)
+{
+	op_begin(o, req);
+	struct fsp_inode *n = op_node(o, ino);
+	if (__builtin_expect(o->fs->hooks, 0) &&
+	    hooks_request(o, req, opcode, n, NULL, (int)dir, off, len))
 		return NULL;
 	return n;
 }
@@ -167,8 +209,8 @@ static inline struct fsp_inode *op_enter_name(struct op *o, fuse_req_t req, int 
 {
 	op_begin(o, req);
 	struct fsp_inode *p = op_node(o, parent);
-	if (__builtin_expect(o->fs->inject != NULL, 0) &&
-	    inject_request(o, req, opcode, p, name))
+	if (__builtin_expect(o->fs->hooks, 0) &&
+	    hooks_request(o, req, opcode, p, name, -1, 0, 0))
 		return NULL;
 	return p;
 }
@@ -1047,7 +1089,7 @@ static void fs_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 		    struct fuse_file_info *fi)
 {
 	struct op o;
-	if (!op_enter(&o, req, FSP_OP_READ, ino))
+	if (!op_enter_io(&o, req, FSP_OP_READ, ino, FSP_MODEL_READ, (uint64_t)off, size))
 		return;
 	void *buf = NULL;
 	ssize_t got = fh_path(fi)->read(&o, req, fi, size, off, &buf);
@@ -1067,10 +1109,11 @@ static void fs_write_buf(fuse_req_t req, fuse_ino_t ino, struct fuse_bufvec *in,
 			 off_t off, struct fuse_file_info *fi)
 {
 	struct op o;
-	struct fsp_inode *n = op_enter(&o, req, FSP_OP_WRITE, ino);
+	size_t size = fuse_buf_size(in);
+	struct fsp_inode *n = op_enter_io(&o, req, FSP_OP_WRITE, ino, FSP_MODEL_WRITE,
+					  (uint64_t)off, size);
 	if (!n)
 		return;
-	size_t size = fuse_buf_size(in);
 	ssize_t res = fh_path(fi)->write_buf(&o, req, n, fi, in, &size, off);
 	if (res == FSP_DP_QUEUED)
 		return; /* the reaper replies and logs */
@@ -1130,7 +1173,7 @@ static void fs_fsync(fuse_req_t req, fuse_ino_t ino, int datasync,
 		     struct fuse_file_info *fi)
 {
 	struct op o;
-	struct fsp_inode *n = op_enter(&o, req, FSP_OP_FSYNC, ino);
+	struct fsp_inode *n = op_enter_io(&o, req, FSP_OP_FSYNC, ino, FSP_MODEL_FLUSH, 0, 0);
 	if (!n)
 		return;
 	int r = fh_path(fi)->fsync(&o, n, fi, datasync);
@@ -1583,6 +1626,9 @@ struct fsp_fs *fsp_fs_new(const char *backing, const struct fsp_fs_opts *opts,
 			fs->inject_root[0] = '\0';
 		fs->inject = opts->inject;
 	}
+	fs->model = opts->model;
+	pthread_mutex_init(&fs->model_lock, NULL);
+	fs->hooks = fs->inject || fs->model;
 	fs->noatime = opts->noatime;
 	fs->nodiratime = opts->noatime || opts->nodiratime;
 	if (fs->is_root) {

@@ -27,6 +27,7 @@
 struct emu_store;
 struct emu_cx;
 struct fsp_inject;
+struct fsp_model;
 
 struct fsp_fs_opts {
 	double attr_timeout;     /* seconds the kernel may cache attributes */
@@ -43,6 +44,8 @@ struct fsp_fs_opts {
 	struct fsp_oplog *log;   /* NULL when timing is 0 */
 	const struct fsp_inject *inject; /* --inject rules (inject.h), or NULL;
 					  * the caller keeps them alive */
+	struct fsp_model *model;         /* --device-model (fs/model/model.h), or
+					  * NULL; the caller keeps it alive */
 };
 
 struct fsp_fs;

@@ -11,6 +11,7 @@
  *            (EMU_CALL, EMU_TIME),
  *   inject   the delay --inject added (inside total, outside backing and
  *            emu: fsprism's own layer time, shown on its own),
+ *   model    the cost --device-model added (the same, on its own),
  *   total    fsp_now_ns() - start, taken just before fuse_reply_*().
  * With --record=off (fs->timing == 0) no clock is read at all.
  */
@@ -68,6 +69,11 @@ struct fsp_fs {
 	 * the backing root's path, to match nodes' paths below it */
 	const struct fsp_inject *inject;
 	char *inject_root;
+	/* --device-model: the model drive its data IO pays (NULL: none), one
+	 * IO's update at a time */
+	struct fsp_model *model;
+	pthread_mutex_t model_lock;
+	int hooks;             /* inject or model: the one branch of op_enter */
 };
 
 /* ---- per-request timing ---- */
@@ -79,6 +85,7 @@ struct op {
 	uint64_t backing;
 	uint64_t emu;      /* time in the store beyond moving the caller's data */
 	uint64_t inject;   /* the delay --inject added */
+	uint64_t model;    /* the cost --device-model added */
 	uint64_t total;
 	uint32_t pid;
 	int timing;
@@ -92,6 +99,7 @@ static inline void op_begin(struct op *o, fuse_req_t req)
 	o->backing = 0;
 	o->emu = 0;
 	o->inject = 0;
+	o->model = 0;
 	o->total = 0;
 	o->start = 0;
 	o->pid = 0;
@@ -164,6 +172,7 @@ static inline void op_log(struct op *o, int opcode, uint64_t offset,
 		.backing_ns = backing,
 		.emu_ns = emu,
 		.inject_ns = o->inject,
+		.model_ns = o->model,
 		.node = o->node,
 		.offset = offset,
 		.length = length > UINT32_MAX ? UINT32_MAX : (uint32_t)length,

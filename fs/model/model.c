@@ -248,7 +248,14 @@ void fsp_model_stats(const struct fsp_model *m, struct fsp_model_stats *out)
 static uint64_t stream_of(struct fsp_model *m, int dir, uint64_t off, uint64_t len)
 {
 	struct stream *s = NULL, *lru = &m->streams[0];
+	/* the last IO's stream first: another tracked stream may end at the
+	 * same offset (an old run that this one has caught up with) */
 	for (unsigned i = 0; i < m->cfg.streams; i++) {
+		struct stream *t = &m->streams[i];
+		if (t->id && t->id == m->last_id && t->dir == dir && t->next == off)
+			s = t;
+	}
+	for (unsigned i = 0; !s && i < m->cfg.streams; i++) {
 		struct stream *t = &m->streams[i];
 		if (t->id && t->dir == dir && t->next == off) {
 			s = t;

@@ -54,6 +54,7 @@
 #include "src/cli/opt.h"
 #include "src/base/clock.h"
 #include "fs/emu/store.h"
+#include "fs/model/model.h"
 #include "fs/fuse/inject.h"
 #include "src/base/hist.h"
 #include "bench/engine/jobfile.h"
@@ -90,6 +91,8 @@ struct setup {
 	struct fuse_mnt fuse;     /* fsprism target: backing fsdir/fsprism */
 	struct fuse_mnt emu;      /* emu target: backing workdir/emu-backing,
 				     store = the device */
+	struct fuse_mnt model;    /* --device-model: the image's mount,
+				     backing workdir/model */
 };
 
 static volatile sig_atomic_t stop_sig;   /* first signal received, 0 if none */
@@ -124,6 +127,7 @@ static void usage(FILE *f)
 "                       [--journal=off|writeback|ordered|data]\n"
 "                       [--alloc=next-fit|first-fit]\n"
 "                       [--size SIZE] [--destroy-data] [--quiet]\n"
+"                       [--device-model SPEC]\n"
 "                       [--rounds N] [--replay] [--max-write SIZE] [--inject RULES]\n"
 "                       [--PARAM=VALUE ...]\n"
 "\n"
@@ -140,6 +144,9 @@ static void usage(FILE *f)
 "(default /var/tmp) is attached with losetup --direct-io=on and removed again.\n"
 "With --device, the device is refused if it or a partition of it is mounted\n"
 "or in use, and, unless --destroy-data, if it carries any signature.\n"
+"--device-model SPEC (without --device): the image is a file of an fsprism\n"
+"mount with that model drive (see 'fsprism mount --help'), so that every\n"
+"target's IO pays the model's costs; docs/inject.md.\n"
 "--rounds N (default 1) measures every target N times, the order of the\n"
 "targets rotated each round, so that diagnose can judge every difference\n"
 "against the round-to-round spread. --max-write and --inject (fsprism mount\n"
@@ -320,7 +327,28 @@ static int make_workdir(struct setup *su)
 	return 0;
 }
 
-static int make_image(struct setup *su, const struct opts *o)
+static int mount_fsprism(struct fuse_mnt *m, const char *workdir, const char *db,
+			 char *const extra[]);
+
+/*
+ * --device-model: the image's directory (WORKDIR/model) mounted with the
+ * model at WORKDIR/model-mnt; the image is made in the directory itself
+ * and attached through the mount. The mount's run is in the database.
+ */
+static int mount_model(struct setup *su, const struct opts *o, const char *db)
+{
+	struct fuse_mnt *m = &su->model;
+	snprintf(m->backing, sizeof m->backing, "%s/model", su->workdir);
+	if (mkdir(m->backing, 0700)) {
+		fail("cannot create %s: %s", m->backing, strerror(errno));
+		return -1;
+	}
+	m->backing_made = 1;
+	char *extra[] = { "--device-model", (char *)o->device_model, NULL };
+	return mount_fsprism(m, su->workdir, db, extra);
+}
+
+static int make_image(struct setup *su, const struct opts *o, const char *db)
 {
 	const char *tmp = getenv("TMPDIR");
 	if (!tmp || !*tmp)
@@ -336,7 +364,16 @@ static int make_image(struct setup *su, const struct opts *o)
 		     "or TMPDIR)", tmp, need, have);
 		return -1;
 	}
-	snprintf(su->image, sizeof su->image, "%s/image", su->workdir);
+	char attach[sizeof su->image];
+	if (o->device_model) {
+		if (mount_model(su, o, db))
+			return -1;
+		snprintf(su->image, sizeof su->image, "%.1000s/image", su->model.backing);
+		snprintf(attach, sizeof attach, "%.1000s/image", su->model.dir);
+	} else {
+		snprintf(su->image, sizeof su->image, "%s/image", su->workdir);
+		snprintf(attach, sizeof attach, "%s", su->image);
+	}
 	int fd = open(su->image, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
 	if (fd < 0) {
 		fail("cannot create %s: %s", su->image, strerror(errno));
@@ -352,7 +389,7 @@ static int make_image(struct setup *su, const struct opts *o)
 
 	char out[1024];
 	char *argv[] = { "losetup", "--find", "--show", "--direct-io=on",
-			 su->image, NULL };
+			 attach, NULL };
 	int rc = spawn(argv, 0, 0, out, sizeof out);
 	if (rc != 0) {
 		fail("losetup %s failed: %s", su->image,
@@ -550,6 +587,9 @@ static int teardown(struct setup *su)
 		detach_loop(su->loopdev);
 		su->loop_attached = 0;
 	}
+	/* the model drive goes last: every target's IO reached it */
+	if (teardown_fuse(&su->model))
+		rc = -1;
 	if (su->image_made) {
 		unlink(su->image);
 		su->image_made = 0;
@@ -705,8 +745,8 @@ static int parse_targets(const char *list, int want[T__COUNT])
 }
 
 enum { OPT_PROFILE = 256, OPT_DEVICE, OPT_FS, OPT_TARGETS, OPT_DB, OPT_SCALE, OPT_SIZE,
-       OPT_COW, OPT_JOURNAL, OPT_ALLOC, OPT_DESTROY, OPT_ROUNDS, OPT_MAX_WRITE,
-       OPT_INJECT, OPT_REPLAY };
+       OPT_COW, OPT_JOURNAL, OPT_ALLOC, OPT_DESTROY, OPT_DEVICE_MODEL, OPT_ROUNDS,
+       OPT_MAX_WRITE, OPT_INJECT, OPT_REPLAY };
 
 /* Returns 0, 1 after --help, or -1 (usage error, said). */
 static int parse_args(int argc, char **argv, struct opts *o)
@@ -723,6 +763,7 @@ static int parse_args(int argc, char **argv, struct opts *o)
 		{ "journal", required_argument, NULL, OPT_JOURNAL },
 		{ "alloc", required_argument, NULL, OPT_ALLOC },
 		{ "destroy-data", no_argument, NULL, OPT_DESTROY },
+		{ "device-model", required_argument, NULL, OPT_DEVICE_MODEL },
 		{ "rounds", required_argument, NULL, OPT_ROUNDS },
 		{ "max-write", required_argument, NULL, OPT_MAX_WRITE },
 		{ "inject", required_argument, NULL, OPT_INJECT },
@@ -764,6 +805,7 @@ static int parse_args(int argc, char **argv, struct opts *o)
 		case OPT_JOURNAL: o->journal = v; break;
 		case OPT_ALLOC: o->alloc = v; break;
 		case OPT_DESTROY: o->destroy_data = 1; break;
+		case OPT_DEVICE_MODEL: o->device_model = v; break;
 		case OPT_ROUNDS: rounds = v; break;
 		case OPT_MAX_WRITE: o->max_write = v; break;
 		case OPT_INJECT: o->inject = v; break;
@@ -824,6 +866,19 @@ static int parse_args(int argc, char **argv, struct opts *o)
 		} else if (!o->want[T_EMU]) {
 			fail("--cow, --journal and --alloc configure the emu target, "
 			     "which --targets leaves out (add emu)");
+			return -1;
+		}
+	}
+	if (o->device_model) {
+		struct fsp_model_cfg mc;
+		char why[512];
+		if (o->device) {
+			fail("--device-model puts the temporary image on a model drive; it "
+			     "cannot be used with --device");
+			return -1;
+		}
+		if (fsp_model_parse(o->device_model, &mc, why, sizeof why)) {
+			fail("invalid --device-model '%s': %s", o->device_model, why);
 			return -1;
 		}
 	}
@@ -1041,6 +1096,16 @@ static int record_compare(struct compare *c, int argc, char **argv)
 		fsp_store_set_attr(c->st, c->run, "emu_journal", c->o.journal);
 	if (c->o.alloc)
 		fsp_store_set_attr(c->st, c->run, "emu_alloc", c->o.alloc);
+	if (c->o.device_model) {
+		fsp_store_set_attr(c->st, c->run, "device_model", c->o.device_model);
+		int64_t mr = fsp_store_find_mount_run(c->st, c->su.model.backing, 0);
+		if (mr > 0) {
+			char id[32];
+			snprintf(id, sizeof id, "%" PRId64, mr);
+			fsp_store_set_attr(c->st, c->run, "model_run", id);
+			fsp_store_adopt_run(c->st, mr, c->run, "model-fuse");
+		}
+	}
 	if (!c->o.device) {
 		char sz[32];
 		snprintf(sz, sizeof sz, "%" PRIu64, c->o.image_size);
@@ -1306,9 +1371,10 @@ int cmd_compare(int argc, char **argv)
 	c.su.device = c.o.device;
 	c.su.fuse.name = target_label[T_FSPRISM];
 	c.su.emu.name = target_label[T_EMU];
+	c.su.model.name = "model-mnt";
 	c.show = !c.o.quiet && isatty(2);
 	int rc = 1;
-	if (make_workdir(&c.su) || (!c.o.device && make_image(&c.su, &c.o)) ||
+	if (make_workdir(&c.su) || (!c.o.device && make_image(&c.su, &c.o, c.db)) ||
 	    record_compare(&c, argc, argv))
 		goto out;
 	if (c.show)

@@ -32,6 +32,7 @@ struct opts {
 	int npass;
 	char joined[MAX_PASS][PATH_MAX + 64]; /* pass[i]'s text: "--key=value" */
 	char span_arg[64];    /* the common --span=, or "" */
+	const char *device_model; /* --device-model SPEC: the image on a model mount */
 	int rounds;           /* --rounds: every target this many times, order rotated */
 	const char *max_write; /* --max-write: passed to the fsprism and emu mounts */
 	const char *inject;   /* --inject: passed to the fsprism and emu mounts */

@@ -90,6 +90,13 @@ static void mount_usage(FILE *f)
 "                       EIO:0.01, P 1), seed=N (of all rules) [none];\n"
 "                       e.g. 'op=read,path=/db/*,delay=100us;op=write,\n"
 "                       errno=ENOSPC:0.001;seed=7'. See docs/inject.md\n"
+"  --device-model SPEC  a model drive under the data IO of the mount: KNOB=V,...\n"
+"                       read=T, write=T (per IO), switch=T (an IO off the last\n"
+"                       IO's stream), streams=N [8], raw=T@AGE (a read of data\n"
+"                       written less than AGE ago), flush=T (fsync),\n"
+"                       cache=SIZE:T (writes beyond SIZE), drain=SIZE/s,\n"
+"                       jitter=T, seed=N; e.g. 'switch=200us,raw=300us@5ms,\n"
+"                       flush=2ms,cache=64M:80us' [none]. See docs/inject.md\n"
 "  -h, --help           this text\n"
 "\n"
 "copy-on-write / journaling emulation (on when --store is given or --cow or\n"
@@ -418,7 +425,7 @@ enum { OPT_LOG = 256, OPT_RECORD, OPT_THREADS, OPT_CLONE_FD, OPT_WRITEBACK,
        OPT_INFLIGHT, OPT_COW, OPT_JOURNAL, OPT_STORE, OPT_STORE_SIZE, OPT_FORMAT,
        OPT_DESTROY, OPT_ALLOC, OPT_COMMIT_INT, OPT_COMMIT_BYTES, OPT_JOURNAL_SIZE,
        OPT_NO_FLUSH, OPT_BLOCK_SIZE, OPT_TREE_DEPTH, OPT_EXTENT_COST, OPT_NO_FSYNC_COMMIT,
-       OPT_BACKING_IO, OPT_ADOPT, OPT_DROP_ORPHANS, OPT_INJECT };
+       OPT_BACKING_IO, OPT_ADOPT, OPT_DROP_ORPHANS, OPT_INJECT, OPT_MODEL };
 
 /* Returns 0, or the exit status to return. */
 static int parse_mount_args(int argc, char **argv, struct mount_opts *o)
@@ -454,6 +461,7 @@ static int parse_mount_args(int argc, char **argv, struct mount_opts *o)
 		{ "extent-cost", required_argument, NULL, OPT_EXTENT_COST },
 		{ "no-fsync-commit", no_argument, NULL, OPT_NO_FSYNC_COMMIT },
 		{ "inject", required_argument, NULL, OPT_INJECT },
+		{ "device-model", required_argument, NULL, OPT_MODEL },
 		FSP_OPT_HELP,
 		{ NULL, 0, NULL, 0 },
 	};
@@ -488,6 +496,20 @@ static int parse_mount_args(int argc, char **argv, struct mount_opts *o)
 			if (add_inject(&o->inject_text, optarg))
 				return 2;
 			break;
+		case OPT_MODEL: {
+			char why[512];
+			if (o->model_on) {
+				fprintf(stderr, "fsprism mount: --device-model given twice\n");
+				return 2;
+			}
+			if (fsp_model_parse(optarg, &o->model_cfg, why, sizeof(why))) {
+				fprintf(stderr, "fsprism mount: invalid --device-model '%s': %s\n",
+					optarg, why);
+				return 2;
+			}
+			o->model_on = 1;
+			break;
+		}
 		case OPT_BACKING_IO:
 			if (strcmp(optarg, "aio") && strcmp(optarg, "sync")) {
 				fprintf(stderr, "fsprism mount: invalid --backing-io '%s' (aio or sync)\n", optarg);

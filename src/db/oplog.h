@@ -26,7 +26,7 @@
 struct fsp_store;
 
 /*
- * One operation (88 bytes). Device records (FSP_OP_DEV_*: the IOs the
+ * One operation (96 bytes). Device records (FSP_OP_DEV_*: the IOs the
  * copy-on-write / journaling emulation sends to its store) use the same
  * struct: node is the user operation's node, offset is the device offset,
  * and cause_ns is the start_ns of the user operation that caused the IO (0
@@ -47,6 +47,7 @@ struct fsp_rec {
 	uint64_t emu_ns;     /* time in the emulation beyond moving the user's data */
 	uint64_t cause_ns;   /* device records: start_ns of the causing operation */
 	uint64_t inject_ns;  /* the delay `mount --inject` added (part of the layer) */
+	uint64_t model_ns;   /* the cost `mount --device-model` added (part of the layer) */
 };
 
 enum fsp_record_mode {

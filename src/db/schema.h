@@ -45,7 +45,8 @@
 "  start_ns INTEGER, total_ns INTEGER, backing_ns INTEGER, layer_ns INTEGER,\n" \
 "  emu_ns INTEGER,              -- emulation's share beyond moving the user's data\n" \
 "  cause_ns INTEGER,            -- dev_* rows: start_ns of the causing op (0: background)\n" \
-"  inject_ns INTEGER            -- the delay mount --inject added (part of layer_ns)\n" \
+"  inject_ns INTEGER,           -- the delay mount --inject added (part of layer_ns)\n" \
+"  model_ns INTEGER             -- the cost mount --device-model added (part of layer_ns)\n" \
 ");\n" \
 "CREATE TABLE IF NOT EXISTS hist(\n" \
 "  run INTEGER NOT NULL, step INTEGER NOT NULL, op INTEGER NOT NULL,\n" \

@@ -24,8 +24,8 @@
 #include "src/sys/mountinfo.h"
 #include "src/db/store.h"
 
-#define INSERT_ROWS 62  /* rows per multi-row INSERT (16 columns: 992 params) */
-#define OPS_COLUMNS 16
+#define INSERT_ROWS 58  /* rows per multi-row INSERT (17 columns: 986 params) */
+#define OPS_COLUMNS 17
 
 /* SQLite's limit on parameters per statement is 32766 since 3.32 and 999
  * before: the multi-row insert must fit the older limit. */
@@ -140,13 +140,19 @@ static int has_column(sqlite3 *db, const char *table, const char *column)
 	return rc == SQLITE_DONE ? found : -1;
 }
 
-/* ops.inject_ns (`mount --inject`): added to a database made before it. */
+/* ops.inject_ns and ops.model_ns (`mount --inject`, `--device-model`):
+ * added to a database made before them. */
 static int add_inject_column(sqlite3 *db)
 {
-	int has = has_column(db, "ops", "inject_ns");
-	if (has < 0)
-		return SQLITE_ERROR;
-	return has ? SQLITE_OK : exec_sql(db, "ALTER TABLE ops ADD COLUMN inject_ns INTEGER");
+	static const char *const cols[] = { "inject_ns", "model_ns" };
+	for (size_t i = 0; i < sizeof(cols) / sizeof(cols[0]); i++) {
+		int has = has_column(db, "ops", cols[i]);
+		char sql[96];
+		snprintf(sql, sizeof(sql), "ALTER TABLE ops ADD COLUMN %s INTEGER", cols[i]);
+		if (has < 0 || (!has && exec_sql(db, sql) != SQLITE_OK))
+			return SQLITE_ERROR;
+	}
+	return SQLITE_OK;
 }
 
 static int create_schema(sqlite3 *db)
@@ -652,8 +658,8 @@ static sqlite3_stmt *prepare_ops_insert(struct fsp_store *st, int rows)
 	static const char head[] =
 		"INSERT INTO ops(run, step, op, node, pid, offset, length, bytes,"
 		" result, start_ns, total_ns, backing_ns, layer_ns, emu_ns, cause_ns,"
-		" inject_ns) VALUES";
-	static const char group[] = "(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)";
+		" inject_ns, model_ns) VALUES";
+	static const char group[] = "(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)";
 	size_t len = sizeof(head) + (size_t)rows * sizeof(group) + 1;
 	char *sql = malloc(len);
 	sqlite3_stmt *s = NULL;
@@ -692,6 +698,7 @@ static void bind_rec(sqlite3_stmt *s, int base, int64_t run, const struct fsp_re
 	sqlite3_bind_int64(s, base + 14, (int64_t)r->emu_ns);
 	sqlite3_bind_int64(s, base + 15, (int64_t)r->cause_ns);
 	sqlite3_bind_int64(s, base + 16, (int64_t)r->inject_ns);
+	sqlite3_bind_int64(s, base + 17, (int64_t)r->model_ns);
 }
 
 static int step_reset(struct fsp_store *st, sqlite3_stmt *s)
