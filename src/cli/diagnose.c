@@ -429,15 +429,33 @@ static void judge_all(const struct dx_run *d, struct dx_result *res)
 	for (int t = 0; t < FSP_DX__TARGETS; t++) {
 		if (!present(d, t))
 			continue;
+		/* each round's lower pure step: a step's ratio to it, per round */
+		double pure[FSP_DX_MAX_ROUNDS] = { 0 };
+		for (int i = 0; i < d->nsteps; i++) {
+			const struct fsp_dx_step *e = &d->ev[t][i];
+			if (!e->present || (e->read_pct != 0 && e->read_pct != 100))
+				continue;
+			for (int k = 0; k < e->nrounds; k++)
+				if (e->mbps[k] > 0 && (pure[k] == 0 || e->mbps[k] < pure[k]))
+					pure[k] = e->mbps[k];
+		}
 		struct fsp_dx_point pts[MAX_STEPS];
 		int n = 0;
 		for (int i = 0; i < d->nsteps; i++) {
 			const struct fsp_dx_step *e = &d->ev[t][i];
 			if (!e->present)
 				continue;
+			double lo = 1e300, hi = -1;
+			for (int k = 0; k < e->nrounds; k++) {
+				if (e->mbps[k] <= 0 || pure[k] <= 0)
+					continue;
+				double r = e->mbps[k] / pure[k];
+				lo = r < lo ? r : lo;
+				hi = r > hi ? r : hi;
+			}
 			pts[n].read_pct = e->read_pct;
 			pts[n].mbps = fsp_dx_median(e->mbps, e->nrounds);
-			pts[n++].spread = fsp_dx_spread(e->mbps, e->nrounds);
+			pts[n++].spread = hi >= 0 && e->nrounds >= 2 && lo < hi + 1 ? hi - lo : -1;
 		}
 		if (fsp_dx_bathtub(pts, n, &res->shape[t]) == 0)
 			res->shape_done[t] = 1;

@@ -142,6 +142,16 @@ static int by_read_pct_desc(const void *x, const void *y)
 	return b->read_pct - a->read_pct;
 }
 
+/* A mixed step below FSP_DX_DIP of the pure level, and the top of its
+ * rounds' spread below the pure level itself. */
+static int dip_low(const struct fsp_dx_point *p, double pure)
+{
+	if (p->read_pct <= 0 || p->read_pct >= 100)
+		return 0;
+	double r = p->mbps / pure;
+	return r < FSP_DX_DIP && (p->spread < 0 || r + p->spread / 2 < 1);
+}
+
 int fsp_dx_bathtub(const struct fsp_dx_point *p, int n, struct fsp_dx_shape *s)
 {
 	memset(s, 0, sizeof *s);
@@ -163,19 +173,12 @@ int fsp_dx_bathtub(const struct fsp_dx_point *p, int n, struct fsp_dx_shape *s)
 	/* the longest run of adjacent low mixed steps */
 	int best_first = -1, best_len = 0;
 	for (int i = 0; i < k;) {
-		int low = q[i].read_pct > 0 && q[i].read_pct < 100;
-		double limit = FSP_DX_DIP;
-		if (low && q[i].spread > 0 && 1 - q[i].spread < limit)
-			limit = 1 - q[i].spread; /* a dip must clear its own spread */
-		low = low && q[i].mbps < limit * pure;
-		if (!low) {
+		if (!dip_low(&q[i], pure)) {
 			i++;
 			continue;
 		}
 		int j = i;
-		while (j + 1 < k && q[j + 1].read_pct > 0 && q[j + 1].read_pct < 100 &&
-		       q[j + 1].mbps < FSP_DX_DIP * pure &&
-		       !(q[j + 1].spread > 0 && q[j + 1].mbps >= (1 - q[j + 1].spread) * pure))
+		while (j + 1 < k && dip_low(&q[j + 1], pure))
 			j++;
 		if (j - i + 1 > best_len) {
 			best_len = j - i + 1;

@@ -74,7 +74,8 @@ double fsp_dx_median(const double *v, int n); /* of the values > 0; 0 if none */
 struct fsp_dx_point {
 	int read_pct;
 	double mbps;     /* median over rounds */
-	double spread;   /* its relative spread, -1 unknown */
+	double spread;   /* max - min over the rounds of the step's MB/s over its
+			    round's lower pure step; -1 unknown */
 };
 struct fsp_dx_shape {
 	int found;
@@ -88,8 +89,10 @@ struct fsp_dx_shape {
 /*
  * A bathtub: at least two mixed steps (0 < read % < 100), adjacent in mix
  * order, below FSP_DX_DIP times the lower of the pure steps (100% and 0%
- * reads; one of them is enough) and outside their own spread. n points in
- * any order. 0, or -1 when there is no pure step.
+ * reads; one of them is enough), each with the top of its rounds' spread
+ * (the step's median ratio to the pure level + half its spread) still
+ * below the pure level. n points in any order. 0, or -1 when there is no
+ * pure step.
  */
 #define FSP_DX_DIP 0.75
 int fsp_dx_bathtub(const struct fsp_dx_point *p, int n, struct fsp_dx_shape *s);
