@@ -7,7 +7,11 @@
 # with nothing injected nothing is named beyond the FUSE transport's known
 # cost (or noise). Also: every round stored with its `round`, the order
 # rotated, one round saying the spread is unknown, `fsprism diagnose` giving
-# compare's own verdicts, JSON, and bad input.
+# compare's own verdicts, JSON, and bad input. With the model drive
+# (compare --device-model): a stream-switch penalty after --cow=always is
+# the relocation, confirmed by the replay; a read-after-write penalty is the
+# drive (raw degrades too); --journal=data with costly writes and flushes is
+# the extra IO.
 . "$TESTS_SRCDIR/lib.sh"
 
 mkdir "$T/tmp"
@@ -48,6 +52,8 @@ scenario() {
 	rc=$?
 	expect_eq "$name: compare exits 0" 0 "$rc"
 	[ "$rc" -eq 0 ] || cat "$T/$name.err"
+	# the verdicts, for the log
+	sed -n '/^diagnosis of/,$s/^/# /p' "$T/$name.out"
 	nothing_left "$name"
 }
 
@@ -124,16 +130,48 @@ expect_eq "replay: a steps row per replay" 2 \
 	"$(q "$T/replay.db" "SELECT count(*) FROM steps s JOIN runs r ON r.id=s.run WHERE r.label='replay-emu'")"
 check "replay: a verdict for raw -> emu" grep -q "^  raw -> emu " "$T/replay.out"
 
-# ---- the model drive's cases need compare --device-model ----
-if "$FSPRISM" compare --help | grep -q -- --device-model; then
-	not_ok "compare has --device-model now: add the model-drive scenarios here"
-else
-	for c in "copy-on-write relocation (stream-switch model drive, --cow=always)" \
-		"read-after-write penalty on the drive (raw degrades too)" \
-		"flush cost with --journal=data"; do
-		ok "$c # SKIP needs compare --device-model (the model drive), not merged"
-	done
-fi
+# ---- the model drive (compare --device-model: under every target) ----
+# copy-on-write relocation: a mixed step with --cow=always relocates every
+# overwritten block, so the next step's sequential reads jump between home
+# and the allocator's frontier on emu, not on raw; a drive that charges a
+# stream switch makes them slow, and the replay of emu's device IO on raw
+# pays the same: the drive's response to the pattern relocation made.
+scenario cow "$T/cow.db" --targets raw,emu --cow=always --mix=30,100 --rounds 3 --replay \
+	--device-model switch=1ms
+# the mixed step pays the switches on raw too (a read and a write stream):
+# there, the FUSE transport's known cost, noise, or unknown when raw is the
+# slower one
+bad=$(owners "$T/cow.db" | grep -v -x -e cow-relocation -e fuse-transport -e noise -e unknown ||
+	true)
+expect_eq "cow: no owner but the relocation" "" "$bad"
+expect_eq "cow: the pure reads after the mixed step: relocation" "cow-relocation" \
+	"$("$FSPRISM" diagnose "$T/cow.db" --format json | grep '"read_pct": 100,' |
+	   sed 's/.*"owner": "\([^"]*\)".*/\1/')"
+check "cow: device reads lost their sequentiality" \
+	grep -q "application stream sequential, device reads sequential" "$T/cow.out"
+check "cow: the replay on raw reproduces it" \
+	grep -q "the drive's response to the pattern" "$T/cow.out"
+
+# a read-after-write penalty: raw's mixed steps collapse too, so the drive
+# owns the bathtub on every target that has one
+scenario raw "$T/raw.db" --targets raw,fs --access=random --span=2M --mix=100,70,30,0 \
+	--rounds 2 --device-model raw=2ms@50ms
+shapes=$("$FSPRISM" diagnose "$T/raw.db" --format json | grep '"target":')
+check "read-after-write: raw has the bathtub" sh -c "echo '$shapes' | grep -q '\"target\": \"raw\", \"bathtub\": true'"
+expect_eq "read-after-write: every bathtub's owner is the drive" "drive" \
+	"$(echo "$shapes" | grep '"bathtub": true' | sed 's/.*"owner": "\([^"]*\)".*/\1/' | sort -u)"
+bad=$(owners "$T/raw.db" | grep -v -x -e drive -e noise -e unknown || true)
+expect_eq "read-after-write: no pair names another cause" "" "$bad"
+
+# journal and flush IO: --journal=data writes every block twice and commits
+# with flushes, on a drive whose flushes cost 20 ms (the passthrough's
+# overwrites of a written file flush nothing)
+scenario journal "$T/journal.db" --targets fsprism,emu --journal=data --mix=0 --rounds 3 \
+	--device-model flush=20ms
+expect_eq "journal: the one owner is the extra IO" "extra-io" \
+	"$(owners "$T/journal.db" | tr '\n' ' ' | sed 's/ $//')"
+check "journal: the evidence has the bytes per user byte and the flushes" \
+	grep -q "device bytes per user byte 1.00 -> [12]\.[0-9]*, flushes per user IO 0.000 -> 0\.0[5-9]" "$T/journal.out"
 
 # ---- bad input ----
 "$FSPRISM" diagnose >/dev/null 2>"$T/e"

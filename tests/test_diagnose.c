@@ -28,6 +28,14 @@ static void test_noise_rule(void **state)
 	assert_int_equal(fsp_dx_judge(a, 3, b, 3, &c), 0);
 	assert_true(c.paired);
 	assert_int_equal(c.j, FSP_DX_INSIDE);
+	/* two rounds the other way: noise however large */
+	double two_a[] = { 100, 100 }, two_b[] = { 40, 110 };
+	assert_int_equal(fsp_dx_judge(two_a, 2, two_b, 2, &c), 0);
+	assert_int_equal(c.j, FSP_DX_INSIDE);
+	/* three rounds, two agree on -70%, one the other way: still a difference */
+	double out_a[] = { 100, 100, 100 }, out_b[] = { 25, 29, 127 };
+	assert_int_equal(fsp_dx_judge(out_a, 3, out_b, 3, &c), 0);
+	assert_int_equal(c.j, FSP_DX_OUTSIDE);
 	/* paired: the machine drifts 60..140 over the rounds, b is 30% below a
 	 * in every round: a difference the unpaired ranges would call noise */
 	double dr_a[] = { 100, 60, 140 }, dr_b[] = { 70, 42, 98 };
@@ -135,6 +143,7 @@ static void plain(struct fsp_dx_step *s, double mbps, double lat_us)
 	}
 	s->lat_us = lat_us;
 	s->read_seq = -1;
+	s->read_next = -1;
 	s->recent_reads = -1;
 }
 
@@ -146,6 +155,7 @@ static void dev(struct fsp_dx_step *s, double dev_us)
 	s->amp = 1;
 	s->dev_us = dev_us;
 	s->read_seq = 0.98;
+	s->read_next = 0.97;
 	s->recent_reads = 0;
 }
 
@@ -246,6 +256,17 @@ static void test_mech_relocation(void **state)
 	assert_int_equal(verdict(&fsp, &emu, &raw, FSP_DX_FSPRISM, FSP_DX_EMU, &v),
 			 FSP_DX_COW_RELOCATION);
 	assert_non_null(strstr(v.evidence[1], "98% -> 35%"));
+	/* every read continues a stream, but not the IO before it: one
+	 * application stream split into interleaved device streams */
+	emu.read_seq = 0.95;
+	emu.read_next = 0.10;
+	assert_int_equal(verdict(&fsp, &emu, &raw, FSP_DX_FSPRISM, FSP_DX_EMU, &v),
+			 FSP_DX_COW_RELOCATION);
+	assert_non_null(strstr(v.evidence[1], "continuing the IO before them 97% -> 10%"));
+	emu.read_next = 0.97;
+	assert_int_equal(verdict(&fsp, &emu, &raw, FSP_DX_FSPRISM, FSP_DX_EMU, &v),
+			 FSP_DX_DRIVE);
+	emu.read_seq = 0.35;
 	/* a random application stream: not relocation */
 	emu.seq = 0;
 	assert_false(claims(&fsp, &emu, &raw, FSP_DX_FSPRISM, FSP_DX_EMU) &

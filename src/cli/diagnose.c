@@ -74,7 +74,8 @@ struct pattern {
 	uint64_t ends[PATTERN_ENDS];
 	unsigned nends, next;
 	uint64_t *blk, *when; /* RECENT_SLOTS each: block number + 1, write time */
-	uint64_t ios, bytes, reads, seq_reads, recent_reads, flushes;
+	uint64_t ios, bytes, reads, seq_reads, next_reads, recent_reads, flushes;
+	uint64_t last_end; /* of the IO just before, + 1 (0: none yet) */
 	uint64_t dev_ns, flush_ns;
 };
 
@@ -116,6 +117,8 @@ static void pattern_add(struct pattern *p, int dir, uint64_t off, uint64_t len,
 	uint64_t first = off >> 12, last = (off + (len ? len : 1) - 1) >> 12;
 	if (dir == 0) {
 		p->reads++;
+		if (p->last_end == off + 1)
+			p->next_reads++;
 		for (unsigned i = 0; i < p->nends; i++)
 			if (p->ends[i] == off) {
 				p->seq_reads++;
@@ -135,6 +138,7 @@ static void pattern_add(struct pattern *p, int dir, uint64_t off, uint64_t len,
 			p->when[slot] = t_ns;
 		}
 	}
+	p->last_end = off + len + 1;
 	p->ends[p->next] = off + len;
 	p->next = (p->next + 1) % PATTERN_ENDS;
 	if (p->nends < PATTERN_ENDS)
@@ -288,6 +292,7 @@ static int load_step(void *arg, const struct fsp_step_row *r)
 		d->dev_n[l->t][i]++;
 		if (p->reads) {
 			e->read_seq += (double)p->seq_reads / (double)p->reads;
+			e->read_next += (double)p->next_reads / (double)p->reads;
 			e->recent_reads += (double)p->recent_reads / (double)p->reads;
 			d->seq_n[l->t][i]++;
 			d->recent_n[l->t][i]++;
@@ -324,6 +329,7 @@ static void finish_means(struct dx_run *d)
 				e->flush_us /= dn;
 			}
 			e->read_seq = d->seq_n[t][i] ? e->read_seq / d->seq_n[t][i] : -1;
+			e->read_next = d->seq_n[t][i] ? e->read_next / d->seq_n[t][i] : -1;
 			e->recent_reads = d->recent_n[t][i] ? e->recent_reads / d->recent_n[t][i] : -1;
 			if (fn) {
 				e->fuse_req_per_io /= fn;
@@ -584,6 +590,7 @@ static void json_step(FILE *out, const char *key, const struct fsp_dx_step *e)
 		json_num(out, "dev_us", e->dev_us, 1);
 		json_num(out, "flush_us", e->flush_us, 1);
 		json_num(out, "read_seq", e->read_seq, 1);
+		json_num(out, "read_next", e->read_next, 1);
 		json_num(out, "recent_reads", e->recent_reads, 1);
 	}
 	if (e->have_fuse) {

@@ -88,7 +88,9 @@ double fsp_dx_spread(const double *v, int n)
  * b / a - 1 compares two measurements made minutes apart, so a drift of the
  * machine over the rounds cancels; the spread is then that of the rounds'
  * ratios, and a difference counts only when its median is beyond half
- * their range (and the floor) and every round points the same way.
+ * their range (and the floor). With two rounds that means both point the
+ * same way; with three or more, one round the other way (a moment of the
+ * shared machine) does not hide a difference the others agree on.
  */
 static int judge_paired(const double *a, const double *b, int n, struct fsp_dx_cmp *c)
 {
@@ -105,8 +107,7 @@ static int judge_paired(const double *a, const double *b, int n, struct fsp_dx_c
 	c->spread = s[n - 1] - s[0];
 	c->paired = 1;
 	double limit = c->spread / 2 > FSP_DX_FLOOR ? c->spread / 2 : FSP_DX_FLOOR;
-	int same_way = c->rel < 0 ? s[n - 1] < 0 : s[0] > 0;
-	c->j = fabs(c->rel) > limit && same_way ? FSP_DX_OUTSIDE : FSP_DX_INSIDE;
+	c->j = fabs(c->rel) > limit ? FSP_DX_OUTSIDE : FSP_DX_INSIDE;
 	return 0;
 }
 
@@ -222,11 +223,18 @@ static double pos(double x)
 	return x > 0 ? x : 0;
 }
 
+/* Device reads lost their sequentiality: fewer continue a stream, or fewer
+ * continue the IO just before them (one stream became several interleaved). */
 static int relocation_gate(const struct fsp_dx_pair *p, const struct fsp_dx_step *base)
 {
 	const struct fsp_dx_step *b = p->b;
-	return b->seq && b->have_dev && b->read_pct > 0 && b->read_seq >= 0 && base &&
-	       base->read_seq >= 0 && base->read_seq - b->read_seq >= SEQ_DROP;
+	if (!b->seq || !b->have_dev || b->read_pct <= 0 || !base)
+		return 0;
+	int seq = b->read_seq >= 0 && base->read_seq >= 0 &&
+		  base->read_seq - b->read_seq >= SEQ_DROP;
+	int next = b->read_next >= 0 && base->read_next >= 0 &&
+		   base->read_next - b->read_next >= SEQ_DROP;
+	return seq || next;
 }
 
 double fsp_dx_mech_relocation(const struct fsp_dx_pair *p, char *why, size_t len)
@@ -236,8 +244,9 @@ double fsp_dx_mech_relocation(const struct fsp_dx_pair *p, char *why, size_t len
 		return 0;
 	double c = pos(b->dev_us - base->dev_us);
 	snprintf(why, len, "application stream sequential, device reads sequential "
-		 "%.0f%% -> %.0f%%; device time per IO %.0f -> %.0f us",
-		 100 * base->read_seq, 100 * b->read_seq, base->dev_us, b->dev_us);
+		 "%.0f%% -> %.0f%%, continuing the IO before them %.0f%% -> %.0f%%; device "
+		 "time per IO %.0f -> %.0f us", 100 * base->read_seq, 100 * b->read_seq,
+		 100 * base->read_next, 100 * b->read_next, base->dev_us, b->dev_us);
 	return c;
 }
 
@@ -435,11 +444,10 @@ void fsp_dx_pair_verdict(const struct fsp_dx_pair *p, struct fsp_dx_verdict *v)
 		if (v->mbps.paired && v->mbps.spread / 2 <= FSP_DX_FLOOR + 1e-9 &&
 		    v->mbps.spread > 0)
 			snprintf(v->evidence[1], sizeof v->evidence[1], "inside the "
-				 "resolution floor of 3%% or not the same way in every round");
+				 "resolution floor of 3%%");
 		else if (v->mbps.paired)
 			snprintf(v->evidence[1], sizeof v->evidence[1], "inside half the "
-				 "spread of the rounds' ratios, or not the same way in every "
-				 "round");
+				 "spread of the rounds' ratios");
 		return;
 	}
 	if (v->mbps.rel > 0) {

@@ -59,8 +59,8 @@ struct fsp_dx_cmp {
  * b against a, each one value per round (values <= 0 are missing). With
  * the same two or more rounds on both sides, paired: rel is the median of
  * the rounds' b/a - 1, and the difference is outside when |rel| > max(half
- * the range of those ratios, FSP_DX_FLOOR) and every round's ratio points
- * the same way. Otherwise rel = median(b) / median(a) - 1, inside when
+ * the range of those ratios, FSP_DX_FLOOR) (with two rounds: both point the
+ * same way). Otherwise rel = median(b) / median(a) - 1, inside when
  * |rel| <= max(spread, FSP_DX_FLOOR), and with fewer than two rounds on a
  * side the spread is unknown. 0, or -1 when either side has no value.
  */
@@ -117,6 +117,8 @@ struct fsp_dx_step {
 	double dev_us;           /* device time per user IO, flushes included */
 	double flush_us;         /* of which flushes */
 	double read_seq;         /* share of device reads continuing a stream; -1 none */
+	double read_next;        /* share of device reads continuing the IO just before
+				    (one stream, not several interleaved); -1 none */
 	double recent_reads;     /* share of device reads of data written < 100 ms before */
 	/* the FUSE side (fsprism, emu): per user IO, µs */
 	int have_fuse;
