@@ -487,19 +487,25 @@ void fsp_dx_pair_verdict(const struct fsp_dx_pair *p, struct fsp_dx_verdict *v)
 	snprintf(v->evidence[1], sizeof v->evidence[1], "%s", why[bi]);
 	if (!mechanisms[bi].device_side || !b->have_replay || !p->raw)
 		return;
-	/* the replay of b's device pattern on raw: does the drive alone do it? */
-	struct fsp_dx_cmp r;
-	if (fsp_dx_judge(p->raw->mbps, p->raw->nrounds, b->replay_mbps, b->replay_rounds, &r))
+	/* the replay of b's device pattern on raw: does the drive alone do it?
+	 * Reproduced when the replay's MB/s is nearer b's than raw's (below
+	 * their geometric mean): the replays run after the rounds, so they
+	 * are not paired with either. */
+	double rep = fsp_dx_median(b->replay_mbps, b->replay_rounds);
+	double raw_mbps = fsp_dx_median(p->raw->mbps, p->raw->nrounds);
+	double b_mbps = fsp_dx_median(b->mbps, b->nrounds);
+	if (rep <= 0 || raw_mbps <= 0 || b_mbps <= 0)
 		return;
 	size_t n = strlen(v->evidence[1]);
-	if (r.j != FSP_DX_INSIDE && r.rel < 0) {
+	if (rep < sqrt(raw_mbps * b_mbps)) {
 		snprintf(v->evidence[1] + n, sizeof v->evidence[1] - n, "; replayed on raw "
-			 "%.1f MB/s vs %.1f: the drive's response to the pattern", r.med_b,
-			 r.med_a);
+			 "%.1f MB/s (raw %.1f, %s %.1f): the drive's response to the pattern",
+			 rep, raw_mbps, tname[p->tb], b_mbps);
 		return;
 	}
 	snprintf(v->evidence[1] + n, sizeof v->evidence[1] - n, "; replayed on raw %.1f "
-		 "MB/s vs %.1f: not reproduced, software", r.med_b, r.med_a);
+		 "MB/s (raw %.1f, %s %.1f): not reproduced, software", rep, raw_mbps,
+		 tname[p->tb], b_mbps);
 	if (si >= 0 && best_sw >= need) {
 		v->owner = mechanisms[si].owner;
 		v->claim_us = best_sw;

@@ -166,7 +166,8 @@ struct fsp_dx_verdict {
  * outside it, the mechanism that explains the largest part of the latency
  * difference if that is at least a third of it and 1.5 times the next
  * mechanism's part; a replay that does not
- * reproduce the slowdown on raw moves a device-side owner to software.
+ * reproduce the slowdown on raw (its MB/s not below the geometric mean of
+ * raw's and b's) moves a device-side owner to software.
  */
 void fsp_dx_pair_verdict(const struct fsp_dx_pair *p, struct fsp_dx_verdict *v);
 
