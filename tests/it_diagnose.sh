@@ -137,7 +137,7 @@ check "replay: a verdict for raw -> emu" grep -q "^  raw -> emu " "$T/replay.out
 # stream switch makes them slow, and the replay of emu's device IO on raw
 # pays the same: the drive's response to the pattern relocation made.
 scenario cow "$T/cow.db" --targets raw,emu --cow=always --mix=30,100 --rounds 3 --replay \
-	--device-model switch=1ms
+	--device-model switch=3ms
 # the mixed step pays the switches on raw too (a read and a write stream):
 # there, the FUSE transport's known cost, noise, or unknown when raw is the
 # slower one
@@ -155,7 +155,7 @@ check "cow: the replay on raw reproduces it" \
 # a read-after-write penalty: raw's mixed steps collapse too, so the drive
 # owns the bathtub on every target that has one
 scenario raw "$T/raw.db" --targets raw,fs --access=random --span=2M --mix=100,70,30,0 \
-	--rounds 2 --device-model raw=2ms@50ms
+	--rounds 3 --device-model raw=2ms@50ms
 shapes=$("$FSPRISM" diagnose "$T/raw.db" --format json | grep '"target":')
 check "read-after-write: raw has the bathtub" sh -c "echo '$shapes' | grep -q '\"target\": \"raw\", \"bathtub\": true'"
 expect_eq "read-after-write: every bathtub's owner is the drive" "drive" \
@@ -164,10 +164,10 @@ bad=$(owners "$T/raw.db" | grep -v -x -e drive -e noise -e unknown || true)
 expect_eq "read-after-write: no pair names another cause" "" "$bad"
 
 # journal and flush IO: --journal=data writes every block twice and commits
-# with flushes, on a drive whose flushes cost 20 ms (the passthrough's
+# with flushes, on a drive whose flushes cost 50 ms (the passthrough's
 # overwrites of a written file flush nothing)
 scenario journal "$T/journal.db" --targets fsprism,emu --journal=data --mix=0 --rounds 3 \
-	--device-model flush=20ms
+	--device-model flush=50ms
 expect_eq "journal: the one owner is the extra IO" "extra-io" \
 	"$(owners "$T/journal.db" | tr '\n' ' ' | sed 's/ $//')"
 check "journal: the evidence has the bytes per user byte and the flushes" \
