@@ -128,7 +128,7 @@ expect_eq "replay: every replay moved device IO, none skipped" "2 0" \
 	   WHERE r.label='replay-emu'" | tr '|' ' ')"
 expect_eq "replay: a steps row per replay" 2 \
 	"$(q "$T/replay.db" "SELECT count(*) FROM steps s JOIN runs r ON r.id=s.run WHERE r.label='replay-emu'")"
-check "replay: a verdict for raw -> emu" grep -q "^  raw -> emu " "$T/replay.out"
+check "replay: a verdict for raw -> emu" grep -q "^    raw -> emu " "$T/replay.out"
 
 # ---- the model drive (compare --device-model: under every target) ----
 # copy-on-write relocation: a mixed step with --cow=always relocates every

@@ -524,14 +524,14 @@ static void print_table(FILE *out, const struct dx_run *d, const struct dx_resul
 			char pair[80];
 			snprintf(pair, sizeof pair, "%s -> %s", tname(d, v->ta), tname(d, v->tb));
 			count[v->owner]++;
-			fprintf(out, "  %-18s %-16s %s\n", pair, fsp_dx_owner_name(v->owner),
+			fprintf(out, "    %-18s %-16s %s\n", pair, fsp_dx_owner_name(v->owner),
 				v->evidence[0]);
 			if (v->have_lat)
-				fprintf(out, "  %-18s %-16s p50 %.0f -> %.0f us, p99 %.0f -> %.0f us\n",
+				fprintf(out, "    %-18s %-16s p50 %.0f -> %.0f us, p99 %.0f -> %.0f us\n",
 					"", "", v->p50.med_a, v->p50.med_b, v->p99.med_a,
 					v->p99.med_b);
 			if (v->evidence[1][0])
-				fprintf(out, "  %-18s %-16s %s\n", "", "", v->evidence[1]);
+				fprintf(out, "    %-18s %-16s %s\n", "", "", v->evidence[1]);
 		}
 	}
 	fprintf(out, "shape across mixes:\n");
@@ -540,11 +540,11 @@ static void print_table(FILE *out, const struct dx_run *d, const struct dx_resul
 			continue;
 		const struct fsp_dx_shape *s = &res->shape[t];
 		if (!res->shape_done[t])
-			fprintf(out, "  %-8s no pure step: not a mix sweep\n", tname(d, t));
+			fprintf(out, "    %-8s no pure step: not a mix sweep\n", tname(d, t));
 		else if (!s->found)
-			fprintf(out, "  %-8s no bathtub\n", tname(d, t));
+			fprintf(out, "    %-8s no bathtub\n", tname(d, t));
 		else
-			fprintf(out, "  %-8s bathtub: %d mixes from %d%% to %d%% reads below %.0f%% "
+			fprintf(out, "    %-8s bathtub: %d mixes from %d%% to %d%% reads below %.0f%% "
 				"of the pure steps (%.1f MB/s), lowest %.1f MB/s at %d%% reads "
 				"(%.2fx); owner %s\n", tname(d, t), s->nlow, s->first_pct,
 				s->last_pct, 100 * FSP_DX_DIP, s->pure_mbps, s->low_mbps,
