@@ -163,7 +163,7 @@ static int pattern_block_row(void *arg, const struct fsp_block_io *io)
 /* The FUSE requests and the emulation's device rows of one step window. */
 struct window_acc {
 	struct pattern *pat;
-	uint64_t fuse_reqs, fuse_total, fuse_backing, fuse_layer, fuse_emu;
+	uint64_t fuse_reqs, fuse_total, fuse_backing, fuse_layer, fuse_emu, fuse_inject;
 };
 
 static int window_row(void *arg, const struct fsp_op_row *r)
@@ -175,6 +175,7 @@ static int window_row(void *arg, const struct fsp_op_row *r)
 		w->fuse_backing += r->backing_ns;
 		w->fuse_layer += r->layer_ns;
 		w->fuse_emu += r->emu_ns;
+		w->fuse_inject += r->inject_ns;
 	} else if (r->op == FSP_OP_DEV_READ) {
 		pattern_add(w->pat, 0, r->offset, r->length, r->start_ns, r->total_ns);
 	} else if (r->op == FSP_OP_DEV_FLUSH) {
@@ -307,6 +308,7 @@ static int load_step(void *arg, const struct fsp_step_row *r)
 		e->daemon_us += (double)w.fuse_layer / n / 1000.0;
 		e->emu_us += (double)w.fuse_emu / n / 1000.0;
 		e->backing_us += (double)w.fuse_backing / n / 1000.0;
+		e->inject_us += (double)w.fuse_inject / n / 1000.0;
 		d->fuse_n[l->t][i]++;
 	}
 	return 0;
@@ -337,6 +339,7 @@ static void finish_means(struct dx_run *d)
 				e->daemon_us /= fn;
 				e->emu_us /= fn;
 				e->backing_us /= fn;
+				e->inject_us /= fn;
 			}
 		}
 }
@@ -599,6 +602,7 @@ static void json_step(FILE *out, const char *key, const struct fsp_dx_step *e)
 		json_num(out, "daemon_us", e->daemon_us, 1);
 		json_num(out, "emu_us", e->emu_us, 1);
 		json_num(out, "backing_us", e->backing_us, 1);
+		json_num(out, "inject_us", e->inject_us, 1);
 	}
 	fprintf(out, "\"device_view\": %s, \"fuse_view\": %s}", e->have_dev ? "true" : "false",
 		e->have_fuse ? "true" : "false");

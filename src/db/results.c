@@ -482,10 +482,16 @@ int64_t fsp_store_latest_run_of_kind(struct fsp_store *st, const char *kind)
 int fsp_store_each_op_in_window(struct fsp_store *st, int64_t run, int64_t t0, int64_t t1,
 				int (*fn)(void *arg, const struct fsp_op_row *r), void *arg)
 {
+	/* ops.inject_ns is newer than the version-2 and -3 files: 0 without it */
 	sqlite3_stmt *s = prepare_run(st,
 		"SELECT op, offset, length, bytes, start_ns, total_ns, backing_ns, layer_ns,"
-		" coalesce(emu_ns, 0) FROM ops WHERE run=? AND start_ns BETWEEN ? AND ?"
-		" ORDER BY start_ns", run);
+		" coalesce(emu_ns, 0), coalesce(inject_ns, 0) FROM ops"
+		" WHERE run=? AND start_ns BETWEEN ? AND ? ORDER BY start_ns", run);
+	if (!s)
+		s = prepare_run(st,
+			"SELECT op, offset, length, bytes, start_ns, total_ns, backing_ns,"
+			" layer_ns, coalesce(emu_ns, 0), 0 FROM ops"
+			" WHERE run=? AND start_ns BETWEEN ? AND ? ORDER BY start_ns", run);
 	if (!s)
 		return -1;
 	sqlite3_bind_int64(s, 2, t0);
@@ -497,7 +503,7 @@ int fsp_store_each_op_in_window(struct fsp_store *st, int64_t run, int64_t t0, i
 			.length = col_u64(s, 2), .bytes = col_u64(s, 3),
 			.start_ns = col_u64(s, 4), .total_ns = col_u64(s, 5),
 			.backing_ns = col_u64(s, 6), .layer_ns = col_u64(s, 7),
-			.emu_ns = col_u64(s, 8),
+			.emu_ns = col_u64(s, 8), .inject_ns = col_u64(s, 9),
 		};
 		if (fn(arg, &r))
 			break;

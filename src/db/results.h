@@ -149,6 +149,7 @@ struct fsp_op_row {
 	int op;
 	uint64_t offset, length, bytes;
 	uint64_t start_ns, total_ns, backing_ns, layer_ns, emu_ns;
+	uint64_t inject_ns; /* mount --inject's delay (part of layer_ns); 0 without the column */
 };
 /* run's op rows that started in [t0, t1] (CLOCK_MONOTONIC), by start_ns. */
 int fsp_store_each_op_in_window(struct fsp_store *st, int64_t run, int64_t t0, int64_t t1,

@@ -358,8 +358,12 @@ double fsp_dx_mech_daemon(const struct fsp_dx_pair *p, char *why, size_t len)
 	if (!b->have_fuse)
 		return 0;
 	double base = a->have_fuse ? a->daemon_us : 0;
-	snprintf(why, len, "fsprism's own time in the handler %.1f -> %.1f us per IO "
-		 "(backing %.0f us)", base, b->daemon_us, b->backing_us);
+	char inj[64] = "";
+	if (b->inject_us > 0)
+		snprintf(inj, sizeof inj, ", of it %.1f us injected by mount --inject",
+			 b->inject_us);
+	snprintf(why, len, "fsprism's own time in the handler %.1f -> %.1f us per IO%s "
+		 "(backing %.0f us)", base, b->daemon_us, inj, b->backing_us);
 	return pos(b->daemon_us - base);
 }
 

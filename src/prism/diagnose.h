@@ -125,6 +125,7 @@ struct fsp_dx_step {
 	double fuse_req_per_io;  /* FUSE read and write requests per user IO */
 	double transport_us;     /* engine latency - the handler's total */
 	double daemon_us, emu_us, backing_us;
+	double inject_us;        /* of daemon_us: the delay mount --inject added */
 	/* the device-pattern replay of this target's device IO on raw */
 	int have_replay;
 	double replay_mbps[FSP_DX_MAX_ROUNDS];
