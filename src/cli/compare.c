@@ -1021,6 +1021,7 @@ struct compare {
 	int64_t mount_run[T__COUNT]; /* mount runs of the fsprism and emu targets
 					(of the latest round) */
 	int device_written;       /* compare has written the device (mkfs, a store) */
+	int64_t engine_run[T__COUNT]; /* the newest engine run of each target */
 	int show;                 /* progress on a terminal */
 };
 
@@ -1219,11 +1220,15 @@ static int measure_mount(struct compare *c, int t, int round)
 	return r;
 }
 
+/* The engine run this round made (none if the child failed before its
+ * run row: then the newest is an earlier round's, and keeps its round). */
 static void mark_engine_round(struct compare *c, int t, int round)
 {
 	int64_t run = fsp_store_child_run(c->st, c->run, target_label[t]);
-	if (run > 0)
+	if (run > c->engine_run[t]) {
 		set_round(c, run, round);
+		c->engine_run[t] = run;
+	}
 }
 
 /* The native file system mounted, made afresh if raw or emu wrote over it. */
@@ -1282,8 +1287,7 @@ static int measure_target(struct compare *c, int t, int round)
 		teardown_fuse(&su->emu); /* a fresh namespace for the next store */
 		break;
 	}
-	if (!stop_sig)
-		mark_engine_round(c, t, round);
+	mark_engine_round(c, t, round); /* an interrupted run keeps what it measured */
 	return r ? -1 : 0;
 }
 
