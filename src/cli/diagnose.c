@@ -344,6 +344,16 @@ static void finish_means(struct dx_run *d)
 		}
 }
 
+/* A child run's round: its attribute `round`, else its place k among its
+ * label's runs (a compare from before rounds); -1 beyond what is kept. */
+static int run_round(struct fsp_store *st, int64_t run, int k)
+{
+	char *v = fsp_store_attr(st, run, "round");
+	int r = v ? atoi(v) : k;
+	free(v);
+	return r >= 0 && r < FSP_DX_MAX_ROUNDS ? r : -1;
+}
+
 static int load(struct fsp_store *st, int64_t cmp_run, struct dx_run *d)
 {
 	memset(d, 0, sizeof *d);
@@ -373,17 +383,31 @@ static int load(struct fsp_store *st, int64_t cmp_run, struct dx_run *d)
 			rc = -1;
 			break;
 		}
-		if (d->nruns[t] > d->rounds)
-			d->rounds = d->nruns[t];
+		/* rounds by their attribute, so that a round missing on one
+		 * target (or a mount not adopted) pairs nothing wrongly */
+		int64_t mount_of[FSP_DX_MAX_ROUNDS] = { 0 };
+		for (int k = 0; k < d->nmounts[t]; k++) {
+			int r = run_round(st, d->mounts[t][k], k);
+			if (r >= 0)
+				mount_of[r] = d->mounts[t][k];
+		}
 		for (int k = 0; k < d->nruns[t]; k++) {
-			struct step_load l = { .st = st, .d = d, .t = t, .round = k,
+			int r = run_round(st, d->runs[t][k], k);
+			if (r < 0)
+				continue;
+			if (r + 1 > d->rounds)
+				d->rounds = r + 1;
+			struct step_load l = { .st = st, .d = d, .t = t, .round = r,
 					       .run = d->runs[t][k], .h = h, .pat = &pat,
-					       .mount = k < d->nmounts[t] ? d->mounts[t][k] : 0 };
+					       .mount = mount_of[r] };
 			if (fsp_store_each_step(st, l.run, load_step, &l))
 				rc = -1;
 		}
 		for (int k = 0; k < d->nreplays[t]; k++) {
-			struct step_load l = { .st = st, .d = d, .t = t, .round = k,
+			int r = run_round(st, d->replays[t][k], k);
+			if (r < 0)
+				continue;
+			struct step_load l = { .st = st, .d = d, .t = t, .round = r,
 					       .run = d->replays[t][k], .h = h, .pat = &pat,
 					       .replay = 1 };
 			if (fsp_store_each_step(st, l.run, load_step, &l))
