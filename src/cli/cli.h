@@ -13,5 +13,6 @@ int cmd_run(int argc, char **argv);      /* src/cli/run.c */
 int cmd_profiles(int argc, char **argv); /* src/cli/run.c */
 int cmd_compare(int argc, char **argv);  /* src/cli/compare.c */
 int cmd_report(int argc, char **argv);   /* src/cli/report.c */
+int cmd_diagnose(int argc, char **argv); /* src/cli/diagnose.c */
 
 #endif

@@ -73,6 +73,7 @@
 #define DEFAULT_FS "ext4"
 #define DEFAULT_DB "fsprism.db"
 #define DEFAULT_IMAGE_SIZE (2ull << 30)
+#define MAX_ROUNDS 16 /* FSP_DX_MAX_ROUNDS: diagnose reads this many */
 /* An fsprism mount that compare makes: the fsprism or the emu target's. */
 struct fuse_mnt {
 	const char *name;         /* "fsprism" (mounted on WORKDIR/fuse), "emu" */
@@ -130,6 +131,7 @@ static void usage(FILE *f)
 "                       [--alloc=next-fit|first-fit]\n"
 "                       [--size SIZE] [--destroy-data] [--quiet]\n"
 "                       [--device-model SPEC] [--inject RULES]\n"
+"                       [--rounds N] [--replay] [--max-write SIZE]\n"
 "                       [--report FILE.html]\n"
 "                       [--PARAM=VALUE ...]\n"
 "\n"
@@ -150,9 +152,16 @@ static void usage(FILE *f)
 "or in use, and, unless --destroy-data, if it carries any signature.\n"
 "--device-model SPEC (without --device): the image is a file of an fsprism\n"
 "mount with that model drive (see 'fsprism mount --help'), so that every\n"
-"target's IO pays the model's costs; --inject RULES: the fsprism and emu\n"
-"targets' mounts get those fault and latency rules (see 'fsprism mount\n"
-"--help'); docs/inject.md.\n"
+"target's IO pays the model's costs; docs/inject.md.\n"
+"--rounds N (default 1) measures every target N times, the order of the\n"
+"targets rotated each round, so that diagnose can judge every difference\n"
+"against the round-to-round spread. --max-write and --inject (fsprism mount\n"
+"--help) are passed to the fsprism and emu mounts.\n"
+"--replay: after the rounds, the device IO that the fs and emu targets made\n"
+"is replayed on the raw device (same offsets, sizes, order), so that the\n"
+"diagnosis can tell the drive's response to a pattern from software; it\n"
+"overwrites what they left on the device.\n"
+"The diagnosis (fsprism diagnose) follows the table.\n"
 "Other --PARAM=VALUE options are passed to 'fsprism run' unchanged.\n"
 "On a terminal, progress is shown unless --quiet. See docs/compare.md.\n"
 "--report FILE.html: also write the charts of the compare (fsprism report).\n");
@@ -426,7 +435,7 @@ static int make_fs(struct setup *su, const struct opts *o)
 		return -1;
 	}
 	snprintf(su->fsdir, sizeof su->fsdir, "%s/fs", su->workdir);
-	if (mkdir(su->fsdir, 0700)) {
+	if (!su->fsdir_made && mkdir(su->fsdir, 0700)) { /* made in an earlier round */
 		fail("cannot create %s: %s", su->fsdir, strerror(errno));
 		return -1;
 	}
@@ -674,7 +683,7 @@ static int prefill_raw(const char *dev, const struct fsp_params *p,
  * prints the joint table.
  */
 static int run_target(const struct opts *o, const char *db, int64_t parent,
-		      int t, const char *target, int show)
+		      int t, const char *target, int show, int destroy)
 {
 	char *argv[16 + MAX_PASS];
 	char parent_s[32];
@@ -692,7 +701,7 @@ static int run_target(const struct opts *o, const char *db, int64_t parent,
 	argv[n++] = (char *)target_label[t];
 	/* a row per IO: every target gets its layers per IO (docs/prism.md) */
 	argv[n++] = "--record=full";
-	if (t == T_RAW && o->destroy_data)
+	if (t == T_RAW && (o->destroy_data || destroy))
 		argv[n++] = "--destroy-data";
 	char scale[80];
 	if (o->scale) {
@@ -745,7 +754,8 @@ static int parse_targets(const char *list, int want[T__COUNT])
 }
 
 enum { OPT_PROFILE = 256, OPT_DEVICE, OPT_FS, OPT_TARGETS, OPT_DB, OPT_SCALE, OPT_SIZE,
-       OPT_COW, OPT_JOURNAL, OPT_ALLOC, OPT_DESTROY, OPT_REPORT, OPT_DEVICE_MODEL, OPT_INJECT };
+       OPT_COW, OPT_JOURNAL, OPT_ALLOC, OPT_DESTROY, OPT_REPORT, OPT_DEVICE_MODEL, OPT_ROUNDS,
+       OPT_MAX_WRITE, OPT_INJECT, OPT_REPLAY };
 
 /* Returns 0, 1 after --help, or -1 (usage error, said). */
 static int parse_args(int argc, char **argv, struct opts *o)
@@ -763,7 +773,10 @@ static int parse_args(int argc, char **argv, struct opts *o)
 		{ "alloc", required_argument, NULL, OPT_ALLOC },
 		{ "destroy-data", no_argument, NULL, OPT_DESTROY },
 		{ "device-model", required_argument, NULL, OPT_DEVICE_MODEL },
+		{ "rounds", required_argument, NULL, OPT_ROUNDS },
+		{ "max-write", required_argument, NULL, OPT_MAX_WRITE },
 		{ "inject", required_argument, NULL, OPT_INJECT },
+		{ "replay", no_argument, NULL, OPT_REPLAY },
 		{ "quiet", no_argument, NULL, 'q' },
 		{ "report", required_argument, NULL, OPT_REPORT },
 		FSP_OPT_HELP,
@@ -774,6 +787,8 @@ static int parse_args(int argc, char **argv, struct opts *o)
 	o->fs = DEFAULT_FS;
 	o->db = DEFAULT_DB;
 	o->image_size = DEFAULT_IMAGE_SIZE;
+	o->rounds = 1;
+	const char *rounds = NULL;
 	o->want[T_RAW] = o->want[T_FS] = o->want[T_FSPRISM] = 1;
 	const char *size = NULL, *targets = NULL;
 	/* --bs=, --qd=, ...: one option per profile parameter, passed to run */
@@ -801,7 +816,10 @@ static int parse_args(int argc, char **argv, struct opts *o)
 		case OPT_ALLOC: o->alloc = v; break;
 		case OPT_DESTROY: o->destroy_data = 1; break;
 		case OPT_DEVICE_MODEL: o->device_model = v; break;
+		case OPT_ROUNDS: rounds = v; break;
+		case OPT_MAX_WRITE: o->max_write = v; break;
 		case OPT_INJECT: o->inject = v; break;
+		case OPT_REPLAY: o->replay = 1; break;
 		case 'q': o->quiet = 1; break;
 		case OPT_REPORT: o->report = v; break;
 		default: {
@@ -905,6 +923,32 @@ static int parse_args(int argc, char **argv, struct opts *o)
 		fail("--profile is empty");
 		return -1;
 	}
+	if (rounds) {
+		char *end;
+		long r = strtol(rounds, &end, 10);
+		if (*end || end == rounds || r < 1 || r > MAX_ROUNDS) {
+			fail("bad --rounds '%s' (1 to %d)", rounds, MAX_ROUNDS);
+			return -1;
+		}
+		o->rounds = (int)r;
+	}
+	if (o->max_write) {
+		uint64_t mw;
+		if (fsp_parse_size(o->max_write, &mw) || mw < 4096 || mw > (1u << 20)) {
+			fail("bad --max-write '%s' (4k to 1M)", o->max_write);
+			return -1;
+		}
+	}
+	if (o->max_write && !o->want[T_FSPRISM] && !o->want[T_EMU]) {
+		fail("--max-write configures the fsprism and emu mounts, which --targets "
+		     "leaves out");
+		return -1;
+	}
+	if (o->replay && !o->want[T_FS] && !o->want[T_EMU]) {
+		fail("--replay replays the device IO of the fs and emu targets, which "
+		     "--targets leaves out");
+		return -1;
+	}
 	return 0;
 }
 
@@ -990,7 +1034,10 @@ struct compare {
 	char db[2 * PATH_MAX + 2];
 	uint64_t dev_size;
 	int64_t run;
-	int64_t mount_run[T__COUNT]; /* mount runs of the fsprism and emu targets */
+	int64_t mount_run[T__COUNT]; /* mount runs of the fsprism and emu targets
+					(of the latest round) */
+	int device_written;       /* compare has written the device (mkfs, a store) */
+	int64_t engine_run[T__COUNT]; /* the newest engine run of each target */
 	int show;                 /* progress on a terminal */
 };
 
@@ -1112,6 +1159,14 @@ static int record_compare(struct compare *c, int argc, char **argv)
 	return 0;
 }
 
+/* The round a child run belongs to, as its attribute `round` (0 first). */
+static void set_round(struct compare *c, int64_t run, int round)
+{
+	char v[16];
+	snprintf(v, sizeof v, "%d", round);
+	fsp_store_set_attr(c->st, run, "round", v);
+}
+
 /*
  * The fsprism or emu target: mount, adopt the mount's run, make the job's
  * file through the mount and measure it, unmount (which waits until the
@@ -1123,13 +1178,24 @@ static int record_compare(struct compare *c, int argc, char **argv)
  * checks), and the native file system on it is unmounted by now; the
  * namespace lives in a small backing directory in the work dir.
  */
-static int measure_mount(struct compare *c, int t)
+static int measure_mount(struct compare *c, int t, int round)
 {
 	struct setup *su = &c->su;
 	struct fuse_mnt *m = t == T_EMU ? &su->emu : &su->fuse;
-	char *extra[14];
+	char *extra[20];
 	int n = 0;
-	char cow[64], journal[64], alloc[64];
+	char cow[64], journal[64], alloc[64], maxw[80];
+	/* the mount run of an earlier round is older than this one's */
+	int64_t after = c->mount_run[t] > c->run ? c->mount_run[t] : c->run;
+	c->mount_run[t] = 0;
+	if (c->o.max_write) {
+		snprintf(maxw, sizeof maxw, "--max-write=%s", c->o.max_write);
+		extra[n++] = maxw;
+	}
+	if (c->o.inject) {
+		extra[n++] = "--inject";
+		extra[n++] = (char *)c->o.inject;
+	}
 	if (t == T_EMU) {
 		snprintf(m->backing, sizeof m->backing, "%s/emu-backing", su->workdir);
 		if (mkdir(m->backing, 0700)) {
@@ -1160,10 +1226,6 @@ static int measure_mount(struct compare *c, int t)
 			return -1;
 		}
 	}
-	if (c->o.inject) {
-		extra[n++] = "--inject";
-		extra[n++] = (char *)c->o.inject;
-	}
 	extra[n] = NULL;
 	if (c->show && t == T_EMU)
 		fprintf(stderr, "compare: emu target: formatting %s as the store of "
@@ -1173,7 +1235,7 @@ static int measure_mount(struct compare *c, int t)
 	char label[32];
 	snprintf(label, sizeof label, "%s-fuse", target_label[t]);
 	for (int i = 0; i < 30 && !c->mount_run[t]; i++) {
-		c->mount_run[t] = fsp_store_find_mount_run(c->st, m->backing, c->run);
+		c->mount_run[t] = fsp_store_find_mount_run(c->st, m->backing, after);
 		if (!c->mount_run[t])
 			sleep_ms(100);
 	}
@@ -1181,7 +1243,7 @@ static int measure_mount(struct compare *c, int t)
 		fsp_store_adopt_run(c->st, c->mount_run[t], c->run, label);
 	char file[PATH_MAX + 16];
 	snprintf(file, sizeof file, "%s/target.dat", m->dir);
-	int r = run_target(&c->o, c->db, c->run, t, file, c->show);
+	int r = run_target(&c->o, c->db, c->run, t, file, c->show, 0);
 	if (!r && t == T_FSPRISM)
 		store_backing_layout(c, t, m->backing);
 	/* the emu file stays until unmount, which records its extents; the
@@ -1194,47 +1256,144 @@ static int measure_mount(struct compare *c, int t)
 		return -1;
 	}
 	if (!c->mount_run[t]) {
-		c->mount_run[t] = fsp_store_find_mount_run(c->st, m->backing, c->run);
+		c->mount_run[t] = fsp_store_find_mount_run(c->st, m->backing, after);
 		if (c->mount_run[t])
 			fsp_store_adopt_run(c->st, c->mount_run[t], c->run, label);
 	}
+	if (c->mount_run[t])
+		set_round(c, c->mount_run[t], round);
 	return r;
 }
 
-/* raw, then mkfs, fs, fsprism, umount, emu; stops at the first failure or
- * signal. */
-static int measure(struct compare *c)
+/* The engine run this round made (none if the child failed before its
+ * run row: then the newest is an earlier round's, and keeps its round). */
+static void mark_engine_round(struct compare *c, int t, int round)
+{
+	int64_t run = fsp_store_child_run(c->st, c->run, target_label[t]);
+	if (run > c->engine_run[t]) {
+		set_round(c, run, round);
+		c->engine_run[t] = run;
+	}
+}
+
+/* The native file system mounted, made afresh if raw or emu wrote over it. */
+static int ensure_fs(struct compare *c)
+{
+	if (c->su.fs_mounted)
+		return 0;
+	c->device_written = 1;
+	return make_fs(&c->su, &c->o);
+}
+
+/* One target of one round. */
+static int measure_target(struct compare *c, int t, int round)
 {
 	const struct opts *o = &c->o;
 	struct setup *su = &c->su;
-	if (o->want[T_RAW] && !stop_sig) {
+	int r = 0;
+	switch (t) {
+	case T_RAW:
+		/* raw writes the whole span: nothing may be mounted on it */
+		if (su->fs_mounted && umount_fs(su))
+			return -1;
 		if (fsp_params_reads(&c->params) &&
-		    prefill_raw(su->device, &c->params, o->span_arg, c->dev_size,
-				c->show))
+		    prefill_raw(su->device, &c->params, o->span_arg, c->dev_size, c->show))
 			return -1;
-		if (!stop_sig &&
-		    run_target(o, c->db, c->run, T_RAW, su->device, c->show))
+		/* after a file system or a store of compare's own: compare owns
+		 * the device (it passed the raw-write checks first) */
+		if (!stop_sig)
+			r = run_target(o, c->db, c->run, T_RAW, su->device, c->show,
+				       c->device_written);
+		break;
+	case T_FS: {
+		if (ensure_fs(c))
 			return -1;
-	}
-	if ((o->want[T_FS] || o->want[T_FSPRISM]) && !stop_sig && make_fs(su, o))
-		return -1;
-	if (o->want[T_FS] && !stop_sig) {
 		char file[PATH_MAX + 16];
 		snprintf(file, sizeof file, "%s/target.dat", su->fsdir);
-		int r = run_target(o, c->db, c->run, T_FS, file, c->show);
+		if (!stop_sig)
+			r = run_target(o, c->db, c->run, T_FS, file, c->show, 0);
 		unlink(file); /* room for the fsprism target's file */
-		if (r)
-			return -1;
+		break;
 	}
-	if (o->want[T_FSPRISM] && !stop_sig && measure_mount(c, T_FSPRISM))
-		return -1;
-	if (o->want[T_EMU] && !stop_sig) {
+	case T_FSPRISM:
+		if (ensure_fs(c))
+			return -1;
+		if (!stop_sig)
+			r = measure_mount(c, T_FSPRISM, round);
+		teardown_fuse(&su->fuse); /* a new mount point next round */
+		break;
+	case T_EMU:
 		/* the emulation takes over the whole device */
 		if (su->fs_mounted && umount_fs(su))
 			return -1;
-		if (!stop_sig && measure_mount(c, T_EMU))
-			return -1;
+		c->device_written = 1;
+		if (!stop_sig)
+			r = measure_mount(c, T_EMU, round);
+		teardown_fuse(&su->emu); /* a fresh namespace for the next store */
+		break;
 	}
+	mark_engine_round(c, t, round); /* an interrupted run keeps what it measured */
+	return r ? -1 : 0;
+}
+
+/*
+ * --replay: every round's device IO of the fs and emu targets, again on the
+ * raw device, once nothing is mounted on it any more.
+ */
+static int replay_all(struct compare *c)
+{
+	struct setup *su = &c->su;
+	if (su->fs_mounted && umount_fs(su))
+		return -1;
+	static const int targets[] = { T_FS, T_EMU };
+	for (size_t i = 0; i < 2 && !stop_sig; i++) {
+		int t = targets[i];
+		if (!c->o.want[t])
+			continue;
+		int64_t runs[MAX_ROUNDS], mounts[MAX_ROUNDS];
+		char label[32];
+		snprintf(label, sizeof label, "%s-fuse", target_label[t]);
+		int nr = fsp_store_child_runs(c->st, c->run, "run", target_label[t], runs,
+					      MAX_ROUNDS);
+		int nm = fsp_store_child_runs(c->st, c->run, "mount", label, mounts,
+					      MAX_ROUNDS);
+		for (int k = 0; k < nr && !stop_sig; k++) {
+			char err[1024];
+			if (c->show)
+				fprintf(stderr, "compare: replaying the %s target's device IO "
+					"of round %d on %s\n", target_label[t], k + 1,
+					su->device);
+			if (compare_replay(c->st, su->device, c->run, t, k, runs[k],
+					   k < nm ? mounts[k] : 0, &stop_sig, err, sizeof err)) {
+				fail("replay of the %s target: %s", target_label[t], err);
+				return -1;
+			}
+		}
+	}
+	return 0;
+}
+
+/*
+ * Every round runs every wanted target once; round 0 in the order raw, fs,
+ * fsprism, emu (raw first: it overwrites the device), round k rotated by k,
+ * so that no target always runs first or last. Stops at the first failure
+ * or signal.
+ */
+static int measure(struct compare *c)
+{
+	int order[T__COUNT], n = 0;
+	for (int t = 0; t < T__COUNT; t++)
+		if (c->o.want[t])
+			order[n++] = t;
+	for (int round = 0; round < c->o.rounds && !stop_sig; round++) {
+		if (c->show && c->o.rounds > 1)
+			fprintf(stderr, "compare: round %d of %d\n", round + 1, c->o.rounds);
+		for (int i = 0; i < n && !stop_sig; i++)
+			if (measure_target(c, order[(i + round) % n], round))
+				return -1;
+	}
+	if (c->o.replay && !stop_sig && replay_all(c))
+		return -1;
 	return stop_sig ? -1 : 0;
 }
 

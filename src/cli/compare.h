@@ -7,6 +7,8 @@
 #define FSP_CLI_COMPARE_H
 
 #include <limits.h>
+#include <signal.h>
+#include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
 
@@ -32,7 +34,10 @@ struct opts {
 	char joined[MAX_PASS][PATH_MAX + 64]; /* pass[i]'s text: "--key=value" */
 	char span_arg[64];    /* the common --span=, or "" */
 	const char *device_model; /* --device-model SPEC: the image on a model mount */
-	const char *inject;   /* --inject RULES for the fsprism and emu mounts */
+	int rounds;           /* --rounds: every target this many times, order rotated */
+	const char *max_write; /* --max-write: passed to the fsprism and emu mounts */
+	const char *inject;   /* --inject: passed to the fsprism and emu mounts */
+	int replay;           /* --replay: the fs and emu targets' device IO on raw */
 };
 
 /*
@@ -44,5 +49,22 @@ struct opts {
 void compare_report(FILE *out, struct fsp_store *st, const struct opts *o,
 		    const char *device, int64_t cmp_run,
 		    const int64_t mount_run[T__COUNT]);
+
+/*
+ * Replay the device IO of target t's round (the fs target's block rows of
+ * engine_run, the emu target's device rows of mount_run, step by step) on
+ * device, stored as a child run of cmp_run labelled replay-fs / replay-emu
+ * with attribute round (compare_replay.c). Stops early when *stop is set.
+ * 0, or -1 with err set.
+ */
+int compare_replay(struct fsp_store *st, const char *device, int64_t cmp_run, int t,
+		   int round, int64_t engine_run, int64_t mount_run,
+		   volatile sig_atomic_t *stop, char *err, size_t errlen);
+
+/*
+ * The diagnosis of compare run cmp_run (src/cli/diagnose.c), printed after
+ * the report.
+ */
+void compare_report_diagnosis(FILE *out, struct fsp_store *st, int64_t cmp_run);
 
 #endif

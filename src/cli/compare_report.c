@@ -15,6 +15,7 @@
 #include "src/base/ops.h"
 #include "src/base/units.h"
 #include "src/cli/compare.h"
+#include "src/cli/diagnose.h"
 #include "src/cli/stats.h"
 #include "src/cli/stats_layers.h"
 #include "src/db/decomp_rows.h"
@@ -389,6 +390,9 @@ void compare_report(FILE *out, struct fsp_store *st, const struct opts *o,
 			fprintf(out, " %s-fuse=%" PRId64, target_label[t], mount_run[t]);
 	}
 	fprintf(out, ")\n");
+	if (o->rounds > 1)
+		fprintf(out, "the table shows round %d of %d (its runs above); the diagnosis "
+			"below judges every round\n", o->rounds, o->rounds);
 	if (tr[T_EMU].run && mount_run[T_EMU]) {
 		char cow[32], journal[32], alloc[32];
 		fprintf(out, "emu: fsprism mount --cow=%s --journal=%s --alloc=%s with "
@@ -408,5 +412,13 @@ void compare_report(FILE *out, struct fsp_store *st, const struct opts *o,
 	for (int t = 0; t < T__COUNT; t++)
 		free(tr[t].rows);
 	free(h);
+	compare_report_diagnosis(out, st, cmp_run);
+}
+
+/* The verdicts (src/cli/diagnose.c), after the table and the splits. */
+void compare_report_diagnosis(FILE *out, struct fsp_store *st, int64_t cmp_run)
+{
+	if (fsp_diagnose_print(out, st, cmp_run, 0, "compare"))
+		fprintf(out, "\n(no diagnosis: see the message above)\n");
 }
 

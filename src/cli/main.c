@@ -25,6 +25,7 @@ static void usage(FILE *f)
 "                                           per-operation, per-layer latency statistics\n"
 "  report DB [--run N] [--vs M] -o FILE.html\n"
 "                                           the run's charts in one HTML file\n"
+"  diagnose DB [--run N] [--format F]       which layer and mechanism own a compare's differences\n"
 "  version, -V, --version                   print the version\n"
 "  help COMMAND                             a command's options (as COMMAND --help)\n"
 "\n"
@@ -44,6 +45,7 @@ static const struct {
 	{ "compare", cmd_compare },
 	{ "stats", cmd_stats },
 	{ "report", cmd_report },
+	{ "diagnose", cmd_diagnose },
 };
 
 static int (*find_command(const char *name))(int, char **)

@@ -342,3 +342,41 @@ int fsp_block_ios_op_lengths(struct fsp_store *st, int64_t run, int step, int64_
 	sqlite3_finalize(s);
 	return rc == SQLITE_DONE ? 0 : -1;
 }
+
+int fsp_block_ios_each(struct fsp_store *st, int64_t run, int step,
+		       int (*fn)(void *arg, const struct fsp_block_io *io), void *arg)
+{
+	sqlite3 *db = st->db;
+	int t = has_table(db);
+	if (t <= 0)
+		return t;
+	sqlite3_stmt *s;
+	if (sqlite3_prepare_v2(db,
+		"SELECT sector, bytes, op, flags, coalesce(tgid, 0), coalesce(queue_ns, 0),"
+		" coalesce(insert_ns, 0), issue_ns, complete_ns, error, coalesce(step, -1)"
+		" FROM block_ios WHERE run = ?1 AND (?2 < 0 OR step = ?2) ORDER BY issue_ns",
+		-1, &s, NULL) != SQLITE_OK)
+		return -1;
+	sqlite3_bind_int64(s, 1, run);
+	sqlite3_bind_int(s, 2, step);
+	int rc;
+	while ((rc = sqlite3_step(s)) == SQLITE_ROW) {
+		struct fsp_block_io io = {
+			.sector = (uint64_t)sqlite3_column_int64(s, 0),
+			.bytes = (uint32_t)sqlite3_column_int64(s, 1),
+			.op = (uint16_t)op_number((const char *)sqlite3_column_text(s, 2)),
+			.flags = (uint16_t)sqlite3_column_int(s, 3),
+			.tgid = (uint32_t)sqlite3_column_int64(s, 4),
+			.queue_ns = (uint64_t)sqlite3_column_int64(s, 5),
+			.insert_ns = (uint64_t)sqlite3_column_int64(s, 6),
+			.issue_ns = (uint64_t)sqlite3_column_int64(s, 7),
+			.complete_ns = (uint64_t)sqlite3_column_int64(s, 8),
+			.error = sqlite3_column_int(s, 9),
+			.step = sqlite3_column_int(s, 10),
+		};
+		if (fn(arg, &io))
+			break;
+	}
+	sqlite3_finalize(s);
+	return rc == SQLITE_DONE || rc == SQLITE_ROW ? 0 : -1;
+}

@@ -100,4 +100,9 @@ struct fsp_block_summary {
 };
 int fsp_block_ios_summary(struct fsp_store *st, int64_t run, struct fsp_block_summary *s);
 
+/* run's requests in step (-1: every request), in issue order; fn as in
+ * results.h (0 goes on). 0, or -1 on error; none without the table. */
+int fsp_block_ios_each(struct fsp_store *st, int64_t run, int step,
+		       int (*fn)(void *arg, const struct fsp_block_io *io), void *arg);
+
 #endif

@@ -174,4 +174,28 @@ int fsp_store_each_block_position(struct fsp_store *st, int64_t run,
 					    uint64_t bytes),
 				  void *arg);
 
+/* ---- what diagnose asks ----------------------------------------------------- */
+
+/*
+ * The runs of parent of kind ("run", "mount") labelled label, oldest first
+ * (one per round of `compare --rounds`), into ids[0..max): their number,
+ * -1 on error.
+ */
+int fsp_store_child_runs(struct fsp_store *st, int64_t parent, const char *kind,
+			 const char *label, int64_t *ids, int max);
+
+/* The newest run of kind ("compare"), 0 if none, -1 on error. */
+int64_t fsp_store_latest_run_of_kind(struct fsp_store *st, const char *kind);
+
+/* One op row as diagnose reads it. */
+struct fsp_op_row {
+	int op;
+	uint64_t offset, length, bytes;
+	uint64_t start_ns, total_ns, backing_ns, layer_ns, emu_ns;
+	uint64_t inject_ns; /* mount --inject's delay (part of layer_ns); 0 without the column */
+};
+/* run's op rows that started in [t0, t1] (CLOCK_MONOTONIC), by start_ns. */
+int fsp_store_each_op_in_window(struct fsp_store *st, int64_t run, int64_t t0, int64_t t1,
+				int (*fn)(void *arg, const struct fsp_op_row *r), void *arg);
+
 #endif

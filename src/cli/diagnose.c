@@ -1,0 +1,812 @@
+/*
+ * diagnose.c - `fsprism diagnose DB [--run N] [--format table|json]`: the
+ * verdicts of one compare run (docs/diagnose.md). This file reads the
+ * evidence out of the database into the structs of src/prism/diagnose.h
+ * (every round of every target: steps, histograms, block rows, the
+ * emulation's device rows, the mounts' FUSE rows, the replays of a target's
+ * device pattern) and prints what the rules there decide. compare prints
+ * the same after its table (fsp_diagnose_print).
+ */
+#include "config.h"
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "src/base/hist.h"
+#include "src/base/ops.h"
+#include "src/cli/cli.h"
+#include "src/cli/diagnose.h"
+#include "src/cli/opt.h"
+#include "src/cli/stats.h"
+#include "src/db/block_ios.h"
+#include "src/db/results.h"
+#include "src/db/store.h"
+#include "src/prism/diagnose.h"
+
+#define MAX_STEPS 64
+
+static const char *const dx_label[FSP_DX__TARGETS] = { "raw", "fs", "fsprism", "emu" };
+
+struct step_info {
+	int step;
+	char label[64];
+};
+
+/* Everything diagnose knows about one compare run. */
+struct dx_run {
+	int64_t cmp_run;
+	char fs[32];
+	int64_t runs[FSP_DX__TARGETS][FSP_DX_MAX_ROUNDS];   /* engine runs per round */
+	int64_t mounts[FSP_DX__TARGETS][FSP_DX_MAX_ROUNDS]; /* their mounts (fsprism, emu) */
+	int64_t replays[FSP_DX__TARGETS][FSP_DX_MAX_ROUNDS];
+	int nruns[FSP_DX__TARGETS], nmounts[FSP_DX__TARGETS], nreplays[FSP_DX__TARGETS];
+	int rounds;
+	struct step_info steps[MAX_STEPS];
+	int nsteps;
+	struct fsp_dx_step ev[FSP_DX__TARGETS][MAX_STEPS];
+	/* sums over the rounds that had each kind of evidence */
+	int lat_n[FSP_DX__TARGETS][MAX_STEPS], dev_n[FSP_DX__TARGETS][MAX_STEPS],
+	    fuse_n[FSP_DX__TARGETS][MAX_STEPS];
+	double seq_n[FSP_DX__TARGETS][MAX_STEPS], recent_n[FSP_DX__TARGETS][MAX_STEPS];
+	/* the user bytes of each round's step: a replay's MB/s is of those */
+	double user_bytes[FSP_DX__TARGETS][MAX_STEPS][FSP_DX_MAX_ROUNDS];
+};
+
+static const char *tname(const struct dx_run *d, int t)
+{
+	return t == FSP_DX_FS && d->fs[0] ? d->fs : dx_label[t];
+}
+
+/* ---- the device pattern ----------------------------------------------------
+ * Sequential share and read-after-write recency from a stream of device IOs
+ * in issue order. Computed here until the device-pattern module
+ * (src/prism/pattern) gives the same per step for every target: replace
+ * pattern_* with its numbers then. Definitions as the emulation's dev.seq_ios:
+ * an IO is sequential when it starts where one of the 32 most recent IOs
+ * ended; a read is recent when a 4 KiB block of it was written less than
+ * RECENT_NS before (a table of recent writes by block, collisions forget).
+ */
+#define PATTERN_ENDS 32
+#define RECENT_SLOTS (1u << 16)
+#define RECENT_NS 100000000ull
+
+struct pattern {
+	uint64_t ends[PATTERN_ENDS];
+	unsigned nends, next;
+	uint64_t *blk, *when; /* RECENT_SLOTS each: block number + 1, write time */
+	uint64_t ios, bytes, reads, seq_reads, next_reads, recent_reads, flushes;
+	uint64_t last_end; /* of the IO just before, + 1 (0: none yet) */
+	uint64_t dev_ns, flush_ns;
+};
+
+static int pattern_init(struct pattern *p)
+{
+	memset(p, 0, sizeof *p);
+	p->blk = calloc(RECENT_SLOTS, sizeof *p->blk);
+	p->when = calloc(RECENT_SLOTS, sizeof *p->when);
+	return p->blk && p->when ? 0 : -1;
+}
+
+static void pattern_free(struct pattern *p)
+{
+	free(p->blk);
+	free(p->when);
+}
+
+static void pattern_reset(struct pattern *p)
+{
+	uint64_t *blk = p->blk, *when = p->when;
+	memset(p, 0, sizeof *p);
+	p->blk = blk;
+	p->when = when;
+	memset(blk, 0, RECENT_SLOTS * sizeof *blk);
+}
+
+/* One IO: dir 0 read, 1 write, 2 flush; offset and len in bytes. */
+static void pattern_add(struct pattern *p, int dir, uint64_t off, uint64_t len,
+			uint64_t t_ns, uint64_t dev_ns)
+{
+	if (dir == 2) {
+		p->flushes++;
+		p->flush_ns += dev_ns;
+		return;
+	}
+	p->ios++;
+	p->bytes += len;
+	p->dev_ns += dev_ns;
+	uint64_t first = off >> 12, last = (off + (len ? len : 1) - 1) >> 12;
+	if (dir == 0) {
+		p->reads++;
+		if (p->last_end == off + 1)
+			p->next_reads++;
+		for (unsigned i = 0; i < p->nends; i++)
+			if (p->ends[i] == off) {
+				p->seq_reads++;
+				break;
+			}
+		for (uint64_t b = first; b <= last && b < first + 256; b++) {
+			unsigned slot = (unsigned)(b * 0x9e3779b97f4a7c15ull >> 48) % RECENT_SLOTS;
+			if (p->blk[slot] == b + 1 && t_ns - p->when[slot] < RECENT_NS) {
+				p->recent_reads++;
+				break;
+			}
+		}
+	} else {
+		for (uint64_t b = first; b <= last && b < first + 256; b++) {
+			unsigned slot = (unsigned)(b * 0x9e3779b97f4a7c15ull >> 48) % RECENT_SLOTS;
+			p->blk[slot] = b + 1;
+			p->when[slot] = t_ns;
+		}
+	}
+	p->last_end = off + len + 1;
+	p->ends[p->next] = off + len;
+	p->next = (p->next + 1) % PATTERN_ENDS;
+	if (p->nends < PATTERN_ENDS)
+		p->nends++;
+}
+
+static int pattern_block_row(void *arg, const struct fsp_block_io *io)
+{
+	struct pattern *p = arg;
+	uint64_t dev_ns = io->complete_ns > io->issue_ns ? io->complete_ns - io->issue_ns : 0;
+	int dir = io->op == FSP_BLOCK_READ ? 0 : io->op == FSP_BLOCK_WRITE ? 1 :
+		  io->op == FSP_BLOCK_FLUSH ? 2 : -1;
+	if (dir < 0)
+		return 0;
+	if (dir == 1 && (io->flags & 4)) /* FUA: the write and a flush */
+		p->flushes++;
+	if (dir != 2 || io->bytes == 0)
+		pattern_add(p, dir, io->sector * 512, io->bytes, io->issue_ns, dev_ns);
+	return 0;
+}
+
+/* The FUSE requests and the emulation's device rows of one step window. */
+struct window_acc {
+	struct pattern *pat;
+	uint64_t fuse_reqs, fuse_total, fuse_backing, fuse_layer, fuse_emu, fuse_inject;
+};
+
+static int window_row(void *arg, const struct fsp_op_row *r)
+{
+	struct window_acc *w = arg;
+	if (r->op == FSP_OP_READ || r->op == FSP_OP_WRITE) {
+		w->fuse_reqs++;
+		w->fuse_total += r->total_ns;
+		w->fuse_backing += r->backing_ns;
+		w->fuse_layer += r->layer_ns;
+		w->fuse_emu += r->emu_ns;
+		w->fuse_inject += r->inject_ns;
+	} else if (r->op == FSP_OP_DEV_READ) {
+		pattern_add(w->pat, 0, r->offset, r->length, r->start_ns, r->total_ns);
+	} else if (r->op == FSP_OP_DEV_FLUSH) {
+		pattern_add(w->pat, 2, 0, 0, r->start_ns, r->total_ns);
+	} else if (r->op >= FSP_OP_DEV_WRITE_DATA && r->op <= FSP_OP_DEV_WRITE_CKPT) {
+		pattern_add(w->pat, 1, r->offset, r->length, r->start_ns, r->total_ns);
+	}
+	return 0;
+}
+
+/* ---- reading the evidence ---------------------------------------------------- */
+
+struct step_load {
+	struct fsp_store *st;
+	struct dx_run *d;
+	int t, round;
+	int64_t run, mount;
+	struct fsp_hist *h;
+	struct pattern *pat;
+	int replay; /* loading a replay run: its MB/s only */
+};
+
+static int step_index(struct dx_run *d, const struct fsp_step_row *r)
+{
+	for (int i = 0; i < d->nsteps; i++)
+		if (d->steps[i].step == r->step)
+			return i;
+	if (d->nsteps == MAX_STEPS)
+		return -1;
+	struct step_info *s = &d->steps[d->nsteps];
+	s->step = r->step;
+	snprintf(s->label, sizeof s->label, "%s", r->label ? r->label : "");
+	return d->nsteps++;
+}
+
+/* quantile (µs) and sum/count of op in one step; 0 if none */
+static uint64_t op_hist(struct step_load *l, int step, int op, double q, double *qus,
+			uint64_t *sum)
+{
+	uint64_t bytes, errors;
+	*qus = 0;
+	*sum = 0;
+	if (fsp_store_load_hist(l->st, l->run, step, op, FSP_LAYER_TOTAL, l->h, &bytes,
+				&errors) != 1 || !l->h->count)
+		return 0;
+	*qus = (double)fsp_hist_quantile(l->h, q) / 1000.0;
+	*sum = l->h->sum;
+	return l->h->count;
+}
+
+static int load_step(void *arg, const struct fsp_step_row *r)
+{
+	struct step_load *l = arg;
+	struct dx_run *d = l->d;
+	int i = step_index(d, r);
+	if (i < 0)
+		return 0;
+	struct fsp_dx_step *e = &d->ev[l->t][i];
+	int k = l->round;
+	double busy = (double)r->busy_ns / 1e9;
+	double mbps = busy > 0 ? (double)(r->read_bytes + r->write_bytes) / 1e6 / busy : 0;
+	if (l->replay) {
+		/* the original step's user bytes in the replay's time: what the
+		 * application would have seen, had the device been all */
+		e->have_replay = 1;
+		e->replay_mbps[k] = busy > 0 ? d->user_bytes[l->t][i][k] / 1e6 / busy : 0;
+		if (k + 1 > e->replay_rounds)
+			e->replay_rounds = k + 1;
+		return 0;
+	}
+	e->present = 1;
+	e->read_pct = (int)r->read_pct;
+	e->qd = (int)r->qd;
+	e->seq = r->access && !strcmp(r->access, "seq");
+	e->block_size = (long)r->block_size;
+	if (k + 1 > e->nrounds)
+		e->nrounds = k + 1;
+	e->mbps[k] = mbps;
+	d->user_bytes[l->t][i][k] = (double)(r->read_bytes + r->write_bytes);
+	int main_op = r->read_pct >= 50 ? FSP_OP_READ : FSP_OP_WRITE;
+	double p50, p99, unused;
+	uint64_t sum_r, sum_w, sum;
+	op_hist(l, r->step, main_op, 0.50, &p50, &sum);
+	op_hist(l, r->step, main_op, 0.99, &p99, &sum);
+	e->p50[k] = p50;
+	e->p99[k] = p99;
+	uint64_t nr = op_hist(l, r->step, FSP_OP_READ, 0.5, &unused, &sum_r);
+	uint64_t nw = op_hist(l, r->step, FSP_OP_WRITE, 0.5, &unused, &sum_w);
+	uint64_t user_ios = nr + nw;
+	if (!user_ios)
+		return 0;
+	double lat = (double)(sum_r + sum_w) / (double)user_ios / 1000.0;
+	e->lat_us += lat;
+	d->lat_n[l->t][i]++;
+	double user_bytes = (double)(r->read_bytes + r->write_bytes);
+
+	/* the device view of this round */
+	pattern_reset(l->pat);
+	struct window_acc w = { .pat = l->pat };
+	if (l->t == FSP_DX_RAW || l->t == FSP_DX_FS)
+		fsp_block_ios_each(l->st, l->run, r->step, pattern_block_row, l->pat);
+	else if (l->mount)
+		fsp_store_each_op_in_window(l->st, l->mount, (int64_t)r->started_ns,
+					    (int64_t)r->ended_ns, window_row, &w);
+	struct pattern *p = l->pat;
+	if (p->ios) {
+		double n = (double)user_ios;
+		e->have_dev = 1;
+		e->dev_per_io += (double)p->ios / n;
+		e->dev_bytes += (double)p->bytes / (double)p->ios;
+		e->amp += user_bytes > 0 ? (double)p->bytes / user_bytes : 0;
+		e->flush_per_io += (double)p->flushes / n;
+		e->dev_us += (double)(p->dev_ns + p->flush_ns) / n / 1000.0;
+		e->flush_us += (double)p->flush_ns / n / 1000.0;
+		d->dev_n[l->t][i]++;
+		if (p->reads) {
+			e->read_seq += (double)p->seq_reads / (double)p->reads;
+			e->read_next += (double)p->next_reads / (double)p->reads;
+			e->recent_reads += (double)p->recent_reads / (double)p->reads;
+			d->seq_n[l->t][i]++;
+			d->recent_n[l->t][i]++;
+		}
+	}
+	if (w.fuse_reqs) {
+		double n = (double)user_ios;
+		double total = (double)w.fuse_total / n / 1000.0;
+		e->have_fuse = 1;
+		e->fuse_req_per_io += (double)w.fuse_reqs / n;
+		e->transport_us += lat > total ? lat - total : 0;
+		e->daemon_us += (double)w.fuse_layer / n / 1000.0;
+		e->emu_us += (double)w.fuse_emu / n / 1000.0;
+		e->backing_us += (double)w.fuse_backing / n / 1000.0;
+		e->inject_us += (double)w.fuse_inject / n / 1000.0;
+		d->fuse_n[l->t][i]++;
+	}
+	return 0;
+}
+
+/* The sums of the rounds into means. */
+static void finish_means(struct dx_run *d)
+{
+	for (int t = 0; t < FSP_DX__TARGETS; t++)
+		for (int i = 0; i < d->nsteps; i++) {
+			struct fsp_dx_step *e = &d->ev[t][i];
+			int n = d->lat_n[t][i], dn = d->dev_n[t][i], fn = d->fuse_n[t][i];
+			e->lat_us = n ? e->lat_us / n : -1;
+			if (dn) {
+				e->dev_per_io /= dn;
+				e->dev_bytes /= dn;
+				e->amp /= dn;
+				e->flush_per_io /= dn;
+				e->dev_us /= dn;
+				e->flush_us /= dn;
+			}
+			e->read_seq = d->seq_n[t][i] ? e->read_seq / d->seq_n[t][i] : -1;
+			e->read_next = d->seq_n[t][i] ? e->read_next / d->seq_n[t][i] : -1;
+			e->recent_reads = d->recent_n[t][i] ? e->recent_reads / d->recent_n[t][i] : -1;
+			if (fn) {
+				e->fuse_req_per_io /= fn;
+				e->transport_us /= fn;
+				e->daemon_us /= fn;
+				e->emu_us /= fn;
+				e->backing_us /= fn;
+				e->inject_us /= fn;
+			}
+		}
+}
+
+/* A child run's round: its attribute `round`, else its place k among its
+ * label's runs (a compare from before rounds); -1 beyond what is kept. */
+static int run_round(struct fsp_store *st, int64_t run, int k)
+{
+	char *v = fsp_store_attr(st, run, "round");
+	int r = v ? atoi(v) : k;
+	free(v);
+	return r >= 0 && r < FSP_DX_MAX_ROUNDS ? r : -1;
+}
+
+static int load(struct fsp_store *st, int64_t cmp_run, struct dx_run *d)
+{
+	memset(d, 0, sizeof *d);
+	d->cmp_run = cmp_run;
+	char *fs = fsp_store_attr(st, cmp_run, "fs");
+	snprintf(d->fs, sizeof d->fs, "%s", fs ? fs : "");
+	free(fs);
+	struct fsp_hist *h = malloc(sizeof *h);
+	struct pattern pat;
+	if (!h || pattern_init(&pat)) {
+		free(h);
+		pattern_free(&pat);
+		return -1;
+	}
+	int rc = 0;
+	for (int t = 0; t < FSP_DX__TARGETS && !rc; t++) {
+		char label[32];
+		d->nruns[t] = fsp_store_child_runs(st, cmp_run, "run", dx_label[t], d->runs[t],
+						   FSP_DX_MAX_ROUNDS);
+		snprintf(label, sizeof label, "%s-fuse", dx_label[t]);
+		d->nmounts[t] = fsp_store_child_runs(st, cmp_run, "mount", label, d->mounts[t],
+						     FSP_DX_MAX_ROUNDS);
+		snprintf(label, sizeof label, "replay-%s", dx_label[t]);
+		d->nreplays[t] = fsp_store_child_runs(st, cmp_run, "run", label, d->replays[t],
+						      FSP_DX_MAX_ROUNDS);
+		if (d->nruns[t] < 0 || d->nmounts[t] < 0 || d->nreplays[t] < 0) {
+			rc = -1;
+			break;
+		}
+		/* rounds by their attribute, so that a round missing on one
+		 * target (or a mount not adopted) pairs nothing wrongly */
+		int64_t mount_of[FSP_DX_MAX_ROUNDS] = { 0 };
+		for (int k = 0; k < d->nmounts[t]; k++) {
+			int r = run_round(st, d->mounts[t][k], k);
+			if (r >= 0)
+				mount_of[r] = d->mounts[t][k];
+		}
+		for (int k = 0; k < d->nruns[t]; k++) {
+			int r = run_round(st, d->runs[t][k], k);
+			if (r < 0)
+				continue;
+			if (r + 1 > d->rounds)
+				d->rounds = r + 1;
+			struct step_load l = { .st = st, .d = d, .t = t, .round = r,
+					       .run = d->runs[t][k], .h = h, .pat = &pat,
+					       .mount = mount_of[r] };
+			if (fsp_store_each_step(st, l.run, load_step, &l))
+				rc = -1;
+		}
+		for (int k = 0; k < d->nreplays[t]; k++) {
+			int r = run_round(st, d->replays[t][k], k);
+			if (r < 0)
+				continue;
+			struct step_load l = { .st = st, .d = d, .t = t, .round = r,
+					       .run = d->replays[t][k], .h = h, .pat = &pat,
+					       .replay = 1 };
+			if (fsp_store_each_step(st, l.run, load_step, &l))
+				rc = -1;
+		}
+	}
+	finish_means(d);
+	free(h);
+	pattern_free(&pat);
+	return rc;
+}
+
+/* ---- the verdicts --------------------------------------------------------------- */
+
+struct dx_result {
+	struct fsp_dx_verdict v[MAX_STEPS][FSP_DX__TARGETS]; /* [step][pair: by tb] */
+	int have[MAX_STEPS][FSP_DX__TARGETS];
+	struct fsp_dx_shape shape[FSP_DX__TARGETS];
+	int shape_done[FSP_DX__TARGETS];
+	enum fsp_dx_owner shape_owner[FSP_DX__TARGETS];
+};
+
+static int present(const struct dx_run *d, int t)
+{
+	return d->nruns[t] > 0;
+}
+
+static void judge_all(const struct dx_run *d, struct dx_result *res)
+{
+	memset(res, 0, sizeof *res);
+	for (int i = 0; i < d->nsteps; i++) {
+		int prev = -1;
+		for (int t = 0; t < FSP_DX__TARGETS; t++) {
+			if (!present(d, t) || !d->ev[t][i].present)
+				continue;
+			if (prev >= 0) {
+				const struct fsp_dx_step *a = &d->ev[prev][i], *b = &d->ev[t][i];
+				struct fsp_dx_pair p = {
+					.ta = prev, .tb = t, .a = a, .b = b,
+					.raw = present(d, FSP_DX_RAW) && d->ev[FSP_DX_RAW][i].present ?
+					       &d->ev[FSP_DX_RAW][i] : NULL,
+					.delta_us = a->lat_us >= 0 && b->lat_us >= 0 ?
+						    b->lat_us - a->lat_us : 0,
+				};
+				fsp_dx_pair_verdict(&p, &res->v[i][t]);
+				res->have[i][t] = 1;
+			}
+			prev = t;
+		}
+	}
+	/* the shapes, and who owns a bathtub */
+	for (int t = 0; t < FSP_DX__TARGETS; t++) {
+		if (!present(d, t))
+			continue;
+		/* each round's lower pure step: a step's ratio to it, per round */
+		double pure[FSP_DX_MAX_ROUNDS] = { 0 };
+		for (int i = 0; i < d->nsteps; i++) {
+			const struct fsp_dx_step *e = &d->ev[t][i];
+			if (!e->present || (e->read_pct != 0 && e->read_pct != 100))
+				continue;
+			for (int k = 0; k < e->nrounds; k++)
+				if (e->mbps[k] > 0 && (pure[k] == 0 || e->mbps[k] < pure[k]))
+					pure[k] = e->mbps[k];
+		}
+		struct fsp_dx_point pts[MAX_STEPS];
+		int n = 0;
+		for (int i = 0; i < d->nsteps; i++) {
+			const struct fsp_dx_step *e = &d->ev[t][i];
+			if (!e->present)
+				continue;
+			double lo = 1e300, hi = -1;
+			for (int k = 0; k < e->nrounds; k++) {
+				if (e->mbps[k] <= 0 || pure[k] <= 0)
+					continue;
+				double r = e->mbps[k] / pure[k];
+				lo = r < lo ? r : lo;
+				hi = r > hi ? r : hi;
+			}
+			pts[n].read_pct = e->read_pct;
+			pts[n].mbps = fsp_dx_median(e->mbps, e->nrounds);
+			pts[n++].spread = hi >= 0 && e->nrounds >= 2 && lo < hi + 1 ? hi - lo : -1;
+		}
+		if (fsp_dx_bathtub(pts, n, &res->shape[t]) == 0)
+			res->shape_done[t] = 1;
+	}
+	for (int t = 0; t < FSP_DX__TARGETS; t++) {
+		if (!res->shape_done[t] || !res->shape[t].found)
+			continue;
+		if (res->shape_done[FSP_DX_RAW] && res->shape[FSP_DX_RAW].found) {
+			res->shape_owner[t] = FSP_DX_DRIVE; /* the same mixes collapse on raw */
+			continue;
+		}
+		/* the owner named most often at the dip's steps, on the way down to t */
+		int count[FSP_DX__OWNERS] = { 0 };
+		const struct fsp_dx_shape *s = &res->shape[t];
+		for (int i = 0; i < d->nsteps; i++) {
+			int pct = d->ev[t][i].read_pct;
+			if (pct > s->first_pct || pct < s->last_pct)
+				continue;
+			for (int u = 1; u <= t; u++)
+				if (res->have[i][u] && res->v[i][u].owner > FSP_DX_UNKNOWN)
+					count[res->v[i][u].owner] += u == t ? 2 : 1;
+		}
+		enum fsp_dx_owner best = FSP_DX_UNKNOWN;
+		for (int o = FSP_DX_UNKNOWN + 1; o < FSP_DX__OWNERS; o++)
+			if (count[o] > (best == FSP_DX_UNKNOWN ? 0 : count[best]))
+				best = o;
+		res->shape_owner[t] = best;
+	}
+}
+
+/* ---- printing ---------------------------------------------------------------------- */
+
+static void print_table(FILE *out, const struct dx_run *d, const struct dx_result *res)
+{
+	fprintf(out, "\ndiagnosis of compare run %" PRId64 " (%d round%s", d->cmp_run,
+		d->rounds, d->rounds == 1 ? "" : "s");
+	if (d->rounds < 2)
+		fprintf(out, ": the round-to-round spread is unknown, so a difference cannot "
+			"be told from noise; compare --rounds 3 can)\n");
+	else
+		fprintf(out, "; a difference inside the round-to-round spread is noise)\n");
+	int count[FSP_DX__OWNERS] = { 0 };
+	for (int i = 0; i < d->nsteps; i++) {
+		int any = 0;
+		for (int t = 0; t < FSP_DX__TARGETS; t++)
+			any |= res->have[i][t];
+		if (!any)
+			continue;
+		const struct fsp_dx_step *e = NULL;
+		for (int t = 0; t < FSP_DX__TARGETS && !e; t++)
+			if (d->ev[t][i].present)
+				e = &d->ev[t][i];
+		fprintf(out, "step %d  %s  (%s, %ld KiB, QD%d, %d%% reads)\n", d->steps[i].step,
+			d->steps[i].label, e->seq ? "seq" : "random", e->block_size / 1024, e->qd,
+			e->read_pct);
+		for (int t = 0; t < FSP_DX__TARGETS; t++) {
+			if (!res->have[i][t])
+				continue;
+			const struct fsp_dx_verdict *v = &res->v[i][t];
+			char pair[80];
+			snprintf(pair, sizeof pair, "%s -> %s", tname(d, v->ta), tname(d, v->tb));
+			count[v->owner]++;
+			fprintf(out, "    %-18s %-16s %s\n", pair, fsp_dx_owner_name(v->owner),
+				v->evidence[0]);
+			if (v->have_lat)
+				fprintf(out, "    %-18s %-16s p50 %.0f -> %.0f us, p99 %.0f -> %.0f us\n",
+					"", "", v->p50.med_a, v->p50.med_b, v->p99.med_a,
+					v->p99.med_b);
+			if (v->evidence[1][0])
+				fprintf(out, "    %-18s %-16s %s\n", "", "", v->evidence[1]);
+		}
+	}
+	fprintf(out, "shape across mixes:\n");
+	for (int t = 0; t < FSP_DX__TARGETS; t++) {
+		if (!present(d, t))
+			continue;
+		const struct fsp_dx_shape *s = &res->shape[t];
+		if (!res->shape_done[t])
+			fprintf(out, "    %-8s no pure step: not a mix sweep\n", tname(d, t));
+		else if (!s->found)
+			fprintf(out, "    %-8s no bathtub\n", tname(d, t));
+		else
+			fprintf(out, "    %-8s bathtub: %d mixes from %d%% to %d%% reads below %.0f%% "
+				"of the pure steps (%.1f MB/s), lowest %.1f MB/s at %d%% reads "
+				"(%.2fx); owner %s\n", tname(d, t), s->nlow, s->first_pct,
+				s->last_pct, 100 * FSP_DX_DIP, s->pure_mbps, s->low_mbps,
+				s->low_pct, s->depth, fsp_dx_owner_name(res->shape_owner[t]));
+	}
+	fprintf(out, "owners:");
+	for (int o = 0; o < FSP_DX__OWNERS; o++)
+		if (count[o])
+			fprintf(out, " %s %d", fsp_dx_owner_name(o), count[o]);
+	fprintf(out, " (pairs of steps)\n");
+}
+
+static void json_num(FILE *out, const char *key, double v, int comma)
+{
+	fprintf(out, "\"%s\": %.6g%s", key, v, comma ? ", " : "");
+}
+
+static void json_cmp(FILE *out, const char *key, const struct fsp_dx_cmp *c)
+{
+	static const char *const j[] = { "inside", "outside", "spread-unknown" };
+	fprintf(out, "\"%s\": {", key);
+	json_num(out, "a", c->med_a, 1);
+	json_num(out, "b", c->med_b, 1);
+	json_num(out, "rel", c->rel, 1);
+	if (c->spread < 0)
+		fprintf(out, "\"spread\": null, ");
+	else
+		json_num(out, "spread", c->spread, 1);
+	fprintf(out, "\"paired\": %s, ", c->paired ? "true" : "false");
+	fprintf(out, "\"judgement\": \"%s\"}", j[c->j]);
+}
+
+/* The evidence of one step on one target, as the rules saw it. */
+static void json_step(FILE *out, const char *key, const struct fsp_dx_step *e)
+{
+	fprintf(out, "\"%s\": {", key);
+	json_num(out, "lat_us", e->lat_us, 1);
+	if (e->have_dev) {
+		json_num(out, "dev_per_io", e->dev_per_io, 1);
+		json_num(out, "dev_bytes", e->dev_bytes, 1);
+		json_num(out, "amp", e->amp, 1);
+		json_num(out, "flush_per_io", e->flush_per_io, 1);
+		json_num(out, "dev_us", e->dev_us, 1);
+		json_num(out, "flush_us", e->flush_us, 1);
+		json_num(out, "read_seq", e->read_seq, 1);
+		json_num(out, "read_next", e->read_next, 1);
+		json_num(out, "recent_reads", e->recent_reads, 1);
+	}
+	if (e->have_fuse) {
+		json_num(out, "fuse_req_per_io", e->fuse_req_per_io, 1);
+		json_num(out, "transport_us", e->transport_us, 1);
+		json_num(out, "daemon_us", e->daemon_us, 1);
+		json_num(out, "emu_us", e->emu_us, 1);
+		json_num(out, "backing_us", e->backing_us, 1);
+		json_num(out, "inject_us", e->inject_us, 1);
+	}
+	fprintf(out, "\"device_view\": %s, \"fuse_view\": %s}", e->have_dev ? "true" : "false",
+		e->have_fuse ? "true" : "false");
+}
+
+static void print_json(FILE *out, const struct dx_run *d, const struct dx_result *res)
+{
+	fprintf(out, "{\"compare_run\": %" PRId64 ", \"rounds\": %d, \"verdicts\": [",
+		d->cmp_run, d->rounds);
+	int first = 1;
+	for (int i = 0; i < d->nsteps; i++)
+		for (int t = 0; t < FSP_DX__TARGETS; t++) {
+			if (!res->have[i][t])
+				continue;
+			const struct fsp_dx_verdict *v = &res->v[i][t];
+			fprintf(out, "%s\n  {\"step\": %d, \"label\": ", first ? "" : ",",
+				d->steps[i].step);
+			first = 0;
+			fsp_json_str(out, d->steps[i].label);
+			fprintf(out, ", \"read_pct\": %d, \"a\": \"%s\", \"b\": \"%s\", "
+				"\"owner\": \"%s\", ", d->ev[t][i].read_pct, dx_label[v->ta],
+				dx_label[v->tb], fsp_dx_owner_name(v->owner));
+			json_cmp(out, "mbps", &v->mbps);
+			if (v->have_lat) {
+				fputs(", ", out);
+				json_cmp(out, "p50_us", &v->p50);
+				fputs(", ", out);
+				json_cmp(out, "p99_us", &v->p99);
+			}
+			fputs(", ", out);
+			json_step(out, "a_numbers", &d->ev[v->ta][i]);
+			fputs(", ", out);
+			json_step(out, "b_numbers", &d->ev[v->tb][i]);
+			fputs(", ", out);
+			json_num(out, "delta_us", v->delta_us, 1);
+			json_num(out, "claim_us", v->claim_us, 1);
+			fprintf(out, "\"evidence\": [");
+			fsp_json_str(out, v->evidence[0]);
+			fputs(", ", out);
+			fsp_json_str(out, v->evidence[1]);
+			fprintf(out, "]}");
+		}
+	fprintf(out, "\n], \"shapes\": [");
+	first = 1;
+	for (int t = 0; t < FSP_DX__TARGETS; t++) {
+		if (!present(d, t) || !res->shape_done[t])
+			continue;
+		const struct fsp_dx_shape *s = &res->shape[t];
+		fprintf(out, "%s\n  {\"target\": \"%s\", \"bathtub\": %s", first ? "" : ",",
+			dx_label[t], s->found ? "true" : "false");
+		first = 0;
+		if (s->found)
+			fprintf(out, ", \"first_pct\": %d, \"last_pct\": %d, \"mixes\": %d, "
+				"\"depth\": %.4f, \"pure_mbps\": %.2f, \"low_mbps\": %.2f, "
+				"\"low_pct\": %d, \"owner\": \"%s\"", s->first_pct, s->last_pct,
+				s->nlow, s->depth, s->pure_mbps, s->low_mbps, s->low_pct,
+				fsp_dx_owner_name(res->shape_owner[t]));
+		fputc('}', out);
+	}
+	fprintf(out, "\n]}\n");
+}
+
+int fsp_diagnose_print(FILE *out, struct fsp_store *st, int64_t cmp_run, int json,
+		       const char *cmd)
+{
+	struct dx_run *d = malloc(sizeof *d);
+	struct dx_result *res = malloc(sizeof *res);
+	int rc = -1;
+	if (!d || !res) {
+		fprintf(stderr, "fsprism %s: out of memory\n", cmd);
+		goto out;
+	}
+	if (load(st, cmp_run, d)) {
+		fprintf(stderr, "fsprism %s: cannot read compare run %" PRId64 ": %s\n", cmd,
+			cmp_run, fsp_store_errmsg(st));
+		goto out;
+	}
+	if (!d->rounds) {
+		fprintf(stderr, "fsprism %s: compare run %" PRId64 " has no measured target\n",
+			cmd, cmp_run);
+		goto out;
+	}
+	judge_all(d, res);
+	if (json)
+		print_json(out, d, res);
+	else
+		print_table(out, d, res);
+	rc = 0;
+out:
+	free(d);
+	free(res);
+	return rc;
+}
+
+/* ---- the command --------------------------------------------------------------------- */
+
+static void usage(FILE *f)
+{
+	fprintf(f,
+"usage: fsprism diagnose DB [--run N] [--format table|json]\n"
+"\n"
+"The verdicts of a compare run (default: the newest): for each step and each\n"
+"pair of neighbouring targets (raw -> native fs -> fsprism -> emu), the\n"
+"difference in MB/s and p50/p99, judged against the round-to-round spread\n"
+"(compare --rounds N), the one part that owns it and its evidence in numbers;\n"
+"and a collapse of the mixed steps (a bathtub) as a shape. See docs/diagnose.md.\n");
+}
+
+enum { OPT_RUN = 256, OPT_FORMAT };
+
+int cmd_diagnose(int argc, char **argv)
+{
+	static const struct option longopts[] = {
+		{ "run", required_argument, NULL, OPT_RUN },
+		{ "format", required_argument, NULL, OPT_FORMAT },
+		FSP_OPT_HELP,
+		{ NULL, 0, NULL, 0 },
+	};
+	struct fsp_opt g;
+	fsp_opt_init(&g, "diagnose", usage, longopts, "h", argc, argv);
+	const char *run_arg = NULL, *format = "table";
+	int c;
+	while ((c = fsp_opt_next(&g)) != FSP_OPT_END) {
+		if (c == FSP_OPT_EXIT)
+			return g.status;
+		if (c == OPT_RUN)
+			run_arg = g.arg;
+		else if (c == OPT_FORMAT)
+			format = g.arg;
+	}
+	if (g.npos == 0)
+		return fsp_usage_error("diagnose", "missing the database");
+	if (g.npos > 1)
+		return fsp_usage_error("diagnose", "unexpected argument '%s'", g.pos[1]);
+	int json = !strcmp(format, "json");
+	if (!json && strcmp(format, "table"))
+		return fsp_usage_error("diagnose", "unknown --format '%s' (table or json)",
+				       format);
+	int64_t run = 0;
+	if (run_arg) {
+		char *end;
+		run = strtoll(run_arg, &end, 10);
+		if (*end || run <= 0)
+			return fsp_usage_error("diagnose", "--run needs a positive run id, not "
+					       "'%s'", run_arg);
+	}
+	char err[1024];
+	struct fsp_store *st = fsp_store_open_readonly(g.pos[0], err, sizeof err);
+	if (!st) {
+		fprintf(stderr, "fsprism diagnose: %s\n", err);
+		return 1;
+	}
+	int rc = 1;
+	if (!run) {
+		run = fsp_store_latest_run_of_kind(st, "compare");
+		if (run <= 0) {
+			fprintf(stderr, "fsprism diagnose: no compare run in %s\n", g.pos[0]);
+			goto out;
+		}
+	} else {
+		struct fsp_run_row r;
+		int found = fsp_store_load_run(st, run, &r);
+		if (found != 1) {
+			fprintf(stderr, "fsprism diagnose: no run %" PRId64 " in %s\n", run,
+				g.pos[0]);
+			fsp_run_row_free(&r);
+			goto out;
+		}
+		if (!r.kind || strcmp(r.kind, "compare")) {
+			fprintf(stderr, "fsprism diagnose: run %" PRId64 " is of kind %s, not a "
+				"compare run (diagnose judges a compare's targets)\n", run,
+				r.kind ? r.kind : "?");
+			fsp_run_row_free(&r);
+			goto out;
+		}
+		fsp_run_row_free(&r);
+	}
+	if (!fsp_diagnose_print(stdout, st, run, json, "diagnose"))
+		rc = 0;
+out:
+	fsp_store_close(st);
+	return rc;
+}

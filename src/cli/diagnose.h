@@ -1,0 +1,22 @@
+/*
+ * diagnose.h - the diagnosis of one compare run, printed by `fsprism
+ * diagnose` and at the end of every `fsprism compare` (diagnose.c).
+ */
+#ifndef FSP_CLI_DIAGNOSE_H
+#define FSP_CLI_DIAGNOSE_H
+
+#include <stdint.h>
+#include <stdio.h>
+
+struct fsp_store;
+
+/*
+ * Read the evidence of compare run cmp_run (every round of every target,
+ * its device rows, its mounts' FUSE rows, its replays) and print the
+ * verdicts as a table or (json) one JSON object. 0, or -1 with the reason
+ * printed on stderr as "fsprism CMD: ...".
+ */
+int fsp_diagnose_print(FILE *out, struct fsp_store *st, int64_t cmp_run, int json,
+		       const char *cmd);
+
+#endif

@@ -1,0 +1,202 @@
+#!/bin/sh
+# it_diagnose.sh - diagnose proven on known causes: each case is a short
+# compare on the embedded default (compare --rounds 3, alternating) with one
+# cause injected, and diagnose must name that cause and no other as the
+# owner of every difference: a FUSE-layer read delay (mount --inject) is
+# fsprism's daemon, a --max-write below the IO size is the request size, and
+# with nothing injected nothing is named beyond the FUSE transport's known
+# cost (or noise). Also: every round stored with its `round`, the order
+# rotated, one round saying the spread is unknown, `fsprism diagnose` giving
+# compare's own verdicts, JSON, and bad input. With the model drive
+# (compare --device-model): a stream-switch penalty after --cow=always is
+# the relocation, confirmed by the replay; a read-after-write penalty is the
+# drive (raw degrades too); --journal=data with costly writes and flushes is
+# the extra IO.
+. "$TESTS_SRCDIR/lib.sh"
+
+mkdir "$T/tmp"
+TMPDIR="$T/tmp"
+export TMPDIR
+TINY="--size=512M --time=300ms --span=64M"
+
+nothing_left() {
+	loops=$(losetup -a | grep -F "$T/tmp" || true)
+	mounts=$(grep -F "$T/tmp" /proc/mounts || true)
+	files=$(ls -A "$T/tmp")
+	if [ -z "$loops$mounts$files" ]; then
+		ok "$1: nothing left behind"
+	else
+		not_ok "$1: left behind: loops [$loops] mounts [$mounts] files [$files]"
+		for m in $(grep -F "$T/tmp" /proc/mounts | cut -d' ' -f2 | sort -r); do
+			umount -l "$m"
+		done
+		for l in $(losetup -a | grep -F "$T/tmp" | cut -d: -f1); do
+			losetup -d "$l"
+		done
+		rm -rf "${T:?}/tmp" && mkdir "$T/tmp"
+	fi
+}
+
+# The owners diagnose names in DB's newest compare, one per line, sorted.
+owners() {
+	"$FSPRISM" diagnose "$1" --format json | grep '"step":' |
+		sed 's/.*"owner": "\([^"]*\)".*/\1/' | sort -u
+}
+
+# scenario NAME DB COMPARE-ARGS...: run it, check it ran and left nothing
+scenario() {
+	name=$1 db=$2
+	shift 2
+	# shellcheck disable=SC2086
+	"$FSPRISM" compare --db "$db" $TINY "$@" >"$T/$name.out" 2>"$T/$name.err"
+	rc=$?
+	expect_eq "$name: compare exits 0" 0 "$rc"
+	[ "$rc" -eq 0 ] || cat "$T/$name.err"
+	# the verdicts, for the log
+	sed -n '/^diagnosis of/,$s/^/# /p' "$T/$name.out"
+	nothing_left "$name"
+}
+
+# ---- no injection: the FUSE transport's known cost, or noise ----
+scenario plain "$T/plain.db" --targets fs,fsprism --mix=100,0 --rounds 3
+check "plain: compare prints the diagnosis" grep -q "^diagnosis of compare run" "$T/plain.out"
+o=$(owners "$T/plain.db" | tr '\n' ' ')
+bad=$(owners "$T/plain.db" | grep -v -x -e noise -e fuse-transport -e unknown || true)
+expect_eq "plain: no owner beyond the FUSE transport or noise (got: $o)" "" "$bad"
+if owners "$T/plain.db" | grep -q -x unknown; then
+	check "plain: an unknown is only a target faster than its neighbour" \
+		sh -c "! grep -A3 ' unknown ' '$T/plain.out' | grep -q 'no part explains'"
+else
+	ok "plain: no unknown"
+fi
+q() { sqlite3 "$1" "$2"; }
+expect_eq "plain: three fs runs, rounds 0 1 2" "0 1 2" \
+	"$(q "$T/plain.db" "SELECT a.value FROM runs r JOIN run_attrs a ON a.run=r.id AND a.key='round'
+	   WHERE r.label='fs' AND r.kind='run' ORDER BY r.id" | tr '\n' ' ' | sed 's/ $//')"
+expect_eq "plain: three mounts, rounds 0 1 2" "0 1 2" \
+	"$(q "$T/plain.db" "SELECT a.value FROM runs r JOIN run_attrs a ON a.run=r.id AND a.key='round'
+	   WHERE r.label='fsprism-fuse' ORDER BY r.id" | tr '\n' ' ' | sed 's/ $//')"
+# round 0: fs then fsprism; round 1 rotated: fsprism first
+order=$(q "$T/plain.db" "SELECT r.label FROM runs r JOIN run_attrs a ON a.run=r.id AND a.key='round'
+	WHERE r.kind='run' AND a.value IN ('0','1') ORDER BY r.id" | tr '\n' ' ' | sed 's/ $//')
+expect_eq "plain: the order rotates per round" "fs fsprism fsprism fs" "$order"
+check "plain: the table says which round it shows" \
+	grep -q "the table shows round 3 of 3" "$T/plain.out"
+"$FSPRISM" diagnose "$T/plain.db" >"$T/plain.all"
+expect_eq "plain: fsprism diagnose exits 0" 0 "$?"
+sed -n '/^diagnosis of compare run/,$p' "$T/plain.all" >"$T/plain.dx"
+sed -n '/^diagnosis of compare run/,$p' "$T/plain.out" >"$T/plain.cmp"
+check "plain: diagnose prints what compare printed" cmp -s "$T/plain.cmp" "$T/plain.dx"
+"$FSPRISM" diagnose "$T/plain.db" --format json >"$T/plain.json"
+expect_eq "plain: the JSON is valid" 1 \
+	"$(sqlite3 :memory: "SELECT json_valid(readfile('$T/plain.json'))")"
+expect_eq "plain: 2 steps x 1 pair of verdicts" 2 \
+	"$(sqlite3 :memory: "SELECT json_array_length(readfile('$T/plain.json'), '\$.verdicts')")"
+
+# ---- a FUSE-layer read delay: fsprism's daemon, nothing else ----
+scenario delay "$T/delay.db" --targets fs,fsprism --mix=100 --rounds 3 \
+	--inject 'op=read,delay=1ms'
+expect_eq "read delay: the one owner is fsprism's daemon" "fsprism-daemon" \
+	"$(owners "$T/delay.db" | tr '\n' ' ' | sed 's/ $//')"
+check "read delay: the evidence shows the daemon's time per IO, the injected part of it" \
+	grep -q "fsprism's own time in the handler .* us per IO, of it 1[0-9][0-9][0-9]\.[0-9] us injected" \
+	"$T/delay.out"
+
+# ---- a request-size change: --max-write 4k under 128 KiB writes ----
+scenario maxw "$T/maxw.db" --targets fs,fsprism --mix=0 --rounds 3 --max-write=4k
+expect_eq "max-write: the one owner is the request size" "request-size" \
+	"$(owners "$T/maxw.db" | tr '\n' ' ' | sed 's/ $//')"
+check "max-write: each IO became 32 FUSE requests" \
+	grep -q "became 32.00 FUSE requests" "$T/maxw.out"
+
+# ---- with one round the spread is unknown, and said so ----
+scenario one "$T/one.db" --targets fs,fsprism --mix=100
+check "one round: says the spread is unknown" grep -q "spread is unknown" "$T/one.out"
+check "one round: no 'round N of N' line" sh -c "! grep -q 'the table shows round' '$T/one.out'"
+
+# ---- the device-pattern replay: each round's emu device IO again on raw ----
+scenario replay "$T/replay.db" --targets raw,emu --cow=always --mix=50 --rounds 2 --replay
+expect_eq "replay: one replay-emu run per round" "0 1" \
+	"$(q "$T/replay.db" "SELECT a.value FROM runs r JOIN run_attrs a ON a.run=r.id AND a.key='round'
+	   WHERE r.label='replay-emu' ORDER BY r.id" | tr '\n' ' ' | sed 's/ $//')"
+of=$(q "$T/replay.db" "SELECT group_concat(a.value, ' ') FROM runs r JOIN run_attrs a
+	ON a.run=r.id AND a.key='replay.of' WHERE r.label='replay-emu'")
+mounts=$(q "$T/replay.db" "SELECT group_concat(id, ' ') FROM runs WHERE label='emu-fuse'")
+expect_eq "replay: of each round's emu mount" "$mounts" "$of"
+expect_eq "replay: every replay moved device IO, none skipped" "2 0" \
+	"$(q "$T/replay.db" "SELECT sum(a.key='replay.ios' AND cast(a.value AS INTEGER) > 0),
+	   sum(a.key='replay.skipped' AND a.value != '0') FROM runs r JOIN run_attrs a ON a.run=r.id
+	   WHERE r.label='replay-emu'" | tr '|' ' ')"
+expect_eq "replay: a steps row per replay" 2 \
+	"$(q "$T/replay.db" "SELECT count(*) FROM steps s JOIN runs r ON r.id=s.run WHERE r.label='replay-emu'")"
+check "replay: a verdict for raw -> emu" grep -q "^    raw -> emu " "$T/replay.out"
+
+# ---- the model drive (compare --device-model: under every target) ----
+# copy-on-write relocation: a mixed step with --cow=always relocates every
+# overwritten block, so the next step's sequential reads jump between home
+# and the allocator's frontier on emu, not on raw; a drive that charges a
+# stream switch makes them slow, and the replay of emu's device IO on raw
+# pays the same: the drive's response to the pattern relocation made.
+scenario cow "$T/cow.db" --targets raw,emu --cow=always --mix=30,100 --rounds 3 --replay \
+	--device-model switch=3ms
+# the mixed step pays the switches on raw too (a read and a write stream):
+# there, the FUSE transport's known cost, noise, or unknown when raw is the
+# slower one
+bad=$(owners "$T/cow.db" | grep -v -x -e cow-relocation -e fuse-transport -e noise -e unknown ||
+	true)
+expect_eq "cow: no owner but the relocation" "" "$bad"
+expect_eq "cow: the pure reads after the mixed step: relocation" "cow-relocation" \
+	"$("$FSPRISM" diagnose "$T/cow.db" --format json | grep '"read_pct": 100,' |
+	   sed 's/.*"owner": "\([^"]*\)".*/\1/')"
+check "cow: device reads lost their sequentiality" \
+	grep -q "application stream sequential, device reads sequential" "$T/cow.out"
+check "cow: the replay on raw reproduces it" \
+	grep -q "the drive's response to the pattern" "$T/cow.out"
+
+# a read-after-write penalty: raw's mixed steps collapse too, so the drive
+# owns the bathtub on every target that has one
+scenario raw "$T/raw.db" --targets raw,fs --access=random --span=2M --mix=100,70,30,0 \
+	--rounds 3 --device-model raw=2ms@50ms
+shapes=$("$FSPRISM" diagnose "$T/raw.db" --format json | grep '"target":')
+check "read-after-write: raw has the bathtub" sh -c "echo '$shapes' | grep -q '\"target\": \"raw\", \"bathtub\": true'"
+expect_eq "read-after-write: every bathtub's owner is the drive" "drive" \
+	"$(echo "$shapes" | grep '"bathtub": true' | sed 's/.*"owner": "\([^"]*\)".*/\1/' | sort -u)"
+bad=$(owners "$T/raw.db" | grep -v -x -e drive -e noise -e unknown || true)
+expect_eq "read-after-write: no pair names another cause" "" "$bad"
+
+# journal and flush IO: --journal=data writes every block twice and commits
+# with flushes, on a drive whose flushes cost 50 ms (the passthrough's
+# overwrites of a written file flush nothing)
+scenario journal "$T/journal.db" --targets fsprism,emu --journal=data --mix=0 --rounds 3 \
+	--device-model flush=50ms
+expect_eq "journal: the one owner is the extra IO" "extra-io" \
+	"$(owners "$T/journal.db" | tr '\n' ' ' | sed 's/ $//')"
+check "journal: the evidence has the bytes per user byte and the flushes" \
+	grep -q "device bytes per user byte 1.00 -> [12]\.[0-9]*, flushes per user IO 0.000 -> 0\.0[5-9]" "$T/journal.out"
+
+# ---- bad input ----
+"$FSPRISM" diagnose >/dev/null 2>"$T/e"
+expect_eq "diagnose without a database exits 2" 2 "$?"
+expect_eq "... one line" 1 "$(wc -l <"$T/e")"
+"$FSPRISM" diagnose "$T/none.db" >/dev/null 2>"$T/e"
+expect_eq "diagnose of a missing database exits 1" 1 "$?"
+check "... naming it" grep -q "none.db" "$T/e"
+"$FSPRISM" diagnose "$T/plain.db" --run 999 >/dev/null 2>"$T/e"
+expect_eq "diagnose of a missing run exits 1" 1 "$?"
+check "... naming it" grep -q "no run 999" "$T/e"
+fs_run=$(q "$T/plain.db" "SELECT min(id) FROM runs WHERE kind='run'")
+"$FSPRISM" diagnose "$T/plain.db" --run "$fs_run" >/dev/null 2>"$T/e"
+expect_eq "diagnose of a run of another kind exits 1" 1 "$?"
+check "... saying so" grep -q "not a compare run" "$T/e"
+"$FSPRISM" diagnose "$T/plain.db" --format xml >/dev/null 2>"$T/e"
+expect_eq "diagnose --format xml exits 2" 2 "$?"
+for bad in "--rounds 0" "--rounds 17" "--rounds x" "--max-write 1k" "--inject op=raed,delay=1us"; do
+	# shellcheck disable=SC2086
+	"$FSPRISM" compare --db "$T/bad.db" $bad >/dev/null 2>"$T/e"
+	rc=$?
+	expect_eq "compare $bad exits 2" 2 "$rc"
+	expect_eq "compare $bad: one line" 1 "$(wc -l <"$T/e")"
+done
+nothing_left "bad input"
+
+fsp_done
