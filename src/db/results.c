@@ -518,63 +518,6 @@ int fsp_store_each_timeline(struct fsp_store *st, int64_t run,
 			.write_ios = col_u64(s, 5),
 		};
 		if (fn(arg, sqlite3_column_int(s, 0), &t))
-
-/* ---- what diagnose asks ----------------------------------------------------- */
-
-int fsp_store_child_runs(struct fsp_store *st, int64_t parent, const char *kind,
-			 const char *label, int64_t *ids, int max)
-{
-	sqlite3_stmt *s = prepare_run(st, "SELECT id FROM runs WHERE parent=? AND kind=?"
-				      " AND label=? ORDER BY id", parent);
-	if (!s)
-		return -1;
-	sqlite3_bind_text(s, 2, kind, -1, SQLITE_STATIC);
-	sqlite3_bind_text(s, 3, label, -1, SQLITE_STATIC);
-	int n = 0, rc;
-	while ((rc = sqlite3_step(s)) == SQLITE_ROW && n < max)
-		ids[n++] = sqlite3_column_int64(s, 0);
-	return walk_end(s, rc) ? -1 : n;
-}
-
-int64_t fsp_store_latest_run_of_kind(struct fsp_store *st, const char *kind)
-{
-	sqlite3_stmt *s;
-	if (sqlite3_prepare_v2(st->db, "SELECT coalesce(max(id), 0) FROM runs WHERE kind=?",
-			       -1, &s, NULL) != SQLITE_OK)
-		return -1;
-	sqlite3_bind_text(s, 1, kind, -1, SQLITE_STATIC);
-	int64_t id = sqlite3_step(s) == SQLITE_ROW ? sqlite3_column_int64(s, 0) : -1;
-	sqlite3_finalize(s);
-	return id;
-}
-
-int fsp_store_each_op_in_window(struct fsp_store *st, int64_t run, int64_t t0, int64_t t1,
-				int (*fn)(void *arg, const struct fsp_op_row *r), void *arg)
-{
-	/* ops.inject_ns is newer than the version-2 and -3 files: 0 without it */
-	sqlite3_stmt *s = prepare_run(st,
-		"SELECT op, offset, length, bytes, start_ns, total_ns, backing_ns, layer_ns,"
-		" coalesce(emu_ns, 0), coalesce(inject_ns, 0) FROM ops"
-		" WHERE run=? AND start_ns BETWEEN ? AND ? ORDER BY start_ns", run);
-	if (!s)
-		s = prepare_run(st,
-			"SELECT op, offset, length, bytes, start_ns, total_ns, backing_ns,"
-			" layer_ns, coalesce(emu_ns, 0), 0 FROM ops"
-			" WHERE run=? AND start_ns BETWEEN ? AND ? ORDER BY start_ns", run);
-	if (!s)
-		return -1;
-	sqlite3_bind_int64(s, 2, t0);
-	sqlite3_bind_int64(s, 3, t1);
-	int rc;
-	while ((rc = sqlite3_step(s)) == SQLITE_ROW) {
-		struct fsp_op_row r = {
-			.op = sqlite3_column_int(s, 0), .offset = col_u64(s, 1),
-			.length = col_u64(s, 2), .bytes = col_u64(s, 3),
-			.start_ns = col_u64(s, 4), .total_ns = col_u64(s, 5),
-			.backing_ns = col_u64(s, 6), .layer_ns = col_u64(s, 7),
-			.emu_ns = col_u64(s, 8), .inject_ns = col_u64(s, 9),
-		};
-		if (fn(arg, &r))
 			break;
 	}
 	return walk_end(s, rc);
@@ -659,3 +602,63 @@ int fsp_store_each_block_position(struct fsp_store *st, int64_t run,
 	return walk_end(s, rc);
 }
 
+/* ---- what diagnose asks ----------------------------------------------------- */
+
+int fsp_store_child_runs(struct fsp_store *st, int64_t parent, const char *kind,
+			 const char *label, int64_t *ids, int max)
+{
+	sqlite3_stmt *s = prepare_run(st, "SELECT id FROM runs WHERE parent=? AND kind=?"
+				      " AND label=? ORDER BY id", parent);
+	if (!s)
+		return -1;
+	sqlite3_bind_text(s, 2, kind, -1, SQLITE_STATIC);
+	sqlite3_bind_text(s, 3, label, -1, SQLITE_STATIC);
+	int n = 0, rc;
+	while ((rc = sqlite3_step(s)) == SQLITE_ROW && n < max)
+		ids[n++] = sqlite3_column_int64(s, 0);
+	return walk_end(s, rc) ? -1 : n;
+}
+
+int64_t fsp_store_latest_run_of_kind(struct fsp_store *st, const char *kind)
+{
+	sqlite3_stmt *s;
+	if (sqlite3_prepare_v2(st->db, "SELECT coalesce(max(id), 0) FROM runs WHERE kind=?",
+			       -1, &s, NULL) != SQLITE_OK)
+		return -1;
+	sqlite3_bind_text(s, 1, kind, -1, SQLITE_STATIC);
+	int64_t id = sqlite3_step(s) == SQLITE_ROW ? sqlite3_column_int64(s, 0) : -1;
+	sqlite3_finalize(s);
+	return id;
+}
+
+int fsp_store_each_op_in_window(struct fsp_store *st, int64_t run, int64_t t0, int64_t t1,
+				int (*fn)(void *arg, const struct fsp_op_row *r), void *arg)
+{
+	/* ops.inject_ns is newer than the version-2 and -3 files: 0 without it */
+	sqlite3_stmt *s = prepare_run(st,
+		"SELECT op, offset, length, bytes, start_ns, total_ns, backing_ns, layer_ns,"
+		" coalesce(emu_ns, 0), coalesce(inject_ns, 0) FROM ops"
+		" WHERE run=? AND start_ns BETWEEN ? AND ? ORDER BY start_ns", run);
+	if (!s)
+		s = prepare_run(st,
+			"SELECT op, offset, length, bytes, start_ns, total_ns, backing_ns,"
+			" layer_ns, coalesce(emu_ns, 0), 0 FROM ops"
+			" WHERE run=? AND start_ns BETWEEN ? AND ? ORDER BY start_ns", run);
+	if (!s)
+		return -1;
+	sqlite3_bind_int64(s, 2, t0);
+	sqlite3_bind_int64(s, 3, t1);
+	int rc;
+	while ((rc = sqlite3_step(s)) == SQLITE_ROW) {
+		struct fsp_op_row r = {
+			.op = sqlite3_column_int(s, 0), .offset = col_u64(s, 1),
+			.length = col_u64(s, 2), .bytes = col_u64(s, 3),
+			.start_ns = col_u64(s, 4), .total_ns = col_u64(s, 5),
+			.backing_ns = col_u64(s, 6), .layer_ns = col_u64(s, 7),
+			.emu_ns = col_u64(s, 8), .inject_ns = col_u64(s, 9),
+		};
+		if (fn(arg, &r))
+			break;
+	}
+	return walk_end(s, rc);
+}
