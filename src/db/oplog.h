@@ -26,7 +26,7 @@
 struct fsp_store;
 
 /*
- * One operation (80 bytes). Device records (FSP_OP_DEV_*: the IOs the
+ * One operation (96 bytes). Device records (FSP_OP_DEV_*: the IOs the
  * copy-on-write / journaling emulation sends to its store) use the same
  * struct: node is the user operation's node, offset is the device offset,
  * and cause_ns is the start_ns of the user operation that caused the IO (0
@@ -46,7 +46,11 @@ struct fsp_rec {
 	uint64_t bytes;      /* bytes actually transferred (read/write) */
 	uint64_t emu_ns;     /* time in the emulation beyond moving the user's data */
 	uint64_t cause_ns;   /* device records: start_ns of the causing operation */
+	uint64_t fuse_unique; /* FUSE requests: the kernel's `unique` (0: unknown) */
+	uint64_t recv_ns;    /* FUSE requests: a worker read it from /dev/fuse (0: unknown) */
 };
+/* The record before fuse_unique and recv_ns: spill files of older builds. */
+#define FSP_REC_V1_LEN 80
 
 enum fsp_record_mode {
 	FSP_RECORD_OFF = 0, /* nothing at all: no histograms, no rows */
@@ -66,7 +70,7 @@ struct fsp_oplog;
  * store until fsp_oplog_close(), which writes the rows, histograms and
  * counts to it. ring_records is the capacity
  * of each producer thread's ring (rounded up to a power of two; 0 = default
- * 16384, 1 MiB). Returns NULL with errno set on failure.
+ * 16384, 1.5 MiB). Returns NULL with errno set on failure.
  */
 struct fsp_oplog *fsp_oplog_open(struct fsp_store *store, int64_t run_id,
 				 enum fsp_record_mode mode, unsigned sample_n,

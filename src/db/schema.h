@@ -44,7 +44,9 @@
 "  bytes INTEGER, result INTEGER,\n" \
 "  start_ns INTEGER, total_ns INTEGER, backing_ns INTEGER, layer_ns INTEGER,\n" \
 "  emu_ns INTEGER,              -- emulation's share beyond moving the user's data\n" \
-"  cause_ns INTEGER             -- dev_* rows: start_ns of the causing op (0: background)\n" \
+"  cause_ns INTEGER,            -- dev_* rows: start_ns of the causing op (0: background)\n" \
+"  fuse_unique INTEGER,         -- FUSE requests: the kernel's unique (0: unknown)\n" \
+"  recv_ns INTEGER              -- FUSE requests: read from /dev/fuse by a worker\n" \
 ");\n" \
 "CREATE TABLE IF NOT EXISTS hist(\n" \
 "  run INTEGER NOT NULL, step INTEGER NOT NULL, op INTEGER NOT NULL,\n" \

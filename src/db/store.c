@@ -24,8 +24,8 @@
 #include "src/sys/mountinfo.h"
 #include "src/db/store.h"
 
-#define INSERT_ROWS 64  /* rows per multi-row INSERT (15 columns: 960 params) */
-#define OPS_COLUMNS 15
+#define INSERT_ROWS 58  /* rows per multi-row INSERT (17 columns: 986 params) */
+#define OPS_COLUMNS 17
 
 /* SQLite's limit on parameters per statement is 32766 since 3.32 and 999
  * before: the multi-row insert must fit the older limit. */
@@ -148,6 +148,33 @@ static int create_schema(sqlite3 *db)
 	return rc;
 }
 
+/* Does table have column? (PRAGMA table_info; 0 on any error.) */
+static int has_column(sqlite3 *db, const char *table, const char *column)
+{
+	char sql[96];
+	sqlite3_stmt *s;
+	int found = 0;
+	snprintf(sql, sizeof(sql), "PRAGMA table_info(%s)", table);
+	if (sqlite3_prepare_v2(db, sql, -1, &s, NULL) != SQLITE_OK)
+		return 0;
+	while (!found && sqlite3_step(s) == SQLITE_ROW)
+		found = !strcmp((const char *)sqlite3_column_text(s, 1), column);
+	sqlite3_finalize(s);
+	return found;
+}
+
+/* ops.fuse_unique and ops.recv_ns (the FUSE request's identity), added to
+ * a database made before them; its older rows read as NULL (unknown). */
+static int migrate_ops_fuse(sqlite3 *db)
+{
+	int rc = SQLITE_OK;
+	if (!has_column(db, "ops", "fuse_unique"))
+		rc = exec_sql(db, "ALTER TABLE ops ADD COLUMN fuse_unique INTEGER");
+	if (rc == SQLITE_OK && !has_column(db, "ops", "recv_ns"))
+		rc = exec_sql(db, "ALTER TABLE ops ADD COLUMN recv_ns INTEGER");
+	return rc;
+}
+
 /*
  * Checked with access(2) before SQLite touches the file: SQLite's own
  * failure on a read-only or missing directory carries a stale errno from
@@ -242,6 +269,11 @@ struct fsp_store *fsp_store_open(const char *path, char *err, size_t errlen)
 			exec_sql(db, "ROLLBACK");
 			goto fail_quiet;
 		}
+	}
+	if (migrate_ops_fuse(db) != SQLITE_OK) {
+		set_err(err, errlen, "cannot %s database %s: %s", verb, path, db_reason(db));
+		exec_sql(db, "ROLLBACK");
+		goto fail_quiet;
 	}
 	if (exec_sql(db, "COMMIT") != SQLITE_OK)
 		goto fail;
@@ -621,8 +653,9 @@ static sqlite3_stmt *prepare_ops_insert(struct fsp_store *st, int rows)
 {
 	static const char head[] =
 		"INSERT INTO ops(run, step, op, node, pid, offset, length, bytes,"
-		" result, start_ns, total_ns, backing_ns, layer_ns, emu_ns, cause_ns) VALUES";
-	static const char group[] = "(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)";
+		" result, start_ns, total_ns, backing_ns, layer_ns, emu_ns, cause_ns,"
+		" fuse_unique, recv_ns) VALUES";
+	static const char group[] = "(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)";
 	size_t len = sizeof(head) + (size_t)rows * sizeof(group) + 1;
 	char *sql = malloc(len);
 	sqlite3_stmt *s = NULL;
@@ -660,6 +693,8 @@ static void bind_rec(sqlite3_stmt *s, int base, int64_t run, const struct fsp_re
 	sqlite3_bind_int64(s, base + 13, (int64_t)fsp_rec_layer_ns(r));
 	sqlite3_bind_int64(s, base + 14, (int64_t)r->emu_ns);
 	sqlite3_bind_int64(s, base + 15, (int64_t)r->cause_ns);
+	sqlite3_bind_int64(s, base + 16, (int64_t)r->fuse_unique);
+	sqlite3_bind_int64(s, base + 17, (int64_t)r->recv_ns);
 }
 
 static int step_reset(struct fsp_store *st, sqlite3_stmt *s)
