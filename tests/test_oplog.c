@@ -748,7 +748,7 @@ static void test_crash_damaged_frame(void **state)
 	assert_true(fd >= 0);
 	uint32_t len1;
 	assert_int_equal(pread(fd, &len1, 4, 256 + 8), 4); /* header, then frame 1 */
-	assert_true(len1 > 0 && len1 % 80 == 0);
+	assert_true(len1 > 0 && len1 % sizeof(struct fsp_rec) == 0);
 	char b = 0;
 	off_t in2 = 256 + 64 + (off_t)len1 + 64 + 7; /* inside frame 2's payload */
 	assert_int_equal(pread(fd, &b, 1, in2), 1);
@@ -757,8 +757,8 @@ static void test_crash_damaged_frame(void **state)
 	close(fd);
 
 	struct fsp_store *st = reopen("damaged.db");
-	assert_int_equal(q_int(st, "SELECT count(*) FROM ops WHERE run=1"), len1 / 80);
-	assert_int_equal(q_int(st, "SELECT max(offset) FROM ops WHERE run=1"), len1 / 80 - 1);
+	assert_int_equal(q_int(st, "SELECT count(*) FROM ops WHERE run=1"), len1 / sizeof(struct fsp_rec));
+	assert_int_equal(q_int(st, "SELECT max(offset) FROM ops WHERE run=1"), len1 / sizeof(struct fsp_rec) - 1);
 	assert_attr(st, "run.end", "crashed");
 	fsp_store_close(st);
 }

@@ -37,6 +37,7 @@
 #include <time.h>
 #include <unistd.h>
 #include <sys/file.h>
+#include <sys/sysmacros.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <sys/xattr.h>
@@ -50,6 +51,8 @@
 #include "fs/fuse/request.h"
 #include "src/db/oplog.h"
 #include "src/db/store.h"
+#include "src/trace/block.h"
+#include "src/trace/fuse.h"
 
 void fsp_daemon_pidfile_path(const char *mnt, char *out, size_t len)
 {
@@ -159,6 +162,10 @@ struct daemon {
 	struct fuse_session *se;
 	int pid_fd;
 	int mounted;
+	/* the kernel-side layers, mount to unmount (unless --no-trace) */
+	struct fsp_ftrace *ft;
+	struct fsp_btrace *bt;
+	uint64_t trace_start_ns, trace_end_ns;
 	int db_existed;
 	/* emulation */
 	struct emu_store *emu;
@@ -850,6 +857,99 @@ static void emu_save(struct daemon *d)
 }
 
 /*
+ * Once mounted: trace the mount's FUSE connection (its st_dev) and the block
+ * layer of the device its data goes to (the backing directory's, or the
+ * store's), as `fsprism run` does for its target. What cannot be traced is
+ * said in one line and stored; the mount works the same either way.
+ */
+/* The st_dev of the fsprism mount at mnt (the topmost there). 0, or -1. */
+static int mount_dev(const char *mnt, dev_t *dev)
+{
+	struct fsp_mountinfo mi;
+	struct fsp_mount m;
+	int found = -1;
+	if (fsp_mountinfo_open(&mi) < 0)
+		return -1;
+	while (fsp_mountinfo_next(&mi, &m) == 1)
+		if (!strcmp(m.mount_point, mnt) && !strcmp(m.fstype, "fuse.fsprism")) {
+			*dev = makedev(m.major, m.minor);
+			found = 0;
+		}
+	fsp_mountinfo_close(&mi);
+	return found;
+}
+
+static void trace_begin(struct daemon *d)
+{
+	const struct mount_opts *o = d->o;
+	char why[PATH_MAX + 512];
+	dev_t conn = 0;
+	if (o->no_trace) {
+		fsp_ftrace_save_untraced(d->store, d->run, "--no-trace");
+		fsp_btrace_save_untraced(d->store, d->run, "--no-trace");
+		return;
+	}
+	/* the connection from the mount table: a stat of the mount point
+	 * would wait for the workers, which do not run yet */
+	if (mount_dev(o->mnt, &conn) != 0) {
+		snprintf(why, sizeof(why), "cannot find %s in /proc/self/mountinfo", o->mnt);
+	} else {
+		d->trace_start_ns = fsp_now_ns();
+		d->ft = fsp_ftrace_start(conn, NULL, why, sizeof(why));
+	}
+	if (!d->ft) {
+		/* the same cause keeps the block layer from being traced */
+		fprintf(stderr, "fsprism mount: kernel-side layers not traced: %s\n", why);
+		fsp_ftrace_save_untraced(d->store, d->run, why);
+		fsp_btrace_save_untraced(d->store, d->run, why);
+		return;
+	}
+	struct fsp_btrace_devs devs;
+	if (fsp_btrace_devs_for(o->emu ? o->store : o->backing, &devs, why, sizeof(why)) == 0)
+		d->bt = fsp_btrace_start(&devs, NULL, why, sizeof(why));
+	if (!d->bt) {
+		fprintf(stderr, "fsprism mount: block layer not traced: %s\n", why);
+		fsp_btrace_save_untraced(d->store, d->run, why);
+	}
+}
+
+/* After unmount: detach, so that nothing stays attached. */
+static void trace_stop(struct daemon *d)
+{
+	if (d->ft || d->bt)
+		d->trace_end_ns = fsp_now_ns();
+	fsp_ftrace_stop(d->ft);
+	fsp_btrace_stop(d->bt);
+}
+
+/* Once the oplog is stored: the rows, in step 0 (the whole mount), and the
+ * counts. A loss is printed, never silent. */
+static int trace_save(struct daemon *d)
+{
+	int rc = 0;
+	if (d->ft) {
+		struct fsp_ftrace_counts c;
+		if (fsp_ftrace_save(d->ft, d->store, d->run, 0) != 0)
+			rc = -1;
+		fsp_ftrace_counts(d->ft, &c);
+		if (c.missed)
+			fprintf(stderr, "fsprism mount: FUSE trace of %s missed %" PRIu64
+				" request%s (fuse.trace_missed)\n", d->o->mnt, c.missed,
+				plural(c.missed));
+	}
+	if (d->bt) {
+		struct fsp_bt_window w = { d->trace_start_ns, d->trace_end_ns };
+		if (fsp_btrace_save(d->bt, d->store, d->run, &w, 1) != 0)
+			rc = -1;
+	}
+	fsp_ftrace_free(d->ft);
+	fsp_btrace_free(d->bt);
+	d->ft = NULL;
+	d->bt = NULL;
+	return rc;
+}
+
+/*
  * Everything up to a ready mount. Returns 0, or -1 with err filled. The
  * checks that need no database come first (the -o options are validated by
  * creating the session), so a bad input leaves the database untouched.
@@ -960,6 +1060,7 @@ static int daemon_start(struct daemon *d, char *err, size_t errlen)
 		return -1;
 	}
 	d->mounted = 1;
+	trace_begin(d);
 	return 0;
 }
 
@@ -1157,6 +1258,7 @@ static int daemon_finish(struct daemon *d, int serve_it)
 		if (res < 0)
 			status = 1;
 	}
+	trace_stop(d);
 	if (d->se) {
 		/* Unmount unless someone already did (fsprism umount, fusermount3 -u). */
 		char fstype[64];
@@ -1193,8 +1295,13 @@ static int daemon_finish(struct daemon *d, int serve_it)
 		snprintf(v, sizeof(v), "%" PRIu64, fsp_fs_direct_fallbacks(d->fs));
 		fsp_store_set_attr(d->store, d->run, "fuse.direct_fallbacks", v);
 	}
-	if (d->store && d->run > 0 && serve_it)
+	if (d->store && d->run > 0 && serve_it) {
 		emu_save(d);
+		if (trace_save(d) < 0)
+			status = 1;
+	}
+	fsp_ftrace_free(d->ft); /* a failed start's */
+	fsp_btrace_free(d->bt);
 	files_free(&d->files);
 	if (d->store) {
 		fsp_store_close(d->store);

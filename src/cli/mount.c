@@ -80,6 +80,8 @@ static void mount_usage(FILE *f)
 "  --entry-timeout S    name cache seconds [%.1f]\n"
 "  --count-inflight     record the most concurrent backing reads/writes\n"
 "                       as run attribute max_inflight_io [off]\n"
+"  --no-trace           do not trace the FUSE transport and the backing\n"
+"                       device's block layer with eBPF [traced]\n"
 "  -h, --help           this text\n"
 "\n"
 "copy-on-write / journaling emulation (on when --store is given or --cow or\n"
@@ -391,7 +393,7 @@ enum { OPT_LOG = 256, OPT_RECORD, OPT_THREADS, OPT_CLONE_FD, OPT_WRITEBACK,
        OPT_INFLIGHT, OPT_COW, OPT_JOURNAL, OPT_STORE, OPT_STORE_SIZE, OPT_FORMAT,
        OPT_DESTROY, OPT_ALLOC, OPT_COMMIT_INT, OPT_COMMIT_BYTES, OPT_JOURNAL_SIZE,
        OPT_NO_FLUSH, OPT_BLOCK_SIZE, OPT_TREE_DEPTH, OPT_EXTENT_COST, OPT_NO_FSYNC_COMMIT,
-       OPT_BACKING_IO, OPT_ADOPT, OPT_DROP_ORPHANS };
+       OPT_BACKING_IO, OPT_ADOPT, OPT_DROP_ORPHANS, OPT_NO_TRACE };
 
 /* Returns 0, or the exit status to return. */
 static int parse_mount_args(int argc, char **argv, struct mount_opts *o)
@@ -409,6 +411,7 @@ static int parse_mount_args(int argc, char **argv, struct mount_opts *o)
 		{ "attr-timeout", required_argument, NULL, OPT_ATTR_TO },
 		{ "entry-timeout", required_argument, NULL, OPT_ENTRY_TO },
 		{ "count-inflight", no_argument, NULL, OPT_INFLIGHT },
+		{ "no-trace", no_argument, NULL, OPT_NO_TRACE },
 		{ "cow", required_argument, NULL, OPT_COW },
 		{ "journal", required_argument, NULL, OPT_JOURNAL },
 		{ "store", required_argument, NULL, OPT_STORE },
@@ -456,6 +459,7 @@ static int parse_mount_args(int argc, char **argv, struct mount_opts *o)
 		case OPT_WRITEBACK: o->writeback_cache = 1; break;
 		case OPT_SPLICE: o->splice = 1; break;
 		case OPT_INFLIGHT: o->count_inflight = 1; break;
+		case OPT_NO_TRACE: o->no_trace = 1; break;
 		case OPT_BACKING_IO:
 			if (strcmp(optarg, "aio") && strcmp(optarg, "sync")) {
 				fprintf(stderr, "fsprism mount: invalid --backing-io '%s' (aio or sync)\n", optarg);

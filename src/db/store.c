@@ -163,12 +163,13 @@ static int has_column(sqlite3 *db, const char *table, const char *column)
 	return found;
 }
 
-/* ops.fuse_unique and ops.recv_ns (the FUSE request's identity), added to
- * a database made before them; its older rows read as NULL (unknown). */
-static int migrate_ops_fuse(sqlite3 *db)
+/* What version 3 gained after its first databases: the tables (all
+ * CREATE ... IF NOT EXISTS: fuse_reqs) and ops.fuse_unique, ops.recv_ns
+ * (the FUSE request's identity), whose older rows read as NULL (unknown). */
+static int migrate_v3(sqlite3 *db)
 {
-	int rc = SQLITE_OK;
-	if (!has_column(db, "ops", "fuse_unique"))
+	int rc = exec_sql(db, FSP_SCHEMA_SQL);
+	if (rc == SQLITE_OK && !has_column(db, "ops", "fuse_unique"))
 		rc = exec_sql(db, "ALTER TABLE ops ADD COLUMN fuse_unique INTEGER");
 	if (rc == SQLITE_OK && !has_column(db, "ops", "recv_ns"))
 		rc = exec_sql(db, "ALTER TABLE ops ADD COLUMN recv_ns INTEGER");
@@ -270,7 +271,7 @@ struct fsp_store *fsp_store_open(const char *path, char *err, size_t errlen)
 			goto fail_quiet;
 		}
 	}
-	if (migrate_ops_fuse(db) != SQLITE_OK) {
+	if (migrate_v3(db) != SQLITE_OK) {
 		set_err(err, errlen, "cannot %s database %s: %s", verb, path, db_reason(db));
 		exec_sql(db, "ROLLBACK");
 		goto fail_quiet;
