@@ -25,6 +25,7 @@
 #include "src/cli/stats.h"
 #include "src/db/results.h"
 #include "src/cli/stats_block.h"
+#include "src/cli/stats_fuse.h"
 #include "src/db/store.h"
 
 #define NQUANT 4
@@ -877,12 +878,16 @@ int fsp_stats_print(struct fsp_store *st, int64_t run, const char *format, unsig
 		if (!strcmp(format, "csv")) {
 			print_csv(&hdr, rows, n, &vw, out);
 			erc = fsp_stats_block_csv(st, run, out);
+			if (erc == 0)
+				erc = fsp_stats_fuse(st, run, format, out);
 		} else if (!strcmp(format, "json")) {
 			print_json(&hdr, rows, n, &vw, out);
 			if (vw.emulation)
 				erc = print_emulation_json(st, run, &acct, flags, out);
 			if (erc == 0)
 				erc = fsp_stats_block_json(st, run, out);
+			if (erc == 0)
+				erc = fsp_stats_fuse(st, run, format, out);
 			fputs("\n}\n", out);
 		} else {
 			print_table(&hdr, rows, n, &vw, out);
@@ -893,6 +898,8 @@ int fsp_stats_print(struct fsp_store *st, int64_t run, const char *format, unsig
 					" --cow/--journal/--store)\n");
 			if (erc == 0)
 				erc = fsp_stats_block_table(st, run, out);
+			if (erc == 0)
+				erc = fsp_stats_fuse(st, run, format, out);
 		}
 		if (erc < 0)
 			db_error(st);
