@@ -12,8 +12,8 @@
 # ring buffer made tiny (FSPRISM_FUSE_TRACE_RING_BYTES, a test knob) the
 # losses are counted; --no-trace stores nothing; without privilege to load
 # BPF programs (a mount in a user namespace) the mount works, ONE line says
-# why and no fuse_reqs rows are stored. No program stays attached after an
-# unmount, nothing stays mounted. Without eBPF in the build only the last
+# why and no fuse_reqs rows are stored. No program stays loaded after an
+# unmount or a SIGTERM, nothing stays mounted. Without eBPF in the build only the last
 # parts run.
 . "$TESTS_SRCDIR/lib.sh"
 
@@ -139,6 +139,23 @@ r=[o for o in t['ops'] if o['op']=='read'][0]; print(r['joined'], r['unjoined'])
 		test $((TR + MISSED)) -ge "$READS"
 	"$FSPRISM" stats "$DB" --run "$RUN" >"$T/stats"
 	check "stats prints the missed count" grep -q "requests traced, $MISSED missed" "$T/stats"
+fi
+
+# ---- SIGTERM: the daemon unmounts, stores the trace, leaves nothing loaded -----------
+if [ "$TRACED" = 1 ]; then
+	fsp_mount "$B" "$M" --log "$DB"
+	DPID=$(fsp_daemon_pid "$M")
+	PROGS=$(progs_of "$DPID")
+	dd if="$M/f" of=/dev/null bs=4k count=64 iflag=direct 2>/dev/null
+	kill -TERM "$DPID"
+	for _ in $(seq 100); do kill -0 "$DPID" 2>/dev/null || break; sleep 0.1; done
+	check "SIGTERM: the daemon exits" sh -c "! kill -0 $DPID 2>/dev/null"
+	check "SIGTERM: unmounted" sh -c "! mountpoint -q '$M'"
+	expect_eq "SIGTERM: no FUSE-transport program left loaded" "" "$(still_loaded $PROGS)"
+	RUN=$(last_run)
+	expect_eq "SIGTERM: the 64 reads joined to their traced requests" 64 \
+		"$(q "SELECT count(*) FROM ops o JOIN fuse_reqs f ON f.run=o.run
+			AND f.fuse_unique=o.fuse_unique WHERE o.run=$RUN AND o.op=13")"
 fi
 
 # ---- --no-trace ---------------------------------------------------------------------

@@ -52,6 +52,17 @@ static void summarize(int64_t *v, size_t n, struct part *p)
 	p->max = (double)v[n - 1] / 1e3;
 }
 
+/* op's queue and reply parts; 0 if op has no daemon rows at all. */
+static int op_parts(struct fsp_fuse_transport *x, int op, struct part *q, struct part *r)
+{
+	struct fsp_fuse_parts *p = &x->op[op];
+	if (!p->n && !p->unjoined)
+		return 0;
+	summarize(p->queue_ns, p->n, q);
+	summarize(p->reply_ns, p->n, r);
+	return 1;
+}
+
 static uint64_t attr_u64(struct fsp_store *st, int64_t run, const char *key)
 {
 	char *v = fsp_store_attr(st, run, key);
@@ -109,14 +120,12 @@ static void print_table(const struct summary *s, struct fsp_fuse_transport *x, F
 			fprintf(out, " %11s", h);
 		}
 	fputc('\n', out);
+	struct part q, r;
 	for (int op = 0; op < FSP_OP__COUNT; op++) {
-		struct fsp_fuse_parts *p = &x->op[op];
-		if (!p->n && !p->unjoined)
+		if (!op_parts(x, op, &q, &r))
 			continue;
-		struct part q, r;
-		summarize(p->queue_ns, p->n, &q);
-		summarize(p->reply_ns, p->n, &r);
-		fprintf(out, "%-15s %8zu %8" PRIu64, fsp_op_name(op), p->n, p->unjoined);
+		fprintf(out, "%-15s %8zu %8" PRIu64, fsp_op_name(op), x->op[op].n,
+			x->op[op].unjoined);
 		table_part(out, &q);
 		table_part(out, &r);
 		fputc('\n', out);
@@ -158,15 +167,12 @@ static void print_json(const struct summary *s, struct fsp_fuse_transport *x, FI
 		", \"negative\": %" PRIu64 ", \"ops\": [", s->requests, s->missed, x->joined,
 		x->daemon_unjoined, x->trace_unjoined, x->negative);
 	int first = 1;
+	struct part q, r;
 	for (int op = 0; op < FSP_OP__COUNT; op++) {
-		struct fsp_fuse_parts *p = &x->op[op];
-		if (!p->n && !p->unjoined)
+		if (!op_parts(x, op, &q, &r))
 			continue;
-		struct part q, r;
-		summarize(p->queue_ns, p->n, &q);
-		summarize(p->reply_ns, p->n, &r);
 		fprintf(out, "%s\n    {\"op\": \"%s\", \"joined\": %zu, \"unjoined\": %" PRIu64,
-			first ? "" : ",", fsp_op_name(op), p->n, p->unjoined);
+			first ? "" : ",", fsp_op_name(op), x->op[op].n, x->op[op].unjoined);
 		json_part(out, "queue", &q);
 		json_part(out, "reply", &r);
 		fputc('}', out);
@@ -201,13 +207,12 @@ int fsp_stats_fuse(struct fsp_store *st, int64_t run, const char *format, FILE *
 		goto out;
 	}
 	if (csv) {
-		for (int op = 0; have && op < FSP_OP__COUNT; op++) {
-			struct part q, r;
-			summarize(x.op[op].queue_ns, x.op[op].n, &q);
-			summarize(x.op[op].reply_ns, x.op[op].n, &r);
-			csv_part(out, run, op, "fuse_queue", &q);
-			csv_part(out, run, op, "fuse_reply", &r);
-		}
+		struct part q, r;
+		for (int op = 0; have && op < FSP_OP__COUNT; op++)
+			if (op_parts(&x, op, &q, &r)) {
+				csv_part(out, run, op, "fuse_queue", &q);
+				csv_part(out, run, op, "fuse_reply", &r);
+			}
 	} else if (json) {
 		fputs(",\n  \"fuse_transport\": {\"traced\": true", out);
 		print_json(&s, &x, out);
