@@ -18,6 +18,7 @@
 . "$TESTS_SRCDIR/lib.sh"
 
 command -v fio >/dev/null || fsp_skip "fio not installed"
+fsp_capture_daemon_reports
 DB=$T/fusetx.db
 q() { sqlite3 "$DB" "$1"; }
 attr() { q "SELECT value FROM run_attrs WHERE run=$RUN AND key='$1'"; }
@@ -190,4 +191,5 @@ elif [ "$TRACED" = 0 ]; then
 		"$(cat "$T/mount.err")"
 fi
 
+no_sanitizer_reports
 fsp_done
