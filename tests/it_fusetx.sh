@@ -48,9 +48,9 @@ M=$T/mnt
 mkdir "$B"
 
 # ---- a traced mount: writes with dd, reads with fio ------------------------------
-fsp_mount "$B" "$M" --log "$DB" 2>"$T/mount.err"
+fsp_mount "$B" "$M" --log "$DB" 2>"$T/mount1.err"
 expect_eq "mount" 0 "$?"
-if grep -q 'built without eBPF' "$T/mount.err"; then
+if grep -q 'built without eBPF' "$T/mount1.err"; then
 	TRACED=0
 else
 	TRACED=1
@@ -58,7 +58,7 @@ else
 fi
 DPID=$(fsp_daemon_pid "$M")
 if [ "$TRACED" = 1 ]; then
-	expect_eq "no 'not traced' line when tracing works" "" "$(cat "$T/mount.err")"
+	expect_eq "no 'not traced' line when tracing works" "" "$(cat "$T/mount1.err")"
 	PROGS=$(progs_of "$DPID")
 	expect_eq "the daemon holds the two FUSE-transport programs" 2 "$(echo $PROGS | wc -w)"
 fi
@@ -188,7 +188,10 @@ if [ "$TRACED" = 1 ] && unshare -Urm true 2>/dev/null; then
 elif [ "$TRACED" = 0 ]; then
 	expect_eq "built without eBPF: one line says why" \
 		"fsprism mount: kernel-side layers not traced: this fsprism was built without eBPF (configure --disable-bpf, or libbpf, clang, bpftool or the kernel's BTF were missing)" \
-		"$(cat "$T/mount.err")"
+		"$(cat "$T/mount1.err")"
+	expect_eq "built without eBPF: fuse.traced=0, no fuse_reqs rows" "0|0" \
+		"$(q "SELECT value FROM run_attrs WHERE run=1 AND key='fuse.traced'")|$(q "SELECT
+		count(*) FROM fuse_reqs")"
 fi
 
 no_sanitizer_reports
