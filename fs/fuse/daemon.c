@@ -19,6 +19,11 @@
  * from the backing tree; at unmount it closes the store before the oplog
  * (so the last commit's device IO is recorded) and stores the device
  * counters (dev.* run attributes) and every file's extents.
+ *
+ * It serves /dev/fuse with its own worker loop (serve), which tells each
+ * request its kernel `unique` and receive time; from mount to unmount it
+ * traces the mount's FUSE transport and its backing device's block layer
+ * with eBPF (src/trace/fuse.h, block.h), stored after the operation log.
  */
 #include "config.h"
 #define FUSE_USE_VERSION 314
@@ -856,12 +861,6 @@ static void emu_save(struct daemon *d)
 		fsp_store_save_emu_files(d->store, d->run, d->files.f, d->files.n);
 }
 
-/*
- * Once mounted: trace the mount's FUSE connection (its st_dev) and the block
- * layer of the device its data goes to (the backing directory's, or the
- * store's), as `fsprism run` does for its target. What cannot be traced is
- * said in one line and stored; the mount works the same either way.
- */
 /* The st_dev of the fsprism mount at mnt (the topmost there). 0, or -1. */
 static int mount_dev(const char *mnt, dev_t *dev)
 {
@@ -879,6 +878,12 @@ static int mount_dev(const char *mnt, dev_t *dev)
 	return found;
 }
 
+/*
+ * Once mounted: trace the mount's FUSE connection (its st_dev) and the block
+ * layer of the device its data goes to (the backing directory's, or the
+ * store's), as `fsprism run` does for its target. What cannot be traced is
+ * said in one line and stored; the mount works the same either way.
+ */
 static void trace_begin(struct daemon *d)
 {
 	const struct mount_opts *o = d->o;
