@@ -10,7 +10,8 @@
 # rate; the backing loop device's block requests are stored with the mount
 # run; `stats` shows the transport per op in table, JSON and CSV. With the
 # ring buffer made tiny (FSPRISM_FUSE_TRACE_RING_BYTES, a test knob) the
-# losses are counted; --no-trace stores nothing; without privilege to load
+# losses are counted, and so are requests sent onto a slot still open with
+# one slot (FSPRISM_FUSE_TRACE_INFLIGHT); --no-trace stores nothing; without privilege to load
 # BPF programs (a mount in a user namespace) the mount works, ONE line says
 # why and no fuse_reqs rows are stored. No program stays loaded after an
 # unmount or a SIGTERM, nothing stays mounted. Without eBPF in the build only the last
@@ -140,6 +141,22 @@ r=[o for o in t['ops'] if o['op']=='read'][0]; print(r['joined'], r['unjoined'])
 		test $((TR + MISSED)) -ge "$READS"
 	"$FSPRISM" stats "$DB" --run "$RUN" >"$T/stats"
 	check "stats prints the missed count" grep -q "requests traced, $MISSED missed" "$T/stats"
+
+	# ---- one slot for the requests in flight: taken-over slots are counted ----------
+	FSPRISM_FUSE_TRACE_INFLIGHT=1; export FSPRISM_FUSE_TRACE_INFLIGHT
+	fsp_mount "$B" "$M" --log "$DB"
+	unset FSPRISM_FUSE_TRACE_INFLIGHT
+	fio --name=s --filename="$M/f" --rw=randread --bs=4k --iodepth=16 --ioengine=libaio \
+		--direct=1 --size=1M --io_size=8M --output-format=json \
+		--output="$T/s.json" >"$T/fio.err" 2>&1
+	fsp_umount "$M"
+	RUN=$(last_run)
+	check "one slot: requests sent onto an open slot are counted ($(attr fuse.trace_map_full))" \
+		test "$(attr fuse.trace_map_full)" -gt 0
+	expect_eq "one slot: no row joins a wrong daemon row (opcode and order)" 0 \
+		"$(q "SELECT count(*) FROM ops o JOIN fuse_reqs f ON f.run=o.run
+			AND f.fuse_unique=o.fuse_unique WHERE o.run=$RUN AND o.op=13
+			AND (f.opcode != 15 OR o.recv_ns < f.send_ns OR f.end_ns < o.start_ns + o.total_ns)")"
 fi
 
 # ---- SIGTERM: the daemon unmounts, stores the trace, leaves nothing loaded -----------

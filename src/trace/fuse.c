@@ -103,10 +103,14 @@ struct fsp_ftrace *fsp_ftrace_start(dev_t dev, const struct fsp_ftrace_opts *o, 
 			 strerror(errno));
 		goto fail;
 	}
+	uint32_t slots = 1;
+	while (slots < inflight && slots < (1u << 20))
+		slots <<= 1;
 	ft->skel->rodata->conn = ft->conn;
+	ft->skel->rodata->slot_mask = slots - 1;
 	int err = bpf_map__set_max_entries(ft->skel->maps.events, (uint32_t)ring);
 	if (!err)
-		err = bpf_map__set_max_entries(ft->skel->maps.inflight, (uint32_t)inflight);
+		err = bpf_map__set_max_entries(ft->skel->maps.inflight, slots);
 	if (!err)
 		err = fsp_fuse_bpf__load(ft->skel);
 	if (err) {
@@ -128,18 +132,17 @@ fail:
 	return NULL;
 }
 
-/* Requests still in the map: sent, their end not seen. */
+/* Slots still open once detached: sent, their end not seen. */
 static uint64_t still_open(struct fsp_ftrace *ft)
 {
-	int fd = bpf_map__fd(ft->skel->maps.inflight);
-	uint64_t key, next, n = 0;
-	void *prev = NULL;
-	while (bpf_map_get_next_key(fd, prev, &next) == 0) {
-		n++;
-		key = next;
-		prev = &key;
-	}
-	return n;
+	struct bpf_map *m = ft->skel->maps.inflight;
+	uint32_t n = bpf_map__max_entries(m);
+	struct fsp_ft_sent v;
+	uint64_t open = 0;
+	for (uint32_t i = 0; i < n; i++)
+		if (bpf_map__lookup_elem(m, &i, sizeof(i), &v, sizeof(v), 0) == 0 && v.open)
+			open++;
+	return open;
 }
 
 void fsp_ftrace_stop(struct fsp_ftrace *ft)

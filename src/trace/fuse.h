@@ -20,7 +20,8 @@
 
 struct fsp_ftrace_opts {
 	size_t ring_bytes;   /* 0: 4 MiB, or FSPRISM_FUSE_TRACE_RING_BYTES */
-	size_t max_inflight; /* 0: 16384, or FSPRISM_FUSE_TRACE_INFLIGHT */
+	size_t max_inflight; /* slots for requests in flight, rounded up to a power
+				of two (0: 16384, or FSPRISM_FUSE_TRACE_INFLIGHT) */
 	size_t max_rows;     /* 0: 4 Mi, or FSPRISM_TRACE_MAX_ROWS */
 };
 
@@ -35,7 +36,7 @@ void fsp_ftrace_stop(struct fsp_ftrace *ft);
 struct fsp_ftrace_counts {
 	uint64_t requests;  /* rows kept */
 	uint64_t ring_full; /* ended when the ring buffer was full */
-	uint64_t map_full;  /* sent when the map of requests in flight was full */
+	uint64_t map_full;  /* sent onto a slot still open (more in flight than slots) */
 	uint64_t open;      /* sent, never ended before the trace stopped */
 	uint64_t rows_full; /* over max_rows or out of memory (user side) */
 	uint64_t unpaired;  /* ended with no send seen: sent before the trace began */

@@ -10,17 +10,22 @@
 #ifndef FSP_TRACE_FUSE_EVENT_H
 #define FSP_TRACE_FUSE_EVENT_H
 
-/* A request sent and not yet ended, in the program's `inflight` map. */
+/* A request sent and not yet ended: its slot of the program's `inflight`
+ * array, indexed by (unique >> 1) & slot_mask (uniques step by 2). */
 struct fsp_ft_sent {
+	__u64 unique;
 	__u64 send_ns;
 	__u32 opcode, len;
+	__u32 open, pad; /* sent, its end not yet seen */
 };
 
 /* Counters of the per-CPU `lost` array. */
 enum {
 	FSP_FT_RING_FULL = 0, /* ended, but the ring buffer was full */
-	FSP_FT_MAP_FULL = 1,  /* sent, but no room in `inflight`: its end unseen */
-	FSP_FT_UNPAIRED = 2,  /* ended with no send seen (sent before attach) */
+	FSP_FT_MAP_FULL = 1,  /* sent onto a slot still open: that request's end
+				 will not be seen (more in flight than slots) */
+	FSP_FT_UNPAIRED = 2,  /* ended with no send seen (sent before attach, or
+				 its slot taken over) */
 	FSP_FT_NLOST = 3,
 };
 
