@@ -122,15 +122,19 @@ r=[o for o in t['ops'] if o['op']=='read'][0]; print(r['joined'], r['unjoined'])
 		"$(awk -F, '$3=="read" && $4=="fuse_queue" {q=$5} $3=="read" && $4=="fuse_reply" {r=$5}
 			END {print q "|" r}' "$T/stats.csv")"
 
+	# knob_run VAR=VALUE QD BYTES: a mount with the test knob set in the daemon's
+	# environment, fio random 4 KiB reads of BYTES at QD, unmount; sets RUN
+	knob_run() {
+		env "$1" "$FSPRISM" mount --log "$DB" "$B" "$M"
+		fio --name=k --filename="$M/f" --rw=randread --bs=4k --iodepth="$2" \
+			--ioengine=libaio --direct=1 --size=1M --io_size="$3" \
+			--output-format=json --output="$T/k.json" >"$T/fio.err" 2>&1
+		fsp_umount "$M"
+		RUN=$(last_run)
+	}
+
 	# ---- a tiny ring buffer: the losses are counted -------------------------------
-	FSPRISM_FUSE_TRACE_RING_BYTES=4096; export FSPRISM_FUSE_TRACE_RING_BYTES
-	fsp_mount "$B" "$M" --log "$DB"
-	unset FSPRISM_FUSE_TRACE_RING_BYTES
-	fio --name=t --filename="$M/f" --rw=randread --bs=4k --iodepth=32 --ioengine=libaio \
-		--direct=1 --size=1M --io_size=80M --output-format=json \
-		--output="$T/t.json" >"$T/fio.err" 2>&1
-	fsp_umount "$M"
-	RUN=$(last_run)
+	knob_run FSPRISM_FUSE_TRACE_RING_BYTES=4096 32 80M
 	MISSED=$(attr fuse.trace_missed)
 	check "tiny ring buffer: requests missed are counted ($MISSED)" test "${MISSED:-0}" -gt 0
 	expect_eq "tiny ring buffer: missed = ring full + map full + open" "$MISSED" \
@@ -143,14 +147,7 @@ r=[o for o in t['ops'] if o['op']=='read'][0]; print(r['joined'], r['unjoined'])
 	check "stats prints the missed count" grep -q "requests traced, $MISSED missed" "$T/stats"
 
 	# ---- one slot for the requests in flight: taken-over slots are counted ----------
-	FSPRISM_FUSE_TRACE_INFLIGHT=1; export FSPRISM_FUSE_TRACE_INFLIGHT
-	fsp_mount "$B" "$M" --log "$DB"
-	unset FSPRISM_FUSE_TRACE_INFLIGHT
-	fio --name=s --filename="$M/f" --rw=randread --bs=4k --iodepth=16 --ioengine=libaio \
-		--direct=1 --size=1M --io_size=8M --output-format=json \
-		--output="$T/s.json" >"$T/fio.err" 2>&1
-	fsp_umount "$M"
-	RUN=$(last_run)
+	knob_run FSPRISM_FUSE_TRACE_INFLIGHT=1 16 8M
 	check "one slot: requests sent onto an open slot are counted ($(attr fuse.trace_map_full))" \
 		test "$(attr fuse.trace_map_full)" -gt 0
 	expect_eq "one slot: no row joins a wrong daemon row (opcode and order)" 0 \
