@@ -29,6 +29,7 @@
 #include <unistd.h>
 #include <cmocka.h>
 #include <sqlite3.h>
+#include <zlib.h>
 #include "src/db/oplog.h"
 #include "src/db/store.h"
 #include "tests/testdb.h"
@@ -724,6 +725,82 @@ static void test_crash_recovered_torn_tail(void **state)
 	fsp_store_close(st);
 }
 
+/*
+ * Rewrite a spill file (or its checkpoint, rows 0) of this build into the
+ * format of a build whose records were FSP_REC_V1_LEN bytes (before
+ * fuse_unique and recv_ns): header rec_len and CRC, each row frame's rows
+ * cut to their first 80 bytes, its length and CRC.
+ */
+static void spill_to_v1(const char *path)
+{
+	FILE *f = fopen(path, "rb");
+	assert_non_null(f);
+	unsigned char head[256];
+	assert_int_equal(fread(head, 1, sizeof(head), f), sizeof(head));
+	uint32_t v1 = FSP_REC_V1_LEN, crc;
+	memcpy(head + 20, &v1, 4);
+	crc = (uint32_t)crc32(0L, head, 252);
+	memcpy(head + 252, &crc, 4);
+	char tmp[200];
+	snprintf(tmp, sizeof(tmp), "%s.v1", path);
+	FILE *o = fopen(tmp, "wb");
+	assert_non_null(o);
+	fwrite(head, 1, sizeof(head), o);
+	unsigned char fh[64];
+	while (fread(fh, 1, sizeof(fh), f) == sizeof(fh)) {
+		uint32_t len;
+		uint16_t type;
+		memcpy(&len, fh + 8, 4);
+		memcpy(&type, fh + 4, 2);
+		unsigned char *pl = malloc(len ? len : 1);
+		assert_non_null(pl);
+		assert_int_equal(fread(pl, 1, len, f), len);
+		if (type == 1) { /* rows */
+			size_t n = len / sizeof(struct fsp_rec);
+			for (size_t i = 0; i < n; i++)
+				memmove(pl + i * FSP_REC_V1_LEN, pl + i * sizeof(struct fsp_rec),
+					FSP_REC_V1_LEN);
+			len = (uint32_t)(n * FSP_REC_V1_LEN);
+			memcpy(fh + 8, &len, 4);
+		}
+		memset(fh + 12, 0, 4);
+		uLong c = crc32(0L, fh, sizeof(fh));
+		crc = (uint32_t)crc32(c, pl, len);
+		memcpy(fh + 12, &crc, 4);
+		fwrite(fh, 1, sizeof(fh), o);
+		fwrite(pl, 1, len, o);
+		free(pl);
+	}
+	fclose(f);
+	fclose(o);
+	assert_int_equal(rename(tmp, path), 0);
+}
+
+/* A spill file an older build left (80-byte rows): recovered, each row as
+ * it was written, its FUSE identity unknown (0); never misread. */
+static void test_crash_old_spill(void **state)
+{
+	(void)state;
+	char sp[160], ck[176];
+	crash_child("old.db", FSP_RECORD_FULL, 3, 1000, 60, 1300);
+	spill_path(sp, sizeof(sp), "old.db");
+	snprintf(ck, sizeof(ck), "%s-hist", sp);
+	spill_to_v1(sp);
+	struct stat sb;
+	if (stat(ck, &sb) == 0)
+		spill_to_v1(ck);
+	struct fsp_store *st = reopen("old.db");
+	assert_int_equal(q_int(st, "SELECT count(*) FROM ops WHERE run=1"), 3000);
+	assert_int_equal(q_int(st, "SELECT count(DISTINCT offset) FROM ops WHERE run=1"), 3000);
+	assert_int_equal(q_int(st, "SELECT max(offset) FROM ops WHERE run=1"), 2999);
+	assert_int_equal(q_int(st, "SELECT count(*) FROM ops WHERE run=1 AND length=4096"
+			       " AND start_ns=offset AND fuse_unique=0 AND recv_ns=0"), 3000);
+	assert_int_equal(q_int(st, "SELECT sum(count) FROM hist WHERE run=1 AND layer=0"), 3000);
+	assert_attr(st, "run.end", "crashed");
+	assert_int_equal(stat(sp, &sb), -1);
+	fsp_store_close(st);
+}
+
 /* A damaged frame in the middle: the rows before it are stored, none after. */
 static void test_crash_damaged_frame(void **state)
 {
@@ -837,6 +914,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_layers_and_device_records, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_crash_recovered_torn_tail, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_crash_damaged_frame, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_crash_old_spill, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_crash_hist_checkpoint, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_live_spill_left_alone, setup, teardown),
 	};

@@ -324,6 +324,52 @@ static void test_v2_read_and_upgraded(void **state)
 	fsp_store_close(st);
 }
 
+
+/* A version-3 database from before the FUSE transport (no fuse_reqs, no
+ * ops.fuse_unique / recv_ns): read as it is, the join finding nothing; a
+ * writer adds the table and the columns, its older rows reading NULL, and
+ * new rows keep both. */
+static void test_v3_gains_fuse_columns(void **state)
+{
+	(void)state;
+	char path[128], err[512] = "";
+	path_in(path, sizeof(path), "v3old.db");
+	struct fsp_store *st = fsp_store_open(path, err, sizeof(err));
+	assert_non_null(st);
+	struct fsp_run_info info = { .kind = "mount", .record_mode = "full" };
+	int64_t run = fsp_store_begin_run(st, &info);
+	struct fsp_rec r = { .start_ns = 10, .total_ns = 5, .op = FSP_OP_READ };
+	assert_int_equal(fsp_store_insert_recs(st, run, &r, 1), 0);
+	fsp_store_close(st);
+	sqlite3 *db;
+	assert_int_equal(sqlite3_open(path, &db), SQLITE_OK);
+	assert_int_equal(sqlite3_exec(db, "ALTER TABLE ops DROP COLUMN recv_ns;"
+				      "ALTER TABLE ops DROP COLUMN fuse_unique;"
+				      "DROP TABLE fuse_reqs;", NULL, NULL, NULL), SQLITE_OK);
+	sqlite3_close(db);
+
+	struct fsp_store *ro = fsp_store_open_readonly(path, err, sizeof(err));
+	assert_non_null(ro);
+	struct fsp_fuse_transport x;
+	assert_int_equal(fsp_store_fuse_transport(ro, run, &x), 0);
+	FILE *out = fopen("/dev/null", "w");
+	assert_int_equal(fsp_stats_print(ro, run, "table", 0, out), 0);
+	fclose(out);
+	fsp_store_close(ro);
+
+	st = fsp_store_open(path, err, sizeof(err));
+	assert_non_null(st);
+	r.fuse_unique = 42;
+	r.recv_ns = 7;
+	assert_int_equal(fsp_store_insert_recs(st, run, &r, 1), 0);
+	fsp_store_close(st);
+	assert_int_equal(sqlite3_open(path, &db), SQLITE_OK);
+	assert_int_equal(q_int(db, "SELECT count(*) FROM sqlite_master WHERE name='fuse_reqs'"), 1);
+	assert_int_equal(q_int(db, "SELECT count(*) FROM ops WHERE fuse_unique IS NULL"
+			       " AND recv_ns IS NULL"), 1);
+	assert_int_equal(q_int(db, "SELECT count(*) FROM ops WHERE fuse_unique=42 AND recv_ns=7"), 1);
+	sqlite3_close(db);
+}
 static void test_not_a_database(void **state)
 {
 	char path[128], err[512] = "", buf[256];
@@ -691,6 +737,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_version_mismatch, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_v1_refused, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_v2_read_and_upgraded, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_v3_gains_fuse_columns, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_not_a_database, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_unwritable, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_recs_roundtrip, setup, teardown),

@@ -29,32 +29,32 @@ static struct fsp_block_io io_at(uint64_t queue, uint64_t insert, uint64_t issue
 static void test_cap_and_order(void **state)
 {
 	(void)state;
-	struct fsp_bt_rows r;
-	const size_t cap = 2 * FSP_BT_CHUNK_ROWS + 5;
-	fsp_bt_rows_init(&r, cap);
+	struct fsp_trows r;
+	const size_t cap = 2 * FSP_TROWS_CHUNK + 5;
+	fsp_trows_init(&r, sizeof(struct fsp_block_io), cap);
 	for (size_t i = 0; i < cap + 7; i++) {
 		struct fsp_block_io io = io_at(0, 0, 1000 + i);
 		io.sector = i;
-		assert_int_equal(fsp_bt_rows_add(&r, &io), i < cap ? 0 : -1);
+		assert_int_equal(fsp_trows_add(&r, &io), i < cap ? 0 : -1);
 	}
 	assert_int_equal(r.n, cap);
 	assert_int_equal(r.dropped, 7);
 	size_t seen = 0, chunks = 0;
-	for (struct fsp_bt_chunk *c = r.head; c; c = c->next, chunks++)
+	for (struct fsp_trows_chunk *c = r.head; c; c = c->next, chunks++)
 		for (size_t i = 0; i < c->n; i++, seen++)
-			assert_int_equal(c->rows[i].sector, seen);
+			assert_int_equal(FSP_TROWS_AT(c, struct fsp_block_io, i)->sector, seen);
 	assert_int_equal(seen, cap);
 	assert_int_equal(chunks, 3);
-	fsp_bt_rows_free(&r);
+	fsp_trows_free(&r);
 	assert_null(r.head);
 
 	/* cap 0: nothing kept, everything counted */
-	fsp_bt_rows_init(&r, 0);
+	fsp_trows_init(&r, sizeof(struct fsp_block_io), 0);
 	struct fsp_block_io io = io_at(1, 0, 2);
-	assert_int_equal(fsp_bt_rows_add(&r, &io), -1);
+	assert_int_equal(fsp_trows_add(&r, &io), -1);
 	assert_int_equal(r.n, 0);
 	assert_int_equal(r.dropped, 1);
-	fsp_bt_rows_free(&r);
+	fsp_trows_free(&r);
 }
 
 static void test_assign_steps(void **state)
@@ -77,21 +77,21 @@ static void test_assign_steps(void **state)
 		{ io_at(0, 0, 5), -1 },      /* before everything */
 	};
 	const size_t n = sizeof(cases) / sizeof(cases[0]);
-	struct fsp_bt_rows r;
-	fsp_bt_rows_init(&r, 100);
+	struct fsp_trows r;
+	fsp_trows_init(&r, sizeof(struct fsp_block_io), 100);
 	for (size_t i = 0; i < n; i++)
-		assert_int_equal(fsp_bt_rows_add(&r, &cases[i].io), 0);
+		assert_int_equal(fsp_trows_add(&r, &cases[i].io), 0);
 	fsp_bt_rows_assign_steps(&r, w, sizeof(w) / sizeof(w[0]));
 	for (size_t i = 0; i < n; i++) {
-		if (r.head->rows[i].step != cases[i].step)
-			fail_msg("case %zu: step %d, expected %d", i, r.head->rows[i].step,
+		if (FSP_TROWS_AT(r.head, struct fsp_block_io, i)->step != cases[i].step)
+			fail_msg("case %zu: step %d, expected %d", i, FSP_TROWS_AT(r.head, struct fsp_block_io, i)->step,
 				 cases[i].step);
 	}
 	/* no windows at all: every row outside */
 	fsp_bt_rows_assign_steps(&r, w, 0);
 	for (size_t i = 0; i < n; i++)
-		assert_int_equal(r.head->rows[i].step, -1);
-	fsp_bt_rows_free(&r);
+		assert_int_equal(FSP_TROWS_AT(r.head, struct fsp_block_io, i)->step, -1);
+	fsp_trows_free(&r);
 }
 
 /* Many steps, many rows: the binary search agrees with a linear scan. */
@@ -104,24 +104,24 @@ static void test_assign_many(void **state)
 		w[i].start_ns = 1000 + (uint64_t)i * 1000;
 		w[i].end_ns = w[i].start_ns + 700;
 	}
-	struct fsp_bt_rows r;
-	fsp_bt_rows_init(&r, NR);
+	struct fsp_trows r;
+	fsp_trows_init(&r, sizeof(struct fsp_block_io), NR);
 	srand(7);
 	for (int i = 0; i < NR; i++) {
 		struct fsp_block_io io = io_at((uint64_t)(rand() % 40000), 0, 50000);
-		fsp_bt_rows_add(&r, &io);
+		fsp_trows_add(&r, &io);
 	}
 	fsp_bt_rows_assign_steps(&r, w, NW);
-	for (struct fsp_bt_chunk *c = r.head; c; c = c->next)
+	for (struct fsp_trows_chunk *c = r.head; c; c = c->next)
 		for (size_t i = 0; i < c->n; i++) {
 			int want = -1;
 			for (int k = 0; k < NW; k++)
-				if (w[k].start_ns <= c->rows[i].queue_ns &&
-				    c->rows[i].queue_ns <= w[k].end_ns)
+				if (w[k].start_ns <= FSP_TROWS_AT(c, struct fsp_block_io, i)->queue_ns &&
+				    FSP_TROWS_AT(c, struct fsp_block_io, i)->queue_ns <= w[k].end_ns)
 					want = k;
-			assert_int_equal(c->rows[i].step, want);
+			assert_int_equal(FSP_TROWS_AT(c, struct fsp_block_io, i)->step, want);
 		}
-	fsp_bt_rows_free(&r);
+	fsp_trows_free(&r);
 }
 
 static void test_devs_format(void **state)

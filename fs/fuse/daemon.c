@@ -19,12 +19,19 @@
  * from the backing tree; at unmount it closes the store before the oplog
  * (so the last commit's device IO is recorded) and stores the device
  * counters (dev.* run attributes) and every file's extents.
+ *
+ * It serves /dev/fuse with its own worker loop (serve), which tells each
+ * request its kernel `unique` and receive time; from mount to unmount it
+ * traces the mount's FUSE transport and its backing device's block layer
+ * with eBPF (src/trace/fuse.h, block.h), stored after the operation log.
  */
 #include "config.h"
 #define FUSE_USE_VERSION 314
 #include <errno.h>
 #include <fcntl.h>
 #include <ftw.h>
+#include <pthread.h>
+#include <semaphore.h>
 #include <inttypes.h>
 #include <limits.h>
 #include <signal.h>
@@ -35,18 +42,23 @@
 #include <time.h>
 #include <unistd.h>
 #include <sys/file.h>
+#include <sys/sysmacros.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <sys/xattr.h>
 #include <fuse_lowlevel.h>
+#include <linux/fuse.h>
 #include "src/sys/mountinfo.h"
 #include "fs/emu/store.h"
 #include "fs/fuse/daemon.h"
 #include "fs/fuse/fuse_fs.h"
 #include "fs/fuse/inject.h"
 #include "fs/fuse/inode.h"
+#include "fs/fuse/request.h"
 #include "src/db/oplog.h"
 #include "src/db/store.h"
+#include "src/trace/block.h"
+#include "src/trace/fuse.h"
 
 void fsp_daemon_pidfile_path(const char *mnt, char *out, size_t len)
 {
@@ -156,6 +168,10 @@ struct daemon {
 	struct fuse_session *se;
 	int pid_fd;
 	int mounted;
+	/* the kernel-side layers, mount to unmount (unless --no-trace) */
+	struct fsp_ftrace *ft;
+	struct fsp_btrace *bt;
+	uint64_t trace_start_ns, trace_end_ns;
 	int db_existed;
 	/* emulation */
 	struct emu_store *emu;
@@ -867,6 +883,99 @@ static void model_save(struct daemon *d)
 	set_attr_u64(d, "model.jitter_ns", s.jitter_ns);
 }
 
+/* The st_dev of the fsprism mount at mnt (the topmost there). 0, or -1. */
+static int mount_dev(const char *mnt, dev_t *dev)
+{
+	struct fsp_mountinfo mi;
+	struct fsp_mount m;
+	int found = -1;
+	if (fsp_mountinfo_open(&mi) < 0)
+		return -1;
+	while (fsp_mountinfo_next(&mi, &m) == 1)
+		if (!strcmp(m.mount_point, mnt) && !strcmp(m.fstype, "fuse.fsprism")) {
+			*dev = makedev(m.major, m.minor);
+			found = 0;
+		}
+	fsp_mountinfo_close(&mi);
+	return found;
+}
+
+/*
+ * Once mounted: trace the mount's FUSE connection (its st_dev) and the block
+ * layer of the device its data goes to (the backing directory's, or the
+ * store's), as `fsprism run` does for its target. What cannot be traced is
+ * said in one line and stored; the mount works the same either way.
+ */
+static void trace_begin(struct daemon *d)
+{
+	const struct mount_opts *o = d->o;
+	char why[PATH_MAX + 512];
+	dev_t conn = 0;
+	if (o->no_trace) {
+		fsp_ftrace_save_untraced(d->store, d->run, "--no-trace");
+		fsp_btrace_save_untraced(d->store, d->run, "--no-trace");
+		return;
+	}
+	/* the connection from the mount table: a stat of the mount point
+	 * would wait for the workers, which do not run yet */
+	if (mount_dev(o->mnt, &conn) != 0) {
+		snprintf(why, sizeof(why), "cannot find %s in /proc/self/mountinfo", o->mnt);
+	} else {
+		d->trace_start_ns = fsp_now_ns();
+		d->ft = fsp_ftrace_start(conn, NULL, why, sizeof(why));
+	}
+	if (!d->ft) {
+		/* the same cause keeps the block layer from being traced */
+		fprintf(stderr, "fsprism mount: kernel-side layers not traced: %s\n", why);
+		fsp_ftrace_save_untraced(d->store, d->run, why);
+		fsp_btrace_save_untraced(d->store, d->run, why);
+		return;
+	}
+	struct fsp_btrace_devs devs;
+	if (fsp_btrace_devs_for(o->emu ? o->store : o->backing, &devs, why, sizeof(why)) == 0)
+		d->bt = fsp_btrace_start(&devs, NULL, why, sizeof(why));
+	if (!d->bt) {
+		fprintf(stderr, "fsprism mount: block layer not traced: %s\n", why);
+		fsp_btrace_save_untraced(d->store, d->run, why);
+	}
+}
+
+/* After unmount: detach, so that nothing stays attached. */
+static void trace_stop(struct daemon *d)
+{
+	if (d->ft || d->bt)
+		d->trace_end_ns = fsp_now_ns();
+	fsp_ftrace_stop(d->ft);
+	fsp_btrace_stop(d->bt);
+}
+
+/* Once the oplog is stored: the rows, in step 0 (the whole mount), and the
+ * counts. A loss is printed, never silent. */
+static int trace_save(struct daemon *d)
+{
+	int rc = 0;
+	if (d->ft) {
+		struct fsp_ftrace_counts c;
+		if (fsp_ftrace_save(d->ft, d->store, d->run, 0) != 0)
+			rc = -1;
+		fsp_ftrace_counts(d->ft, &c);
+		if (c.missed)
+			fprintf(stderr, "fsprism mount: FUSE trace of %s missed %" PRIu64
+				" request%s (fuse.trace_missed)\n", d->o->mnt, c.missed,
+				plural(c.missed));
+	}
+	if (d->bt) {
+		struct fsp_bt_window w = { d->trace_start_ns, d->trace_end_ns };
+		if (fsp_btrace_save(d->bt, d->store, d->run, &w, 1) != 0)
+			rc = -1;
+	}
+	fsp_ftrace_free(d->ft);
+	fsp_btrace_free(d->bt);
+	d->ft = NULL;
+	d->bt = NULL;
+	return rc;
+}
+
 /*
  * Everything up to a ready mount. Returns 0, or -1 with err filled. The
  * checks that need no database come first (the -o options are validated by
@@ -994,6 +1103,7 @@ static int daemon_start(struct daemon *d, char *err, size_t errlen)
 		return -1;
 	}
 	d->mounted = 1;
+	trace_begin(d);
 	return 0;
 }
 
@@ -1022,22 +1132,176 @@ static void forget_failed_run(struct daemon *d)
 	fsp_store_close(st);
 }
 
-/* Serve until unmounted or signalled, then store everything and clean up. */
-static int daemon_finish(struct daemon *d, int serve)
+/* ---- the worker loop ---- */
+
+/*
+ * fsprism's own loop over /dev/fuse instead of fuse_session_loop_mt, so
+ * that each request's kernel `unique` and receive time reach its record
+ * (request.h, fsp_wire). As libfuse's loop does with max idle = max
+ * threads: one worker at first, one more whenever a worker takes a
+ * request and none is left waiting, up to --threads, none ever ended.
+ * Where libfuse takes a mutex twice per request, the count of waiting
+ * workers here is one atomic; the stamp is one vDSO clock read and a load
+ * of the header already in the buffer. The workers block the signals, so
+ * SIGINT/SIGTERM/SIGHUP reach the main thread, whose handler (libfuse's)
+ * ends the session; the main thread then cancels the workers, which can
+ * be cancelled only while they wait for a request.
+ */
+__thread struct fsp_wire fsp_wire;
+
+struct worker {
+	pthread_t th;
+	struct fuse_buf buf; /* libfuse allocates it at the first request */
+	struct pool *pool;
+};
+
+struct pool {
+	struct fuse_session *se;
+	int timing;
+	unsigned max;
+	struct worker *w;      /* max of them */
+	unsigned started;      /* written under grow_lock */
+	unsigned waiting;      /* workers in fuse_session_receive_buf (atomic) */
+	pthread_mutex_t grow_lock;
+	sem_t finish;          /* posted by a worker that ends */
+	int error;             /* a read of /dev/fuse failed (-errno) */
+};
+
+static void *worker_main(void *arg);
+
+/* Start one more worker if there is room. 0, or -1. */
+static int pool_grow(struct pool *p)
 {
-	int status = 0;
-	if (serve) {
+	int rc = 0;
+	pthread_mutex_lock(&p->grow_lock);
+	if (p->started < p->max) {
+		struct worker *w = &p->w[p->started];
+		w->pool = p;
+		__atomic_add_fetch(&p->waiting, 1, __ATOMIC_RELAXED);
+		if (pthread_create(&w->th, NULL, worker_main, w) == 0) {
+			__atomic_store_n(&p->started, p->started + 1, __ATOMIC_RELEASE);
+		} else {
+			__atomic_sub_fetch(&p->waiting, 1, __ATOMIC_RELAXED);
+			rc = -1;
+		}
+	}
+	pthread_mutex_unlock(&p->grow_lock);
+	return rc;
+}
+
+static void *worker_main(void *arg)
+{
+	struct worker *w = arg;
+	struct pool *p = w->pool;
+	struct fuse_session *se = p->se;
+	while (!fuse_session_exited(se)) {
+		pthread_setcancelstate(PTHREAD_CANCEL_ENABLE, NULL);
+		int res = fuse_session_receive_buf(se, &w->buf);
+		pthread_setcancelstate(PTHREAD_CANCEL_DISABLE, NULL);
+		if (res == -EINTR || res == -EAGAIN)
+			continue;
+		if (res <= 0) { /* 0: unmounted (ENODEV), libfuse ended the session */
+			if (res < 0) {
+				__atomic_store_n(&p->error, res, __ATOMIC_RELAXED);
+				fuse_session_exit(se);
+			}
+			break;
+		}
+		if (fuse_session_exited(se))
+			break;
+		const struct fuse_in_header *in = NULL;
+		if (!(w->buf.flags & FUSE_BUF_IS_FD) && (size_t)res >= sizeof(*in))
+			in = w->buf.mem;
+		if (p->timing) {
+			/* spliced (--splice): the header is still in the pipe */
+			fsp_wire.recv_ns = fsp_now_ns();
+			fsp_wire.unique = in ? in->unique : 0;
+		}
+		/* the last waiting worker took this one: another waits (not for
+		 * forgets, which come in bursts and need no reply) */
+		if (__atomic_sub_fetch(&p->waiting, 1, __ATOMIC_RELAXED) == 0 &&
+		    __atomic_load_n(&p->started, __ATOMIC_ACQUIRE) < p->max &&
+		    !(in && (in->opcode == FUSE_FORGET || in->opcode == FUSE_BATCH_FORGET)))
+			pool_grow(p);
+		fuse_session_process_buf(se, &w->buf);
+		__atomic_add_fetch(&p->waiting, 1, __ATOMIC_RELAXED);
+	}
+	sem_post(&p->finish);
+	return NULL;
+}
+
+/*
+ * Serve until the session ends (unmount, a signal, a read error). -1 if
+ * it ended on an error. --clone-fd needs a descriptor per thread, which
+ * libfuse's public interface cannot read: there libfuse's own loop serves,
+ * and the records carry no unique or receive time (0).
+ */
+static int serve(struct daemon *d)
+{
+	if (d->o->clone_fd) {
 		struct fuse_loop_config *cfg = fuse_loop_cfg_create();
 		fuse_loop_cfg_set_max_threads(cfg, d->o->threads);
 		/* Keep every thread: creating them per burst costs latency. */
 		fuse_loop_cfg_set_idle_threads(cfg, d->o->threads);
-		fuse_loop_cfg_set_clone_fd(cfg, (unsigned)d->o->clone_fd);
+		fuse_loop_cfg_set_clone_fd(cfg, 1);
 		int res = fuse_session_loop_mt(d->se, cfg);
 		fuse_loop_cfg_destroy(cfg);
+		return res < 0 ? -1 : 0;
+	}
+	struct pool p = {
+		.se = d->se,
+		.timing = d->o->record_mode != FSP_RECORD_OFF,
+		.max = d->o->threads ? d->o->threads : 1,
+	};
+	p.w = calloc(p.max, sizeof(*p.w));
+	if (!p.w || sem_init(&p.finish, 0, 0) != 0) {
+		fprintf(stderr, "fsprism mount: cannot start the worker threads: out of memory\n");
+		free(p.w);
+		return -1;
+	}
+	pthread_mutex_init(&p.grow_lock, NULL);
+	sigset_t block, old;
+	sigemptyset(&block);
+	sigaddset(&block, SIGINT);
+	sigaddset(&block, SIGTERM);
+	sigaddset(&block, SIGHUP);
+	sigaddset(&block, SIGQUIT);
+	pthread_sigmask(SIG_BLOCK, &block, &old);
+	int rc = pool_grow(&p);
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	if (rc < 0) {
+		fprintf(stderr, "fsprism mount: cannot start a worker thread: %s\n", strerror(errno));
+		fuse_session_exit(d->se);
+	}
+	/* a signal interrupts the wait (libfuse's handlers do not restart) */
+	while (!fuse_session_exited(d->se))
+		sem_wait(&p.finish);
+	pthread_mutex_lock(&p.grow_lock); /* no worker starts another now */
+	unsigned n = p.started;
+	pthread_mutex_unlock(&p.grow_lock);
+	for (unsigned i = 0; i < n; i++)
+		pthread_cancel(p.w[i].th);
+	for (unsigned i = 0; i < n; i++) {
+		pthread_join(p.w[i].th, NULL);
+		free(p.w[i].buf.mem);
+	}
+	sem_destroy(&p.finish);
+	pthread_mutex_destroy(&p.grow_lock);
+	free(p.w);
+	return p.error < 0 || rc < 0 ? -1 : 0;
+}
+
+/* Serve until unmounted or signalled, then store everything and clean up. */
+static int daemon_finish(struct daemon *d, int serve_it)
+{
+	int status = 0;
+	if (serve_it) {
+		int res = serve(d);
 		fsp_fs_stop(d->fs); /* IO still in flight is answered first */
 		if (res < 0)
 			status = 1;
 	}
+	trace_stop(d);
 	if (d->se) {
 		/* Unmount unless someone already did (fsprism umount, fusermount3 -u). */
 		char fstype[64];
@@ -1048,7 +1312,7 @@ static int daemon_finish(struct daemon *d, int serve)
 		fuse_session_destroy(d->se);
 	}
 	/* no request runs now; the store's last IO still goes to the oplog */
-	if (d->emu && emu_end(d, serve) < 0)
+	if (d->emu && emu_end(d, serve_it) < 0)
 		status = 1;
 	if (d->log) {
 		if (fsp_oplog_close(d->log) < 0)
@@ -1074,15 +1338,20 @@ static int daemon_finish(struct daemon *d, int serve)
 		snprintf(v, sizeof(v), "%" PRIu64, fsp_fs_direct_fallbacks(d->fs));
 		fsp_store_set_attr(d->store, d->run, "fuse.direct_fallbacks", v);
 	}
-	if (d->store && d->run > 0 && serve)
+	if (d->store && d->run > 0 && serve_it) {
 		emu_save(d);
+		if (trace_save(d) < 0)
+			status = 1;
+	}
 	if (d->store && d->run > 0 && d->model)
 		model_save(d);
+	fsp_ftrace_free(d->ft); /* a failed start's */
+	fsp_btrace_free(d->bt);
 	files_free(&d->files);
 	if (d->store) {
 		fsp_store_close(d->store);
 		d->store = NULL;
-		if (!serve)
+		if (!serve_it)
 			forget_failed_run(d);
 	}
 	fsp_fs_free(d->fs);
@@ -1090,7 +1359,7 @@ static int daemon_finish(struct daemon *d, int serve)
 	d->model = NULL;
 	if (d->store_fd >= 0) {
 		/* a store file this failed start created goes again */
-		if (!serve && d->store_created)
+		if (!serve_it && d->store_created)
 			unlink(d->o->store);
 		close(d->store_fd);
 		d->store_fd = -1;

@@ -34,6 +34,7 @@ struct mount_opts {
 	int writeback_cache;
 	int splice;
 	int count_inflight;
+	int no_trace;          /* --no-trace: no eBPF trace of the transport and device */
 	int backing_sync;      /* --backing-io=sync */
 	unsigned max_write;
 	unsigned max_background;

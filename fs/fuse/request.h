@@ -14,6 +14,13 @@
  *   model    the cost --device-model added (the same, on its own),
  *   total    fsp_now_ns() - start, taken just before fuse_reply_*().
  * With --record=off (fs->timing == 0) no clock is read at all.
+ *
+ * The request's identity on the wire: the worker loop (daemon.c) puts the
+ * kernel's `unique` and the moment it read the request from /dev/fuse in
+ * fsp_wire, this thread's, before libfuse calls the handler; op_begin
+ * copies both into the op, which carries them (copied whole) into an aio
+ * slot or a lock waiter, so a reply from another thread logs the right
+ * ones.
  */
 #ifndef FSP_FS_REQUEST_H
 #define FSP_FS_REQUEST_H
@@ -32,6 +39,15 @@
 #include "src/base/clock.h"
 
 struct fsp_aio;
+
+/* The request this worker thread is serving: set by the worker loop
+ * (daemon.c) before fuse_session_process_buf; 0 where unknown (spliced
+ * requests, libfuse's own loop with --clone-fd). */
+struct fsp_wire {
+	uint64_t unique;
+	uint64_t recv_ns;
+};
+extern __thread struct fsp_wire fsp_wire;
 
 struct fsp_fs {
 	struct fsp_itable *itable;
@@ -87,6 +103,8 @@ struct op {
 	uint64_t inject;   /* the delay --inject added */
 	uint64_t model;    /* the cost --device-model added */
 	uint64_t total;
+	uint64_t fuse_unique; /* the kernel's id of the request (fsp_wire) */
+	uint64_t recv_ns;     /* read from /dev/fuse (fsp_wire) */
 	uint32_t pid;
 	int timing;
 };
@@ -103,9 +121,13 @@ static inline void op_begin(struct op *o, fuse_req_t req)
 	o->total = 0;
 	o->start = 0;
 	o->pid = 0;
+	o->fuse_unique = 0;
+	o->recv_ns = 0;
 	if (o->timing) {
 		o->start = fsp_now_ns();
 		o->pid = (uint32_t)fuse_req_ctx(req)->pid;
+		o->fuse_unique = fsp_wire.unique;
+		o->recv_ns = fsp_wire.recv_ns;
 	}
 }
 
@@ -181,6 +203,8 @@ static inline void op_log(struct op *o, int opcode, uint64_t offset,
 		.op = (uint16_t)opcode,
 		.step = 0,
 		.bytes = bytes,
+		.fuse_unique = o->fuse_unique,
+		.recv_ns = o->recv_ns,
 	};
 	fsp_oplog_add(o->fs->log, &r);
 }

@@ -97,6 +97,8 @@ static void mount_usage(FILE *f)
 "                       cache=SIZE:T (writes beyond SIZE), drain=SIZE/s,\n"
 "                       jitter=T, seed=N; e.g. 'switch=200us,raw=300us@5ms,\n"
 "                       flush=2ms,cache=64M:80us' [none]. See docs/inject.md\n"
+"  --no-trace           do not trace the FUSE transport and the backing\n"
+"                       device's block layer with eBPF [traced]\n"
 "  -h, --help           this text\n"
 "\n"
 "copy-on-write / journaling emulation (on when --store is given or --cow or\n"
@@ -423,7 +425,7 @@ enum { OPT_LOG = 256, OPT_RECORD, OPT_THREADS, OPT_CLONE_FD, OPT_WRITEBACK,
        OPT_INFLIGHT, OPT_COW, OPT_JOURNAL, OPT_STORE, OPT_STORE_SIZE, OPT_FORMAT,
        OPT_DESTROY, OPT_ALLOC, OPT_COMMIT_INT, OPT_COMMIT_BYTES, OPT_JOURNAL_SIZE,
        OPT_NO_FLUSH, OPT_BLOCK_SIZE, OPT_TREE_DEPTH, OPT_EXTENT_COST, OPT_NO_FSYNC_COMMIT,
-       OPT_BACKING_IO, OPT_ADOPT, OPT_DROP_ORPHANS, OPT_INJECT, OPT_MODEL };
+       OPT_BACKING_IO, OPT_ADOPT, OPT_DROP_ORPHANS, OPT_INJECT, OPT_MODEL, OPT_NO_TRACE };
 
 /* Returns 0, or the exit status to return. */
 static int parse_mount_args(int argc, char **argv, struct mount_opts *o)
@@ -441,6 +443,7 @@ static int parse_mount_args(int argc, char **argv, struct mount_opts *o)
 		{ "attr-timeout", required_argument, NULL, OPT_ATTR_TO },
 		{ "entry-timeout", required_argument, NULL, OPT_ENTRY_TO },
 		{ "count-inflight", no_argument, NULL, OPT_INFLIGHT },
+		{ "no-trace", no_argument, NULL, OPT_NO_TRACE },
 		{ "cow", required_argument, NULL, OPT_COW },
 		{ "journal", required_argument, NULL, OPT_JOURNAL },
 		{ "store", required_argument, NULL, OPT_STORE },
@@ -508,6 +511,7 @@ static int parse_mount_args(int argc, char **argv, struct mount_opts *o)
 			o->model_on = 1;
 			break;
 		}
+		case OPT_NO_TRACE: o->no_trace = 1; break;
 		case OPT_BACKING_IO:
 			if (strcmp(optarg, "aio") && strcmp(optarg, "sync")) {
 				fprintf(stderr, "fsprism mount: invalid --backing-io '%s' (aio or sync)\n", optarg);

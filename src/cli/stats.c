@@ -27,6 +27,7 @@
 #include "src/db/results.h"
 #include "src/cli/stats_block.h"
 #include "src/cli/stats_layers.h"
+#include "src/cli/stats_fuse.h"
 #include "src/db/store.h"
 
 #define NQUANT 4
@@ -881,6 +882,8 @@ int fsp_stats_print(struct fsp_store *st, int64_t run, const char *format, unsig
 			erc = fsp_stats_block_csv(st, run, out);
 			if (erc == 0)
 				erc = fsp_stats_layers(st, run, format, out);
+			if (erc == 0)
+				erc = fsp_stats_fuse(st, run, format, out);
 		} else if (!strcmp(format, "json")) {
 			print_json(&hdr, rows, n, &vw, out);
 			if (vw.emulation)
@@ -889,6 +892,8 @@ int fsp_stats_print(struct fsp_store *st, int64_t run, const char *format, unsig
 				erc = fsp_stats_block_json(st, run, out);
 			if (erc == 0)
 				erc = fsp_stats_layers(st, run, format, out);
+			if (erc == 0)
+				erc = fsp_stats_fuse(st, run, format, out);
 			fputs("\n}\n", out);
 		} else {
 			print_table(&hdr, rows, n, &vw, out);
@@ -901,6 +906,8 @@ int fsp_stats_print(struct fsp_store *st, int64_t run, const char *format, unsig
 				erc = fsp_stats_block_table(st, run, out);
 			if (erc == 0)
 				erc = fsp_stats_layers(st, run, format, out);
+			if (erc == 0)
+				erc = fsp_stats_fuse(st, run, format, out);
 		}
 		if (erc < 0)
 			db_error(st);

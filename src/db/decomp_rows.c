@@ -40,15 +40,6 @@ static int has_column(sqlite3 *db, const char *table, const char *column)
 	return rc;
 }
 
-int fsp_decomp_schema_upgrade(sqlite3 *db)
-{
-	int rc = sqlite3_exec(db, FSP_SCHEMA_FILE_EXTENTS_SQL, NULL, NULL, NULL);
-	if (rc == SQLITE_OK && has_table(db, "block_ios") && !has_column(db, "block_ios", "tid"))
-		rc = sqlite3_exec(db, "ALTER TABLE block_ios ADD COLUMN tid INTEGER", NULL, NULL,
-				  NULL);
-	return rc;
-}
-
 static int grow(void **v, size_t *cap, size_t need, size_t size)
 {
 	if (need <= *cap)

@@ -22,8 +22,5 @@ struct fsp_store {
 	sqlite3_stmt *segment_ins;
 };
 
-/* Add what the decomposition needs to an older version-3 database
- * (block_ios.tid, file_extents), in the writer's open transaction. */
-int fsp_decomp_schema_upgrade(sqlite3 *db);
 
 #endif

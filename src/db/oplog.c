@@ -51,7 +51,7 @@
 #include "src/db/oplog.h"
 #include "src/db/store.h"
 
-#define DEFAULT_RING 16384                    /* 1 MiB per producer thread */
+#define DEFAULT_RING 16384                    /* 1.5 MiB per producer thread */
 #define STEP_PAGE_BITS 8                      /* steps: 256 pages of 256 */
 #define STEP_PAGE (1u << STEP_PAGE_BITS)
 #define STEP_PAGES (65536u / STEP_PAGE)
@@ -414,7 +414,7 @@ static size_t ctx_drain(struct ctx *c, struct fsp_rec *out, size_t max)
 struct spill_head {
 	char magic[16];
 	uint32_t head_len;       /* sizeof(struct spill_head) */
-	uint32_t rec_len;        /* sizeof(struct fsp_rec) */
+	uint32_t rec_len;        /* sizeof(struct fsp_rec); FSP_REC_V1_LEN: an older build's */
 	int64_t run;
 	int64_t run_started_ns;  /* runs.started_ns: this run, not a reused id */
 	uint64_t created_wall_ns;
@@ -852,7 +852,7 @@ static int spill_open(struct fsp_oplog *log)
  * The next whole frame at *off (below end), its payload in *buf (grown as
  * needed): 1, or 0 at the end or at a torn or damaged frame.
  */
-static int frame_read(int fd, uint64_t *off, uint64_t end, int64_t seq,
+static int frame_read(int fd, uint64_t *off, uint64_t end, int64_t seq, uint32_t rec_len,
 		      struct spill_frame *f, char **buf, size_t *cap)
 {
 	if (*off + sizeof(*f) > end || pread_full(fd, f, sizeof(*f), *off) != 0)
@@ -860,7 +860,7 @@ static int frame_read(int fd, uint64_t *off, uint64_t end, int64_t seq,
 	if (f->magic != FRAME_MAGIC || (seq >= 0 && f->seq != (uint64_t)seq) ||
 	    f->len > FRAME_MAX ||
 	    (f->type != FRAME_ROWS && f->type != FRAME_CKPT) ||
-	    (f->type == FRAME_ROWS && f->len % sizeof(struct fsp_rec)) ||
+	    (f->type == FRAME_ROWS && f->len % rec_len) ||
 	    *off + sizeof(*f) + f->len > end)
 		return 0;
 	if (f->len > *cap) {
@@ -889,7 +889,8 @@ static int spill_load(struct fsp_oplog *log)
 	int rc = 0;
 	uint64_t off = sizeof(struct spill_head), seq = 0, in_tx = 0;
 	struct spill_frame f;
-	while (frame_read(log->spill_fd, &off, log->spill_end, (int64_t)seq, &f, &buf, &cap)) {
+	while (frame_read(log->spill_fd, &off, log->spill_end, (int64_t)seq,
+			  (uint32_t)sizeof(struct fsp_rec), &f, &buf, &cap)) {
 		seq++;
 		if (f.type != FRAME_ROWS)
 			continue;
@@ -1205,7 +1206,7 @@ static int ckpt_read(const char *ckpt, const struct spill_head *h, struct stepta
 	uint64_t off = sizeof(ch);
 	int ok = fstat(fd, &sb) == 0 && pread_full(fd, &ch, sizeof(ch), 0) == 0 &&
 		 !memcmp(&ch, h, sizeof(ch)) &&
-		 frame_read(fd, &off, (uint64_t)sb.st_size, -1, ck, buf, cap) &&
+		 frame_read(fd, &off, (uint64_t)sb.st_size, -1, h->rec_len, ck, buf, cap) &&
 		 ck->type == FRAME_CKPT && ckpt_load(t, *buf, ck->len) == 0;
 	close(fd);
 	if (!ok) {
@@ -1232,7 +1233,8 @@ static int recover_spill(struct fsp_store *st, const char *path, int fd)
 		return 0; /* being created (its writer locks it next), or empty */
 	if (pread_full(fd, &h, sizeof(h), 0) != 0 ||
 	    memcmp(h.magic, SPILL_MAGIC, sizeof(h.magic)) || h.head_len != sizeof(h) ||
-	    h.rec_len != sizeof(struct fsp_rec) || h.crc != head_crc(&h)) {
+	    (h.rec_len != sizeof(struct fsp_rec) && h.rec_len != FSP_REC_V1_LEN) ||
+	    h.crc != head_crc(&h)) {
 		fprintf(stderr, "fsprism: %s is not a spill file this fsprism can read; left alone\n",
 			path);
 		return 0;
@@ -1266,6 +1268,7 @@ static int recover_spill(struct fsp_store *st, const char *path, int fd)
 	size_t cap = 0;
 	uint64_t off = sizeof(h), seq = 0, rows = 0, ops = 0;
 	struct spill_frame f, last = { 0 }, ck;
+	struct fsp_rec *old_rows = NULL; /* rows of an older build, widened */
 	int rc = -1, have_ck = 0;
 	if (!t || fsp_store_tx_begin(st) != 0)
 		goto out;
@@ -1275,10 +1278,22 @@ static int recover_spill(struct fsp_store *st, const char *path, int fd)
 	    exec_run(db, "DELETE FROM hist WHERE run=?1", h.run) != 0 ||
 	    exec_run(db, "DELETE FROM hist_bins WHERE run=?1", h.run) != 0)
 		goto fail;
-	while (frame_read(fd, &off, (uint64_t)sb.st_size, (int64_t)seq, &f, &buf, &cap) &&
-	       f.type == FRAME_ROWS) {
-		size_t n = f.len / sizeof(struct fsp_rec);
+	while (frame_read(fd, &off, (uint64_t)sb.st_size, (int64_t)seq, h.rec_len, &f, &buf,
+			  &cap) && f.type == FRAME_ROWS) {
+		size_t n = f.len / h.rec_len;
 		const struct fsp_rec *r = (const struct fsp_rec *)buf;
+		if (h.rec_len != sizeof(struct fsp_rec)) {
+			/* an older build's rows: the same fields, without the FUSE
+			 * request's identity (stored as 0, unknown) */
+			struct fsp_rec *wide = calloc(n ? n : 1, sizeof(*wide));
+			if (!wide)
+				goto fail;
+			for (size_t i = 0; i < n; i++)
+				memcpy(&wide[i], buf + i * h.rec_len, h.rec_len);
+			free(old_rows);
+			old_rows = wide;
+			r = wide;
+		}
 		if (fsp_store_insert_recs(st, h.run, r, n) != 0)
 			goto fail;
 		if (!have_ck || seq >= ck.seq) /* not in the checkpoint: counted here */
@@ -1332,6 +1347,7 @@ out:
 		steptab_free(t);
 	free(t);
 	free(buf);
+	free(old_rows);
 	return rc;
 }
 

@@ -48,7 +48,11 @@ struct fsp_rec {
 	uint64_t cause_ns;   /* device records: start_ns of the causing operation */
 	uint64_t inject_ns;  /* the delay `mount --inject` added (part of the layer) */
 	uint64_t model_ns;   /* the cost `mount --device-model` added (part of the layer) */
+	uint64_t fuse_unique; /* FUSE requests: the kernel's `unique` (0: unknown) */
+	uint64_t recv_ns;    /* FUSE requests: a worker read it from /dev/fuse (0: unknown) */
 };
+/* The record before fuse_unique and recv_ns: spill files of older builds. */
+#define FSP_REC_V1_LEN 80
 
 enum fsp_record_mode {
 	FSP_RECORD_OFF = 0, /* nothing at all: no histograms, no rows */
@@ -68,7 +72,7 @@ struct fsp_oplog;
  * store until fsp_oplog_close(), which writes the rows, histograms and
  * counts to it. ring_records is the capacity
  * of each producer thread's ring (rounded up to a power of two; 0 = default
- * 16384, 1 MiB). Returns NULL with errno set on failure.
+ * 16384, 1.5 MiB). Returns NULL with errno set on failure.
  */
 struct fsp_oplog *fsp_oplog_open(struct fsp_store *store, int64_t run_id,
 				 enum fsp_record_mode mode, unsigned sample_n,

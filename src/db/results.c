@@ -662,3 +662,176 @@ int fsp_store_each_op_in_window(struct fsp_store *st, int64_t run, int64_t t0, i
 	}
 	return walk_end(s, rc);
 }
+
+
+/* ---- the FUSE transport ---------------------------------------------------- */
+
+static int cmp_drow(const void *a, const void *b)
+{
+	uint64_t x = ((const struct fsp_fuse_drow *)a)->unique;
+	uint64_t y = ((const struct fsp_fuse_drow *)b)->unique;
+	return x < y ? -1 : x > y;
+}
+
+static int cmp_trow(const void *a, const void *b)
+{
+	uint64_t x = ((const struct fsp_fuse_trow *)a)->unique;
+	uint64_t y = ((const struct fsp_fuse_trow *)b)->unique;
+	return x < y ? -1 : x > y;
+}
+
+static int parts_add(struct fsp_fuse_parts *p, int64_t queue, int64_t reply)
+{
+	if (p->n == p->cap) {
+		size_t cap = p->cap ? p->cap * 2 : 256;
+		int64_t *q = realloc(p->queue_ns, cap * sizeof(*q));
+		if (!q)
+			return -1;
+		p->queue_ns = q;
+		int64_t *r = realloc(p->reply_ns, cap * sizeof(*r));
+		if (!r)
+			return -1;
+		p->reply_ns = r;
+		p->cap = cap;
+	}
+	p->queue_ns[p->n] = queue;
+	p->reply_ns[p->n++] = reply;
+	return 0;
+}
+
+int fsp_fuse_join(struct fsp_fuse_drow *d, size_t nd, struct fsp_fuse_trow *t, size_t nt,
+		  struct fsp_fuse_transport *x)
+{
+	memset(x, 0, sizeof(*x));
+	if (nd)
+		qsort(d, nd, sizeof(*d), cmp_drow);
+	if (nt)
+		qsort(t, nt, sizeof(*t), cmp_trow);
+	size_t i = 0, j = 0;
+	while (i < nd) {
+		const struct fsp_fuse_drow *r = &d[i];
+		struct fsp_fuse_parts *p = &x->op[r->op < FSP_OP__COUNT ? r->op : 0];
+		while (j < nt && t[j].unique < r->unique) {
+			x->trace_unjoined++;
+			j++;
+		}
+		if (r->unique && j < nt && t[j].unique == r->unique) {
+			int64_t queue = (int64_t)(r->recv_ns - t[j].send_ns);
+			int64_t reply = (int64_t)(t[j].end_ns - (r->start_ns + r->total_ns));
+			if (parts_add(p, queue, reply) < 0) {
+				fsp_fuse_transport_free(x);
+				return -1;
+			}
+			x->joined++;
+			x->negative += (queue < 0) + (reply < 0);
+			j++;
+		} else {
+			p->unjoined++;
+			x->daemon_unjoined++;
+		}
+		i++;
+	}
+	x->trace_unjoined += nt - j;
+	return 0;
+}
+
+void fsp_fuse_transport_free(struct fsp_fuse_transport *x)
+{
+	for (int i = 0; i < FSP_OP__COUNT; i++) {
+		free(x->op[i].queue_ns);
+		free(x->op[i].reply_ns);
+	}
+	memset(x, 0, sizeof(*x));
+}
+
+/* Does table have column? (0 also when the table is missing.) */
+static int table_has_column(struct fsp_store *st, const char *table, const char *column)
+{
+	char sql[96];
+	sqlite3_stmt *s;
+	int found = 0;
+	snprintf(sql, sizeof(sql), "PRAGMA table_info(%s)", table);
+	if (sqlite3_prepare_v2(st->db, sql, -1, &s, NULL) != SQLITE_OK)
+		return 0;
+	while (!found && sqlite3_step(s) == SQLITE_ROW)
+		found = !strcmp(col_str(s, 1), column);
+	sqlite3_finalize(s);
+	return found;
+}
+
+/* The rows of one query on run into a growing array of elem bytes, each
+ * filled by fill(row, stmt). Count, or -1. */
+static int64_t load_rows(struct fsp_store *st, const char *sql, int64_t run, size_t elem,
+			 void (*fill)(void *row, sqlite3_stmt *s), void **out)
+{
+	sqlite3_stmt *s = prepare_run(st, sql, run);
+	size_t n = 0, cap = 0;
+	char *v = NULL;
+	int rc;
+	*out = NULL;
+	if (!s)
+		return -1;
+	while ((rc = sqlite3_step(s)) == SQLITE_ROW) {
+		if (n == cap) {
+			size_t nc = cap ? cap * 2 : 1024;
+			char *nv = realloc(v, nc * elem);
+			if (!nv) {
+				rc = SQLITE_NOMEM;
+				break;
+			}
+			v = nv;
+			cap = nc;
+		}
+		fill(v + n * elem, s);
+		n++;
+	}
+	sqlite3_finalize(s);
+	if (rc != SQLITE_DONE) {
+		free(v);
+		return -1;
+	}
+	*out = v;
+	return (int64_t)n;
+}
+
+static void fill_drow(void *row, sqlite3_stmt *s)
+{
+	struct fsp_fuse_drow *r = row;
+	r->op = (uint32_t)sqlite3_column_int(s, 0);
+	r->unique = col_u64(s, 1);
+	r->start_ns = col_u64(s, 2);
+	r->total_ns = col_u64(s, 3);
+	r->recv_ns = col_u64(s, 4);
+}
+
+static void fill_trow(void *row, sqlite3_stmt *s)
+{
+	struct fsp_fuse_trow *r = row;
+	r->unique = col_u64(s, 0);
+	r->send_ns = col_u64(s, 1);
+	r->end_ns = col_u64(s, 2);
+	r->opcode = (uint32_t)sqlite3_column_int(s, 3);
+}
+
+int fsp_store_fuse_transport(struct fsp_store *st, int64_t run, struct fsp_fuse_transport *x)
+{
+	memset(x, 0, sizeof(*x));
+	if (!table_has_column(st, "fuse_reqs", "fuse_unique") ||
+	    !table_has_column(st, "ops", "fuse_unique"))
+		return 0;
+	if (run_int(st, "SELECT EXISTS(SELECT 1 FROM fuse_reqs WHERE run=?)", run, 0) != 1)
+		return 0;
+	char sql[256];
+	void *d = NULL, *t = NULL;
+	/* the FUSE operations' rows: not the emulation's device records */
+	snprintf(sql, sizeof(sql), "SELECT op, coalesce(fuse_unique, 0), start_ns, total_ns,"
+		 " coalesce(recv_ns, 0) FROM ops WHERE run=? AND op < %d", FSP_OP_DEV_READ);
+	int64_t nd = load_rows(st, sql, run, sizeof(struct fsp_fuse_drow), fill_drow, &d);
+	int64_t nt = nd < 0 ? -1 : load_rows(st,
+		"SELECT fuse_unique, send_ns, end_ns, opcode FROM fuse_reqs WHERE run=?", run,
+		sizeof(struct fsp_fuse_trow), fill_trow, &t);
+	int rc = nt < 0 ? -1 : fsp_fuse_join(d, (size_t)nd, t, (size_t)nt, x) < 0 ? -1 : 1;
+	free(d);
+	free(t);
+	return rc;
+}

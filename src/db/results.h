@@ -198,4 +198,51 @@ struct fsp_op_row {
 int fsp_store_each_op_in_window(struct fsp_store *st, int64_t run, int64_t t0, int64_t t1,
 				int (*fn)(void *arg, const struct fsp_op_row *r), void *arg);
 
+
+/* ---- the FUSE transport: the daemon's rows joined to the kernel's ---- */
+
+/* A daemon row (ops) and a traced request (fuse_reqs), as the join needs them. */
+struct fsp_fuse_drow {
+	uint64_t unique;            /* ops.fuse_unique (0: unknown) */
+	uint64_t start_ns, total_ns, recv_ns;
+	uint32_t op;                /* enum fsp_op */
+};
+struct fsp_fuse_trow {
+	uint64_t unique, send_ns, end_ns;
+	uint32_t opcode;
+};
+
+/* Per op of the daemon's rows: the parts of each joined request. */
+struct fsp_fuse_parts {
+	int64_t *queue_ns;  /* recv_ns - send_ns: waited in the kernel for a worker */
+	int64_t *reply_ns;  /* end_ns - (start_ns + total_ns): reply to completion */
+	size_t n, cap;      /* joined */
+	uint64_t unjoined;  /* rows with no traced request (or no unique) */
+};
+struct fsp_fuse_transport {
+	struct fsp_fuse_parts op[FSP_OP__COUNT];
+	uint64_t joined, daemon_unjoined;
+	uint64_t trace_unjoined;  /* traced requests no daemon row has (INIT,
+				     requests libfuse answers itself, lost rows) */
+	uint64_t negative;        /* joined parts below 0 (clocks disagree): kept */
+};
+
+/*
+ * The join itself, on rows in any order (the traced ones come in the order
+ * of their ends): both arrays are sorted by unique in place, then merged.
+ * A daemon row with unique 0 joins nothing. 0, or -1 out of memory.
+ */
+int fsp_fuse_join(struct fsp_fuse_drow *d, size_t nd, struct fsp_fuse_trow *t, size_t nt,
+		  struct fsp_fuse_transport *x);
+void fsp_fuse_transport_free(struct fsp_fuse_transport *x);
+
+/*
+ * How long did run's FUSE requests wait in the kernel before a worker took
+ * them, and from the reply to the kernel's completion? The daemon's rows
+ * (FUSE operations, not device records) joined to fuse_reqs by
+ * fuse_unique. 1 with *x filled, 0 if the run has no fuse_reqs rows (or
+ * its database predates them), -1 on error.
+ */
+int fsp_store_fuse_transport(struct fsp_store *st, int64_t run, struct fsp_fuse_transport *x);
+
 #endif

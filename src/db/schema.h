@@ -12,7 +12,8 @@
 /* 2: ops.emu_ns, ops.cause_ns, the "emu" layer, device ops, emu_files,
  * emu_extents
  * 3: block_ios (the block-layer trace); a version-2 database is opened by
- * adding the table (nothing else changed) */
+ * adding the table (nothing else changed); later, within version 3:
+ * fuse_reqs, and ops.fuse_unique, ops.recv_ns (added on open for writing) */
 #define FSP_SCHEMA_VERSION 3
 /* the oldest version that is opened, and upgraded when written */
 #define FSP_SCHEMA_VERSION_OLDEST 2
@@ -56,7 +57,9 @@
 "  emu_ns INTEGER,              -- emulation's share beyond moving the user's data\n" \
 "  cause_ns INTEGER,            -- dev_* rows: start_ns of the causing op (0: background)\n" \
 "  inject_ns INTEGER,           -- the delay mount --inject added (part of layer_ns)\n" \
-"  model_ns INTEGER             -- the cost mount --device-model added (part of layer_ns)\n" \
+"  model_ns INTEGER,            -- the cost mount --device-model added (part of layer_ns)\n" \
+"  fuse_unique INTEGER,         -- FUSE requests: the kernel's unique (0: unknown)\n" \
+"  recv_ns INTEGER              -- FUSE requests: read from /dev/fuse by a worker\n" \
 ");\n" \
 "CREATE TABLE IF NOT EXISTS hist(\n" \
 "  run INTEGER NOT NULL, step INTEGER NOT NULL, op INTEGER NOT NULL,\n" \
@@ -103,7 +106,17 @@
 "  error INTEGER NOT NULL,      -- blk_status_t, 0: ok\n" \
 "  tid INTEGER                  -- thread that queued it (NULL: unknown)\n" \
 ");\n" \
-FSP_SCHEMA_FILE_EXTENTS_SQL
+FSP_SCHEMA_FILE_EXTENTS_SQL \
+"CREATE TABLE IF NOT EXISTS fuse_reqs(\n" \
+"  run INTEGER NOT NULL, step INTEGER,\n" \
+"  conn TEXT NOT NULL,          -- the FUSE connection, 'major:minor' (the mount's st_dev)\n" \
+"  fuse_unique INTEGER NOT NULL, -- the kernel's id, = ops.fuse_unique of the daemon's row\n" \
+"  opcode INTEGER NOT NULL,     -- FUSE_* (15 READ, 16 WRITE, ...)\n" \
+"  len INTEGER,                 -- the request's length at send\n" \
+"  send_ns INTEGER NOT NULL,    -- queued for the daemon\n" \
+"  end_ns INTEGER NOT NULL,     -- its reply done in the kernel\n" \
+"  error INTEGER NOT NULL       -- 0 or -errno\n" \
+");\n"
 
 /* Built after capture, so that inserts during capture stay cheap. */
 #define FSP_SCHEMA_INDEX_SQL \

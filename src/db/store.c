@@ -25,8 +25,8 @@
 #include "src/sys/mountinfo.h"
 #include "src/db/store.h"
 
-#define INSERT_ROWS 58  /* rows per multi-row INSERT (17 columns: 986 params) */
-#define OPS_COLUMNS 17
+#define INSERT_ROWS 47  /* rows per multi-row INSERT (21 columns: 987 params) */
+#define OPS_COLUMNS 21
 
 /* SQLite's limit on parameters per statement is 32766 since 3.32 and 999
  * before: the multi-row insert must fit the older limit. */
@@ -153,21 +153,6 @@ static int has_column(sqlite3 *db, const char *table, const char *column)
 	return rc == SQLITE_DONE ? found : -1;
 }
 
-/* ops.inject_ns and ops.model_ns (`mount --inject`, `--device-model`):
- * added to a database made before them. */
-static int add_inject_column(sqlite3 *db)
-{
-	static const char *const cols[] = { "inject_ns", "model_ns" };
-	for (size_t i = 0; i < sizeof(cols) / sizeof(cols[0]); i++) {
-		int has = has_column(db, "ops", cols[i]);
-		char sql[96];
-		snprintf(sql, sizeof(sql), "ALTER TABLE ops ADD COLUMN %s INTEGER", cols[i]);
-		if (has < 0 || (!has && exec_sql(db, sql) != SQLITE_OK))
-			return SQLITE_ERROR;
-	}
-	return SQLITE_OK;
-}
-
 static int create_schema(sqlite3 *db)
 {
 	char sql[160];
@@ -188,6 +173,32 @@ static int create_schema(sqlite3 *db)
 		snprintf(sql, sizeof(sql), "PRAGMA user_version=%d",
 			 FSP_SCHEMA_VERSION);
 		rc = exec_sql(db, sql);
+	}
+	return rc;
+}
+
+/*
+ * Tables and columns added to version 3 after it began (file_extents,
+ * fuse_reqs; the columns below): an older version-3 database gets them at
+ * its first open for writing, and the readers tolerate their absence.
+ */
+static int migrate_v3(sqlite3 *db)
+{
+	static const struct { const char *table, *column; } added[] = {
+		{ "ops", "inject_ns" }, { "ops", "model_ns" },
+		{ "ops", "fuse_unique" }, { "ops", "recv_ns" },
+		{ "block_ios", "tid" },
+	};
+	int rc = exec_sql(db, FSP_SCHEMA_SQL); /* the new tables: IF NOT EXISTS */
+	for (size_t i = 0; rc == SQLITE_OK && i < sizeof(added) / sizeof(added[0]); i++) {
+		int has = has_column(db, added[i].table, added[i].column);
+		char sql[128];
+		snprintf(sql, sizeof(sql), "ALTER TABLE %s ADD COLUMN %s INTEGER",
+			 added[i].table, added[i].column);
+		if (has < 0)
+			rc = SQLITE_ERROR;
+		else if (!has)
+			rc = exec_sql(db, sql);
 	}
 	return rc;
 }
@@ -287,7 +298,7 @@ struct fsp_store *fsp_store_open(const char *path, char *err, size_t errlen)
 			goto fail_quiet;
 		}
 	}
-	if (fsp_decomp_schema_upgrade(db) != SQLITE_OK || add_inject_column(db) != SQLITE_OK) {
+	if (migrate_v3(db) != SQLITE_OK) {
 		set_err(err, errlen, "cannot %s database %s: %s", verb, path, db_reason(db));
 		exec_sql(db, "ROLLBACK");
 		goto fail_quiet;
@@ -672,8 +683,8 @@ static sqlite3_stmt *prepare_ops_insert(struct fsp_store *st, int rows)
 	static const char head[] =
 		"INSERT INTO ops(run, step, op, node, pid, offset, length, bytes,"
 		" result, start_ns, total_ns, backing_ns, layer_ns, emu_ns, cause_ns,"
-		" inject_ns, model_ns) VALUES";
-	static const char group[] = "(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)";
+		" inject_ns, model_ns, fuse_unique, recv_ns) VALUES";
+	static const char group[] = "(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)";
 	size_t len = sizeof(head) + (size_t)rows * sizeof(group) + 1;
 	char *sql = malloc(len);
 	sqlite3_stmt *s = NULL;
@@ -713,6 +724,8 @@ static void bind_rec(sqlite3_stmt *s, int base, int64_t run, const struct fsp_re
 	sqlite3_bind_int64(s, base + 15, (int64_t)r->cause_ns);
 	sqlite3_bind_int64(s, base + 16, (int64_t)r->inject_ns);
 	sqlite3_bind_int64(s, base + 17, (int64_t)r->model_ns);
+	sqlite3_bind_int64(s, base + 18, (int64_t)r->fuse_unique);
+	sqlite3_bind_int64(s, base + 19, (int64_t)r->recv_ns);
 }
 
 static int step_reset(struct fsp_store *st, sqlite3_stmt *s)

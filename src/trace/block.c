@@ -1,14 +1,14 @@
 /*
  * block.c - the block-layer trace, user side (block.h): which devices to
  * follow, loading and attaching block.bpf.c through its generated skeleton,
- * a consumer thread that drains the ring buffer into bounded memory
+ * a consumer thread (ring.h) that drains the ring buffer into bounded memory
  * (rows.h) during the run, and storing the rows after it.
  *
  * The BPF side submits with BPF_RB_NO_WAKEUP (the default wakes the
  * consumer whenever it has caught up, which at a high rate is nearly every
- * request): the consumer instead drains every POLL_MS, so the traced IO
+ * request): the consumer instead drains every FSP_TRING_POLL_MS, so the traced IO
  * path pays no wakeups. The ring buffer (8 MiB: 116508 records of 64 bytes
- * and an 8-byte header) holds POLL_MS of requests at rates far above any
+ * and an 8-byte header) holds FSP_TRING_POLL_MS of requests at rates far above any
  * device here.
  */
 #include "config.h"
@@ -32,7 +32,6 @@
 
 #define DEFAULT_RING_BYTES (8u << 20)
 #define DEFAULT_MAX_ROWS (4u << 20)
-#define POLL_MS 5
 
 static void set_why(char *why, size_t len, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
@@ -252,14 +251,14 @@ void fsp_btrace_save_untraced(struct fsp_store *st, int64_t run, const char *why
 	fsp_store_set_attr(st, run, "block.untraced_reason", why);
 }
 
-static int save_rows(struct fsp_bt_rows *rows, struct fsp_store *st, int64_t run,
+static int save_rows(struct fsp_trows *rows, struct fsp_store *st, int64_t run,
 		     const struct fsp_bt_window *w, size_t nw)
 {
 	fsp_bt_rows_assign_steps(rows, w, nw);
 	if (fsp_store_tx_begin(st) != 0)
 		return -1;
-	for (struct fsp_bt_chunk *c = rows->head; c; c = c->next)
-		if (fsp_block_ios_insert(st, run, c->rows, c->n) != 0) {
+	for (struct fsp_trows_chunk *c = rows->head; c; c = c->next)
+		if (fsp_block_ios_insert(st, run, FSP_TROWS_AT(c, struct fsp_block_io, 0), c->n) != 0) {
 			fsp_store_tx_rollback(st);
 			return -1;
 		}
@@ -273,6 +272,7 @@ static int save_rows(struct fsp_bt_rows *rows, struct fsp_store *st, int64_t run
 #include <linux/types.h>
 #include "src/trace/block_event.h"
 #include "src/trace/block.skel.h"
+#include "src/trace/ring.h"
 
 _Static_assert(FSP_BT_MAX_DEVS == FSP_BTRACE_MAX_DEVS, "one limit on traced devices");
 _Static_assert((int)FSP_BT_OP_READ == (int)FSP_BLOCK_READ &&
@@ -285,27 +285,12 @@ _Static_assert((int)FSP_BT_OP_READ == (int)FSP_BLOCK_READ &&
 
 struct fsp_btrace {
 	struct fsp_block_bpf *skel;
-	struct ring_buffer *rb;
+	struct fsp_tring ring;
 	struct fsp_btrace_devs devs;
-	struct fsp_bt_rows rows;
-	pthread_t consumer;
-	int consumer_up;
-	volatile int stop; /* set by fsp_btrace_stop, read by the consumer */
+	struct fsp_trows rows;
 	int stopped;
 	uint64_t dropped_ring, missed;
 };
-
-/* libbpf's messages: kept (the last one names the failure), not printed */
-static char libbpf_last[256];
-
-static int libbpf_quiet(enum libbpf_print_level level, const char *fmt, va_list ap)
-{
-	if (level == LIBBPF_DEBUG)
-		return 0;
-	vsnprintf(libbpf_last, sizeof(libbpf_last), fmt, ap);
-	libbpf_last[strcspn(libbpf_last, "\n")] = 0;
-	return 0;
-}
 
 static int on_event(void *ctx, void *data, size_t size)
 {
@@ -320,59 +305,14 @@ static int on_event(void *ctx, void *data, size_t size)
 		.tgid = e->tgid, .tid = e->tid, .op = e->op, .flags = e->flags,
 		.error = e->error, .step = -1,
 	};
-	fsp_bt_rows_add(&bt->rows, &io);
+	fsp_trows_add(&bt->rows, &io);
 	return 0;
-}
-
-static void *consumer_main(void *arg)
-{
-	struct fsp_btrace *bt = arg;
-	struct timespec nap = { 0, POLL_MS * 1000000L };
-	while (!__atomic_load_n(&bt->stop, __ATOMIC_ACQUIRE)) {
-		ring_buffer__consume(bt->rb);
-		nanosleep(&nap, NULL);
-	}
-	return NULL;
-}
-
-static size_t env_size(const char *name, size_t dflt)
-{
-	const char *v = getenv(name);
-	char *end;
-	if (!v || !*v)
-		return dflt;
-	unsigned long long n = strtoull(v, &end, 10);
-	return *end || !n ? dflt : (size_t)n;
-}
-
-/*
- * Runs of a program skipped because it was already running on that CPU
- * (a completion in an interrupt on top of one in a task): the kernel counts
- * them per program. A skipped issue or completion is a request lost.
- */
-static uint64_t prog_misses(struct bpf_program *p)
-{
-	struct bpf_prog_info info;
-	uint32_t len = sizeof(info);
-	memset(&info, 0, sizeof(info));
-	if (bpf_obj_get_info_by_fd(bpf_program__fd(p), &info, &len) != 0)
-		return 0;
-	return info.recursion_misses;
 }
 
 /* Counter `which` of the per-CPU drops array, summed over the CPUs. */
 static uint64_t read_drops(struct fsp_btrace *bt, uint32_t which)
 {
-	int ncpu = libbpf_num_possible_cpus();
-	if (ncpu <= 0)
-		return 0;
-	uint64_t *v = calloc((size_t)ncpu, sizeof(*v)), sum = 0;
-	if (v && bpf_map__lookup_elem(bt->skel->maps.drops, &which, sizeof(which), v,
-				      (size_t)ncpu * sizeof(*v), 0) == 0)
-		for (int i = 0; i < ncpu; i++)
-			sum += v[i];
-	free(v);
-	return sum;
+	return fsp_trace_percpu_sum(bt->skel->maps.drops, which);
 }
 
 /*
@@ -464,11 +404,11 @@ struct fsp_btrace *fsp_btrace_start(const struct fsp_btrace_devs *d,
 	}
 	bt->devs = *d;
 	size_t ring = o->ring_bytes ? o->ring_bytes
-				    : env_size("FSPRISM_TRACE_RING_BYTES", DEFAULT_RING_BYTES);
-	fsp_bt_rows_init(&bt->rows, o->max_rows ? o->max_rows
-				      : env_size("FSPRISM_TRACE_MAX_ROWS", DEFAULT_MAX_ROWS));
-	libbpf_set_print(libbpf_quiet);
-	libbpf_last[0] = 0;
+				    : fsp_trace_env_size("FSPRISM_TRACE_RING_BYTES", DEFAULT_RING_BYTES);
+	fsp_trows_init(&bt->rows, sizeof(struct fsp_block_io),
+		       o->max_rows ? o->max_rows
+				   : fsp_trace_env_size("FSPRISM_TRACE_MAX_ROWS", DEFAULT_MAX_ROWS));
+	fsp_trace_libbpf_quiet();
 	bt->skel = fsp_block_bpf__open();
 	if (!bt->skel) {
 		set_why(why, whylen, "cannot open the block-layer BPF program: %s", strerror(errno));
@@ -491,35 +431,18 @@ struct fsp_btrace *fsp_btrace_start(const struct fsp_btrace_devs *d,
 	if (!err)
 		err = fsp_block_bpf__load(bt->skel);
 	if (err) {
-		if (err == -EPERM || errno == EPERM)
-			set_why(why, whylen, "no privilege to load BPF programs (needs root, or CAP_BPF and CAP_PERFMON)");
-		else
-			set_why(why, whylen, "cannot load the block-layer BPF program: %s%s%s",
-				strerror(-err), libbpf_last[0] ? ": " : "", libbpf_last);
-		goto fail;
-	}
-	bt->rb = ring_buffer__new(bpf_map__fd(bt->skel->maps.events), on_event, bt, NULL);
-	if (!bt->rb) {
-		set_why(why, whylen, "cannot map the BPF ring buffer: %s", strerror(errno));
+		fsp_trace_load_why(err, "block-layer", why, whylen);
 		goto fail;
 	}
 	err = fsp_block_bpf__attach(bt->skel);
 	if (err) {
+		const char *last = fsp_trace_libbpf_last();
 		set_why(why, whylen, "cannot attach to the block tracepoints: %s%s%s",
-			strerror(-err), libbpf_last[0] ? ": " : "", libbpf_last);
+			strerror(-err), last[0] ? ": " : "", last);
 		goto fail;
 	}
-	/* the consumer takes no signals: Ctrl-C must reach the IO thread */
-	sigset_t all, old;
-	sigfillset(&all);
-	pthread_sigmask(SIG_BLOCK, &all, &old);
-	err = pthread_create(&bt->consumer, NULL, consumer_main, bt);
-	pthread_sigmask(SIG_SETMASK, &old, NULL);
-	if (err) {
-		set_why(why, whylen, "cannot start the trace's consumer thread: %s", strerror(err));
+	if (fsp_tring_start(&bt->ring, bt->skel->maps.events, on_event, bt, why, whylen) < 0)
 		goto fail;
-	}
-	bt->consumer_up = 1;
 	return bt;
 fail:
 	fsp_btrace_free(bt);
@@ -533,18 +456,12 @@ void fsp_btrace_stop(struct fsp_btrace *bt)
 	bt->stopped = 1;
 	if (bt->skel)
 		fsp_block_bpf__detach(bt->skel); /* destroys the links */
-	if (bt->consumer_up) {
-		__atomic_store_n(&bt->stop, 1, __ATOMIC_RELEASE);
-		pthread_join(bt->consumer, NULL);
-		bt->consumer_up = 0;
-	}
-	if (bt->rb)
-		ring_buffer__consume(bt->rb);
+	fsp_tring_stop(&bt->ring);
 	if (bt->skel) {
 		bt->dropped_ring = read_drops(bt, 0);
 		bt->missed = read_drops(bt, 1) + read_drops(bt, 2) + slots_taken(bt) +
-			     prog_misses(bt->skel->progs.fsp_rq_issue) +
-			     prog_misses(bt->skel->progs.fsp_rq_complete);
+			     fsp_trace_prog_misses(bt->skel->progs.fsp_rq_issue) +
+			     fsp_trace_prog_misses(bt->skel->progs.fsp_rq_complete);
 	}
 }
 
@@ -553,9 +470,9 @@ void fsp_btrace_free(struct fsp_btrace *bt)
 	if (!bt)
 		return;
 	fsp_btrace_stop(bt);
-	ring_buffer__free(bt->rb);
+	fsp_tring_free(&bt->ring);
 	fsp_block_bpf__destroy(bt->skel);
-	fsp_bt_rows_free(&bt->rows);
+	fsp_trows_free(&bt->rows);
 	free(bt);
 }
 
@@ -564,7 +481,7 @@ void fsp_btrace_free(struct fsp_btrace *bt)
 
 struct fsp_btrace {
 	struct fsp_btrace_devs devs;
-	struct fsp_bt_rows rows;
+	struct fsp_trows rows;
 	uint64_t dropped_ring, missed;
 };
 
@@ -583,7 +500,7 @@ void fsp_btrace_stop(struct fsp_btrace *bt)
 void fsp_btrace_free(struct fsp_btrace *bt)
 {
 	if (bt) {
-		fsp_bt_rows_free(&bt->rows);
+		fsp_trows_free(&bt->rows);
 		free(bt);
 	}
 }
@@ -597,7 +514,7 @@ void fsp_btrace_counts(const struct fsp_btrace *bt, struct fsp_btrace_counts *c)
 	c->dropped_rows = bt->rows.dropped;
 }
 
-const struct fsp_bt_rows *fsp_btrace_rows(const struct fsp_btrace *bt)
+const struct fsp_trows *fsp_btrace_rows(const struct fsp_btrace *bt)
 {
 	return &bt->rows;
 }

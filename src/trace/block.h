@@ -65,7 +65,7 @@ struct fsp_btrace_counts {
 	uint64_t dropped_rows; /* over max_rows or out of memory (user side) */
 };
 void fsp_btrace_counts(const struct fsp_btrace *bt, struct fsp_btrace_counts *c);
-const struct fsp_bt_rows *fsp_btrace_rows(const struct fsp_btrace *bt);
+const struct fsp_trows *fsp_btrace_rows(const struct fsp_btrace *bt);
 
 /*
  * After fsp_btrace_stop: join the rows to the steps' windows (w[i] is step

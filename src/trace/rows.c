@@ -1,26 +1,29 @@
 /*
- * rows.c - the trace's bounded row store and its join to steps (rows.h).
+ * rows.c - the traces' bounded row store and the block rows' join to steps
+ * (rows.h).
  */
 #include <stdlib.h>
+#include <string.h>
 #include "src/trace/rows.h"
 
-void fsp_bt_rows_init(struct fsp_bt_rows *r, size_t cap)
+void fsp_trows_init(struct fsp_trows *r, size_t elem, size_t cap)
 {
 	r->head = r->tail = NULL;
+	r->elem = elem;
 	r->n = 0;
 	r->cap = cap;
 	r->dropped = 0;
 }
 
-int fsp_bt_rows_add(struct fsp_bt_rows *r, const struct fsp_block_io *io)
+int fsp_trows_add(struct fsp_trows *r, const void *row)
 {
 	if (r->n >= r->cap) {
 		r->dropped++;
 		return -1;
 	}
-	struct fsp_bt_chunk *c = r->tail;
-	if (!c || c->n == FSP_BT_CHUNK_ROWS) {
-		c = malloc(sizeof(*c));
+	struct fsp_trows_chunk *c = r->tail;
+	if (!c || c->n == FSP_TROWS_CHUNK) {
+		c = malloc(sizeof(*c) + FSP_TROWS_CHUNK * r->elem);
 		if (!c) {
 			r->dropped++;
 			return -1;
@@ -33,16 +36,16 @@ int fsp_bt_rows_add(struct fsp_bt_rows *r, const struct fsp_block_io *io)
 			r->head = c;
 		r->tail = c;
 	}
-	c->rows[c->n++] = *io;
+	memcpy(c->data + c->n++ * r->elem, row, r->elem);
 	r->n++;
 	return 0;
 }
 
-void fsp_bt_rows_free(struct fsp_bt_rows *r)
+void fsp_trows_free(struct fsp_trows *r)
 {
-	struct fsp_bt_chunk *c = r->head;
+	struct fsp_trows_chunk *c = r->head;
 	while (c) {
-		struct fsp_bt_chunk *next = c->next;
+		struct fsp_trows_chunk *next = c->next;
 		free(c);
 		c = next;
 	}
@@ -73,13 +76,15 @@ static int window_of(uint64_t t, const struct fsp_bt_window *w, size_t nw)
 	return -1;
 }
 
-void fsp_bt_rows_assign_steps(struct fsp_bt_rows *r, const struct fsp_bt_window *w,
+void fsp_bt_rows_assign_steps(struct fsp_trows *r, const struct fsp_bt_window *w,
 			      size_t nw)
 {
 	size_t nran = 0; /* steps run in order: those that ran are a prefix */
 	while (nran < nw && w[nran].start_ns)
 		nran++;
-	for (struct fsp_bt_chunk *c = r->head; c; c = c->next)
-		for (size_t i = 0; i < c->n; i++)
-			c->rows[i].step = window_of(entered_ns(&c->rows[i]), w, nran);
+	for (struct fsp_trows_chunk *c = r->head; c; c = c->next)
+		for (size_t i = 0; i < c->n; i++) {
+			struct fsp_block_io *io = FSP_TROWS_AT(c, struct fsp_block_io, i);
+			io->step = window_of(entered_ns(io), w, nran);
+		}
 }

@@ -1,0 +1,70 @@
+#!/bin/bash
+# bench/fuse-trace-drops.sh - does the FUSE-transport trace of a plain
+# `fsprism mount` keep every request at the highest rate here? ext4 on a
+# RAM-backed loop device (losetup over a file in /dev/shm), one fsprism
+# mount of it (traced: the default), fio 4 KiB random O_DIRECT reads at
+# QD32 for RUNTIME seconds (libaio), unmount; prints fio's IOPS, the traced
+# requests, the FUSE trace's losses (fuse.trace_missed and its parts) and
+# the block trace's (block.dropped), and how many daemon read rows found
+# their traced request. Target: 0 missed. Needs root.
+#
+# usage: bench/fuse-trace-drops.sh [--runtime S] [--qd N] [--rounds N]
+#   FSPRISM=path/to/fsprism overrides the binary (default ./build/fsprism).
+set -euo pipefail
+
+RUNTIME=10
+QD=32
+ROUNDS=1
+while [ $# -gt 0 ]; do
+	case "$1" in
+	--runtime) RUNTIME=$2; shift 2 ;;
+	--qd) QD=$2; shift 2 ;;
+	--rounds) ROUNDS=$2; shift 2 ;;
+	*) echo "fuse-trace-drops: unknown option $1" >&2; exit 2 ;;
+	esac
+done
+[ "$(id -u)" = 0 ] || { echo "fuse-trace-drops: needs root" >&2; exit 1; }
+FSPRISM=${FSPRISM:-$(pwd)/build/fsprism}
+[ -x "$FSPRISM" ] || { echo "fuse-trace-drops: no fsprism binary at $FSPRISM" >&2; exit 1; }
+command -v fio >/dev/null || { echo "fuse-trace-drops: fio is not installed" >&2; exit 1; }
+
+T=$(mktemp -d /tmp/fsprism-ftd.XXXXXX)
+IMG=$(mktemp /dev/shm/fsprism-ftd.XXXXXX)
+LOOP=
+cleanup() {
+	mountpoint -q "$T/mnt" && "$FSPRISM" umount "$T/mnt" >/dev/null 2>&1
+	mountpoint -q "$T/ext4" && umount "$T/ext4"
+	[ -n "$LOOP" ] && losetup -d "$LOOP"
+	rm -f "$IMG"
+	rm -rf "$T"
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM
+
+truncate -s 1400M "$IMG"
+LOOP=$(losetup --find --show "$IMG")
+mkfs.ext4 -q "$LOOP"
+mkdir "$T/ext4" "$T/mnt"
+mount "$LOOP" "$T/ext4"
+mkdir "$T/ext4/data"
+dd if=/dev/urandom of="$T/ext4/data/f" bs=1M count=1024 status=none conv=fsync
+echo "fsprism: $FSPRISM; fio 4k randread QD$QD ${RUNTIME}s on ext4 on $LOOP (RAM)"
+printf '%-6s %9s %10s %7s %10s %9s %10s %13s\n' round iops traced missed ring_full map_full \
+	blk_drop reads_joined
+for r in $(seq "$ROUNDS"); do
+	"$FSPRISM" mount --log "$T/d.db" "$T/ext4/data" "$T/mnt"
+	fio --name=r --filename="$T/mnt/f" --rw=randread --bs=4k --iodepth="$QD" \
+		--ioengine=libaio --direct=1 --runtime="$RUNTIME" --time_based \
+		--output-format=json --output="$T/r.json" >/dev/null
+	"$FSPRISM" umount "$T/mnt"
+	run=$(sqlite3 "$T/d.db" "SELECT max(id) FROM runs")
+	a() { sqlite3 "$T/d.db" "SELECT value FROM run_attrs WHERE run=$run AND key='$1'"; }
+	iops=$(python3 -c "import json,sys; print(int(json.load(open(sys.argv[1]))['jobs'][0]['read']['iops']))" "$T/r.json")
+	# the join as stats makes it (sorted by unique: no index needed)
+	joined=$("$FSPRISM" stats "$T/d.db" --run "$run" --format json | python3 -c "
+import json,sys; t=json.load(sys.stdin)['fuse_transport']
+r=[o for o in t['ops'] if o['op']=='read'][0]; print('%d/%d' % (r['joined'], r['joined'] + r['unjoined']))")
+	printf '%-6s %9s %10s %7s %10s %9s %10s %13s\n' "$r" "$iops" "$(a fuse.trace_requests)" \
+		"$(a fuse.trace_missed)" "$(a fuse.trace_ring_full)" "$(a fuse.trace_map_full)" \
+		"$(a block.dropped)" "$joined"
+done

@@ -1,0 +1,227 @@
+/*
+ * stats_fuse.c - the FUSE transport in `fsprism stats` (stats_fuse.h).
+ *
+ * Quantiles are nearest-rank over the joined requests, exact: the value of
+ * rank ceil(q * n), as the block section's.
+ */
+#include <inttypes.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include "src/db/results.h"
+#include "src/cli/stats.h"
+#include "src/cli/stats_fuse.h"
+
+#define NQ 3
+static const double qs[NQ] = { 0.50, 0.99, 0.999 };
+static const char *const q_names[NQ] = { "p50", "p99", "p99.9" };
+static const char *const q_keys[NQ] = { "p50", "p99", "p999" };
+
+struct part {
+	size_t n;
+	double mean, q[NQ], max; /* microseconds */
+};
+
+struct summary {
+	int traced;          /* 1, 0, -1: never tried (no fuse.traced) */
+	char *reason, *conn;
+	uint64_t requests, missed;
+};
+
+static int cmp_i64(const void *a, const void *b)
+{
+	int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+	return x < y ? -1 : x > y;
+}
+
+static void summarize(int64_t *v, size_t n, struct part *p)
+{
+	memset(p, 0, sizeof(*p));
+	p->n = n;
+	if (!n)
+		return;
+	qsort(v, n, sizeof(*v), cmp_i64);
+	double sum = 0;
+	for (size_t i = 0; i < n; i++)
+		sum += (double)v[i];
+	p->mean = sum / (double)n / 1e3;
+	for (int k = 0; k < NQ; k++) {
+		size_t rank = (size_t)ceil(qs[k] * (double)n);
+		p->q[k] = (double)v[(rank < 1 ? 1 : rank) - 1] / 1e3;
+	}
+	p->max = (double)v[n - 1] / 1e3;
+}
+
+/* op's queue and reply parts; 0 if op has no daemon rows at all. */
+static int op_parts(struct fsp_fuse_transport *x, int op, struct part *q, struct part *r)
+{
+	struct fsp_fuse_parts *p = &x->op[op];
+	if (!p->n && !p->unjoined)
+		return 0;
+	summarize(p->queue_ns, p->n, q);
+	summarize(p->reply_ns, p->n, r);
+	return 1;
+}
+
+static uint64_t attr_u64(struct fsp_store *st, int64_t run, const char *key)
+{
+	char *v = fsp_store_attr(st, run, key);
+	uint64_t n = v ? strtoull(v, NULL, 10) : 0;
+	free(v);
+	return n;
+}
+
+static void load_summary(struct fsp_store *st, int64_t run, struct summary *s)
+{
+	char *t = fsp_store_attr(st, run, "fuse.traced");
+	s->traced = t ? atoi(t) : -1;
+	free(t);
+	s->reason = fsp_store_attr(st, run, "fuse.untraced_reason");
+	s->conn = fsp_store_attr(st, run, "fuse.conn");
+	s->requests = attr_u64(st, run, "fuse.trace_requests");
+	s->missed = attr_u64(st, run, "fuse.trace_missed");
+}
+
+static void fmt_us(char *buf, size_t len, double us)
+{
+	if (fabs(us) >= 100000)
+		snprintf(buf, len, "%.0f", us);
+	else if (fabs(us) >= 100)
+		snprintf(buf, len, "%.1f", us);
+	else
+		snprintf(buf, len, "%.2f", us);
+}
+
+static void table_part(FILE *out, const struct part *p)
+{
+	char b[32];
+	for (int k = 0; k < NQ; k++) {
+		if (p->n)
+			fmt_us(b, sizeof(b), p->q[k]);
+		else
+			snprintf(b, sizeof(b), "-");
+		fprintf(out, " %11s", b);
+	}
+}
+
+static void print_table(const struct summary *s, struct fsp_fuse_transport *x, FILE *out)
+{
+	fprintf(out, "\nFUSE transport: connection %s, %" PRIu64 " requests traced, %" PRIu64
+		" missed; %" PRIu64 " daemon rows joined, %" PRIu64 " not, %" PRIu64
+		" traced requests without a daemon row\n", s->conn ? s->conn : "?", s->requests,
+		s->missed, x->joined, x->daemon_unjoined, x->trace_unjoined);
+	fprintf(out, "queue = sent by the kernel to read by a worker, reply = the daemon's reply"
+		" to the kernel's completion (microseconds)\n");
+	fprintf(out, "%-15s %8s %8s", "op", "joined", "unjoined");
+	for (int part = 0; part < 2; part++)
+		for (int k = 0; k < NQ; k++) {
+			char h[32];
+			snprintf(h, sizeof(h), "%s %s", part ? "reply" : "queue", q_names[k]);
+			fprintf(out, " %11s", h);
+		}
+	fputc('\n', out);
+	struct part q, r;
+	for (int op = 0; op < FSP_OP__COUNT; op++) {
+		if (!op_parts(x, op, &q, &r))
+			continue;
+		fprintf(out, "%-15s %8zu %8" PRIu64, fsp_op_name(op), x->op[op].n,
+			x->op[op].unjoined);
+		table_part(out, &q);
+		table_part(out, &r);
+		fputc('\n', out);
+	}
+	if (x->negative)
+		fprintf(out, "%" PRIu64 " parts below zero (the daemon's and the kernel's clocks"
+			" disagree), kept as measured\n", x->negative);
+}
+
+static void csv_part(FILE *out, int64_t run, int op, const char *layer, const struct part *p)
+{
+	if (!p->n)
+		return;
+	fprintf(out, "%" PRId64 ",0,%s,%s,%zu,,,0,%.3f", run, fsp_op_name(op), layer, p->n,
+		p->mean);
+	/* the ops columns are p50, p90, p99, p99.9: p90 is not computed here */
+	fprintf(out, ",%.3f,,%.3f,%.3f,%.3f\n", p->q[0], p->q[1], p->q[2], p->max);
+}
+
+static void json_part(FILE *out, const char *name, const struct part *p)
+{
+	fprintf(out, ", \"%s\": ", name);
+	if (!p->n) {
+		fputs("null", out);
+		return;
+	}
+	fprintf(out, "{\"count\": %zu, \"mean_us\": %.3f", p->n, p->mean);
+	for (int k = 0; k < NQ; k++)
+		fprintf(out, ", \"%s_us\": %.3f", q_keys[k], p->q[k]);
+	fprintf(out, ", \"max_us\": %.3f}", p->max);
+}
+
+static void print_json(const struct summary *s, struct fsp_fuse_transport *x, FILE *out)
+{
+	fputs(", \"conn\": ", out);
+	fsp_json_str(out, s->conn ? s->conn : "");
+	fprintf(out, ", \"requests\": %" PRIu64 ", \"missed\": %" PRIu64 ", \"joined\": %" PRIu64
+		", \"daemon_unjoined\": %" PRIu64 ", \"trace_unjoined\": %" PRIu64
+		", \"negative\": %" PRIu64 ", \"ops\": [", s->requests, s->missed, x->joined,
+		x->daemon_unjoined, x->trace_unjoined, x->negative);
+	int first = 1;
+	struct part q, r;
+	for (int op = 0; op < FSP_OP__COUNT; op++) {
+		if (!op_parts(x, op, &q, &r))
+			continue;
+		fprintf(out, "%s\n    {\"op\": \"%s\", \"joined\": %zu, \"unjoined\": %" PRIu64,
+			first ? "" : ",", fsp_op_name(op), x->op[op].n, x->op[op].unjoined);
+		json_part(out, "queue", &q);
+		json_part(out, "reply", &r);
+		fputc('}', out);
+		first = 0;
+	}
+	fputs(first ? "]}" : "\n  ]}", out);
+}
+
+int fsp_stats_fuse(struct fsp_store *st, int64_t run, const char *format, FILE *out)
+{
+	struct summary s;
+	struct fsp_fuse_transport x;
+	int csv = !strcmp(format, "csv"), json = !strcmp(format, "json");
+	int rc = 0;
+	load_summary(st, run, &s);
+	if (s.traced < 0)
+		goto out;
+	if (!s.traced) {
+		if (json) {
+			fputs(",\n  \"fuse_transport\": {\"traced\": false, \"reason\": ", out);
+			fsp_json_str(out, s.reason ? s.reason : "");
+			fputs("}", out);
+		} else if (!csv) {
+			fprintf(out, "\nFUSE transport: not traced (%s)\n",
+				s.reason ? s.reason : "unknown");
+		}
+		goto out;
+	}
+	int have = fsp_store_fuse_transport(st, run, &x);
+	if (have < 0) {
+		rc = -1;
+		goto out;
+	}
+	if (csv) {
+		struct part q, r;
+		for (int op = 0; have && op < FSP_OP__COUNT; op++)
+			if (op_parts(&x, op, &q, &r)) {
+				csv_part(out, run, op, "fuse_queue", &q);
+				csv_part(out, run, op, "fuse_reply", &r);
+			}
+	} else if (json) {
+		fputs(",\n  \"fuse_transport\": {\"traced\": true", out);
+		print_json(&s, &x, out);
+	} else {
+		print_table(&s, &x, out);
+	}
+	fsp_fuse_transport_free(&x);
+out:
+	free(s.reason);
+	free(s.conn);
+	return rc;
+}

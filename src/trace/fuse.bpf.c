@@ -1,0 +1,98 @@
+/*
+ * fuse.bpf.c - kernel side of the FUSE-transport trace (fuse.c loads it).
+ *
+ * On the plain tracepoints fuse:fuse_request_send (the request is queued
+ * for the daemon) and fuse:fuse_request_end (its reply is done, or it was
+ * aborted), filtered to one connection (the mount's st_dev, read-only data
+ * set before load): the send time waits in the request's slot of an array
+ * indexed by its `unique` (which the kernel steps by 2, so the slots are
+ * used in turn: no hashing, locking or deleting, as the block trace's
+ * slots) until its end, which sends one fsp_ft_event through the ring
+ * buffer without waking the reader. A slot taken over while still open (more
+ * requests in flight than slots) or a full ring buffer is counted in
+ * `lost`, never silent.
+ */
+#include <vmlinux.h>
+#include <bpf/bpf_helpers.h>
+#include "src/trace/fuse_event.h"
+
+char LICENSE[] SEC("license") = "GPL";
+
+const volatile __u32 conn = 0;
+const volatile __u32 slot_mask = 0; /* slots - 1, a power of two less one */
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 1); /* set by the loader: slot_mask + 1 */
+	__type(key, __u32);
+	__type(value, struct fsp_ft_sent);
+} inflight SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_RINGBUF);
+	__uint(max_entries, 1 << 22); /* set by the loader */
+} events SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, FSP_FT_NLOST);
+	__type(key, __u32);
+	__type(value, __u64);
+} lost SEC(".maps");
+
+static __always_inline void count(__u32 which)
+{
+	__u64 *n = bpf_map_lookup_elem(&lost, &which);
+	if (n)
+		(*n)++;
+}
+
+SEC("tracepoint/fuse/fuse_request_send")
+int fsp_fuse_send(struct trace_event_raw_fuse_request_send *ctx)
+{
+	if (ctx->connection != conn)
+		return 0;
+	__u64 unique = ctx->unique;
+	__u32 idx = (__u32)(unique >> 1) & slot_mask;
+	struct fsp_ft_sent *s = bpf_map_lookup_elem(&inflight, &idx);
+	if (!s)
+		return 0;
+	if (s->open)
+		count(FSP_FT_MAP_FULL);
+	s->unique = unique;
+	s->send_ns = bpf_ktime_get_ns();
+	s->opcode = (__u32)ctx->opcode;
+	s->len = ctx->len;
+	s->open = 1;
+	return 0;
+}
+
+SEC("tracepoint/fuse/fuse_request_end")
+int fsp_fuse_end(struct trace_event_raw_fuse_request_end *ctx)
+{
+	if (ctx->connection != conn)
+		return 0;
+	__u64 now = bpf_ktime_get_ns();
+	__u64 unique = ctx->unique;
+	__u32 idx = (__u32)(unique >> 1) & slot_mask;
+	struct fsp_ft_sent *s = bpf_map_lookup_elem(&inflight, &idx);
+	if (!s || !s->open || s->unique != unique) {
+		count(FSP_FT_UNPAIRED);
+		return 0;
+	}
+	struct fsp_ft_event *e = bpf_ringbuf_reserve(&events, sizeof(*e), 0);
+	if (!e) {
+		count(FSP_FT_RING_FULL);
+	} else {
+		e->unique = unique;
+		e->send_ns = s->send_ns;
+		e->end_ns = now;
+		e->conn = conn;
+		e->opcode = s->opcode;
+		e->len = s->len;
+		e->error = ctx->error;
+		bpf_ringbuf_submit(e, BPF_RB_NO_WAKEUP); /* the reader polls (ring.c) */
+	}
+	s->open = 0;
+	return 0;
+}
