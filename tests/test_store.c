@@ -364,10 +364,10 @@ static void test_v3_gains_fuse_columns(void **state)
 	assert_int_equal(fsp_store_insert_recs(st, run, &r, 1), 0);
 	fsp_store_close(st);
 	assert_int_equal(sqlite3_open(path, &db), SQLITE_OK);
-	assert_int_equal(q_int(db, "SELECT count(*) FROM sqlite_master WHERE name='fuse_reqs'"), 1);
-	assert_int_equal(q_int(db, "SELECT count(*) FROM ops WHERE fuse_unique IS NULL"
+	assert_int_equal(test_db_int(db, "SELECT count(*) FROM sqlite_master WHERE name='fuse_reqs'"), 1);
+	assert_int_equal(test_db_int(db, "SELECT count(*) FROM ops WHERE fuse_unique IS NULL"
 			       " AND recv_ns IS NULL"), 1);
-	assert_int_equal(q_int(db, "SELECT count(*) FROM ops WHERE fuse_unique=42 AND recv_ns=7"), 1);
+	assert_int_equal(test_db_int(db, "SELECT count(*) FROM ops WHERE fuse_unique=42 AND recv_ns=7"), 1);
 	sqlite3_close(db);
 }
 static void test_not_a_database(void **state)

@@ -25,8 +25,8 @@
 #include "src/sys/mountinfo.h"
 #include "src/db/store.h"
 
-#define INSERT_ROWS 47  /* rows per multi-row INSERT (21 columns: 987 params) */
-#define OPS_COLUMNS 21
+#define INSERT_ROWS 52  /* rows per multi-row INSERT (19 columns: 988 params) */
+#define OPS_COLUMNS 19
 
 /* SQLite's limit on parameters per statement is 32766 since 3.32 and 999
  * before: the multi-row insert must fit the older limit. */
@@ -684,7 +684,7 @@ static sqlite3_stmt *prepare_ops_insert(struct fsp_store *st, int rows)
 		"INSERT INTO ops(run, step, op, node, pid, offset, length, bytes,"
 		" result, start_ns, total_ns, backing_ns, layer_ns, emu_ns, cause_ns,"
 		" inject_ns, model_ns, fuse_unique, recv_ns) VALUES";
-	static const char group[] = "(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)";
+	static const char group[] = "(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)";
 	size_t len = sizeof(head) + (size_t)rows * sizeof(group) + 1;
 	char *sql = malloc(len);
 	sqlite3_stmt *s = NULL;
