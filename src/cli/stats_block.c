@@ -18,52 +18,20 @@
 #include "src/db/results.h"
 #include "src/prism/pattern.h"
 #include "src/cli/stats.h"
+#include "src/cli/stats_part.h"
 #include "src/cli/stats_block.h"
 
 #define MAX_STEPS 4096
-#define NQ 3
-static const double qs[NQ] = { 0.50, 0.99, 0.999 };
-static const char *const q_names[NQ] = { "p50", "p99", "p99.9" };
-static const char *const q_keys[NQ] = { "p50", "p99", "p999" };
-
-struct part {
-	size_t n;
-	double mean, q[NQ], max; /* microseconds */
-};
 
 struct block_row {
 	int step;
 	unsigned op;
 	size_t requests;
 	uint64_t bytes;
-	struct part queue, device;
+	struct fsp_stats_part queue, device;
 };
 
-static int cmp_u64(const void *a, const void *b)
-{
-	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
-	return x < y ? -1 : x > y;
-}
 
-static void summarize(uint64_t *v, size_t n, struct part *p)
-{
-	memset(p, 0, sizeof(*p));
-	p->n = n;
-	if (!n)
-		return;
-	qsort(v, n, sizeof(*v), cmp_u64);
-	double sum = 0;
-	for (size_t i = 0; i < n; i++)
-		sum += (double)v[i];
-	p->mean = sum / (double)n / 1e3;
-	for (int k = 0; k < NQ; k++) {
-		size_t rank = (size_t)ceil(qs[k] * (double)n);
-		if (rank < 1)
-			rank = 1;
-		p->q[k] = (double)v[rank - 1] / 1e3;
-	}
-	p->max = (double)v[n - 1] / 1e3;
-}
 
 /* Every (step, direction) with rows: *rowsp malloc'd, count returned; -1 on error. */
 static int load(struct fsp_store *st, int64_t run, struct block_row **rowsp)
@@ -97,8 +65,8 @@ static int load(struct fsp_store *st, int64_t run, struct block_row **rowsp)
 				r->op = dirs[d];
 				r->requests = t.nd;
 				r->bytes = t.bytes;
-				summarize(t.queue_ns, t.nq, &r->queue);
-				summarize(t.device_ns, t.nd, &r->device);
+				fsp_stats_part_of((int64_t *)t.queue_ns, t.nq, &r->queue);
+				fsp_stats_part_of((int64_t *)t.device_ns, t.nd, &r->device);
 			}
 			fsp_block_times_free(&t);
 		}
@@ -112,27 +80,7 @@ static int pattern_table_of(struct fsp_store *st, int64_t run, FILE *out);
 static int pattern_csv_of(struct fsp_store *st, int64_t run, FILE *out);
 static int pattern_json_of(struct fsp_store *st, int64_t run, FILE *out);
 
-static void fmt_us(char *buf, size_t len, double us)
-{
-	if (us >= 100000)
-		snprintf(buf, len, "%.0f", us);
-	else if (us >= 100)
-		snprintf(buf, len, "%.1f", us);
-	else
-		snprintf(buf, len, "%.2f", us);
-}
 
-static void table_part(FILE *out, const struct part *p)
-{
-	char b[32];
-	for (int k = 0; k < NQ; k++) {
-		if (p->n)
-			fmt_us(b, sizeof(b), p->q[k]);
-		else
-			snprintf(b, sizeof(b), "-");
-		fprintf(out, " %11s", b);
-	}
-}
 
 int fsp_stats_block_table(struct fsp_store *st, int64_t run, FILE *out)
 {
@@ -157,9 +105,9 @@ int fsp_stats_block_table(struct fsp_store *st, int64_t run, FILE *out)
 	fprintf(out, "queue = queued to issued, device = issued to completed (microseconds)\n");
 	fprintf(out, "%-5s %-6s %9s %9s", "step", "dir", "requests", "mean KiB");
 	for (int part = 0; part < 2; part++)
-		for (int k = 0; k < NQ; k++) {
+		for (int k = 0; k < FSP_PART_NQ; k++) {
 			char h[32];
-			snprintf(h, sizeof(h), "%s %s", part ? "dev" : "queue", q_names[k]);
+			snprintf(h, sizeof(h), "%s %s", part ? "dev" : "queue", fsp_part_q_names[k]);
 			fprintf(out, " %11s", h);
 		}
 	fputc('\n', out);
@@ -167,8 +115,8 @@ int fsp_stats_block_table(struct fsp_store *st, int64_t run, FILE *out)
 		const struct block_row *r = &rows[i];
 		fprintf(out, "%-5d %-6s %9zu %9.1f", r->step, fsp_block_op_name(r->op),
 			r->requests, (double)r->bytes / (double)r->requests / 1024.0);
-		table_part(out, &r->queue);
-		table_part(out, &r->device);
+		fsp_stats_part_table(out, &r->queue);
+		fsp_stats_part_table(out, &r->device);
 		fputc('\n', out);
 	}
 	free(rows);
@@ -176,14 +124,13 @@ int fsp_stats_block_table(struct fsp_store *st, int64_t run, FILE *out)
 }
 
 static void csv_part(FILE *out, int64_t run, const struct block_row *r, const char *layer,
-		     const struct part *p)
+		     const struct fsp_stats_part *p)
 {
 	if (!p->n)
 		return;
-	fprintf(out, "%" PRId64 ",%d,block_%s,%s,%zu,%" PRIu64 ",,0,%.3f", run, r->step,
-		fsp_block_op_name(r->op), layer, p->n, r->bytes, p->mean);
-	/* the ops columns are p50, p90, p99, p99.9: p90 is not computed here */
-	fprintf(out, ",%.3f,,%.3f,%.3f,%.3f\n", p->q[0], p->q[1], p->q[2], p->max);
+	fprintf(out, "%" PRId64 ",%d,block_%s,%s,%zu,%" PRIu64 ",,0", run, r->step,
+		fsp_block_op_name(r->op), layer, p->n, r->bytes);
+	fsp_stats_part_csv_tail(out, p);
 }
 
 int fsp_stats_block_csv(struct fsp_store *st, int64_t run, FILE *out)
@@ -200,18 +147,6 @@ int fsp_stats_block_csv(struct fsp_store *st, int64_t run, FILE *out)
 	return pattern_csv_of(st, run, out);
 }
 
-static void json_part(FILE *out, const char *name, const struct part *p)
-{
-	fprintf(out, ", \"%s\": ", name);
-	if (!p->n) {
-		fputs("null", out);
-		return;
-	}
-	fprintf(out, "{\"count\": %zu, \"mean_us\": %.3f", p->n, p->mean);
-	for (int k = 0; k < NQ; k++)
-		fprintf(out, ", \"%s_us\": %.3f", q_keys[k], p->q[k]);
-	fprintf(out, ", \"max_us\": %.3f}", p->max);
-}
 
 int fsp_stats_block_json(struct fsp_store *st, int64_t run, FILE *out)
 {
@@ -239,8 +174,8 @@ int fsp_stats_block_json(struct fsp_store *st, int64_t run, FILE *out)
 			"\"bytes\": %" PRIu64 ", \"mean_bytes\": %.1f", i ? "," : "", r->step,
 			fsp_block_op_name(r->op), r->requests, r->bytes,
 			(double)r->bytes / (double)r->requests);
-		json_part(out, "queue", &r->queue);
-		json_part(out, "device", &r->device);
+		fsp_stats_part_json(out, "queue", &r->queue);
+		fsp_stats_part_json(out, "device", &r->device);
 		fputc('}', out);
 	}
 	fputs(n ? "\n  ]" : "]", out);

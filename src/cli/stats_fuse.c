@@ -10,17 +10,9 @@
 #include <string.h>
 #include "src/db/results.h"
 #include "src/cli/stats.h"
+#include "src/cli/stats_part.h"
 #include "src/cli/stats_fuse.h"
 
-#define NQ 3
-static const double qs[NQ] = { 0.50, 0.99, 0.999 };
-static const char *const q_names[NQ] = { "p50", "p99", "p99.9" };
-static const char *const q_keys[NQ] = { "p50", "p99", "p999" };
-
-struct part {
-	size_t n;
-	double mean, q[NQ], max; /* microseconds */
-};
 
 struct summary {
 	int traced;          /* 1, 0, -1: never tried (no fuse.traced) */
@@ -28,38 +20,16 @@ struct summary {
 	uint64_t requests, missed;
 };
 
-static int cmp_i64(const void *a, const void *b)
-{
-	int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
-	return x < y ? -1 : x > y;
-}
 
-static void summarize(int64_t *v, size_t n, struct part *p)
-{
-	memset(p, 0, sizeof(*p));
-	p->n = n;
-	if (!n)
-		return;
-	qsort(v, n, sizeof(*v), cmp_i64);
-	double sum = 0;
-	for (size_t i = 0; i < n; i++)
-		sum += (double)v[i];
-	p->mean = sum / (double)n / 1e3;
-	for (int k = 0; k < NQ; k++) {
-		size_t rank = (size_t)ceil(qs[k] * (double)n);
-		p->q[k] = (double)v[(rank < 1 ? 1 : rank) - 1] / 1e3;
-	}
-	p->max = (double)v[n - 1] / 1e3;
-}
 
 /* op's queue and reply parts; 0 if op has no daemon rows at all. */
-static int op_parts(struct fsp_fuse_transport *x, int op, struct part *q, struct part *r)
+static int op_parts(struct fsp_fuse_transport *x, int op, struct fsp_stats_part *q, struct fsp_stats_part *r)
 {
 	struct fsp_fuse_parts *p = &x->op[op];
 	if (!p->n && !p->unjoined)
 		return 0;
-	summarize(p->queue_ns, p->n, q);
-	summarize(p->reply_ns, p->n, r);
+	fsp_stats_part_of(p->queue_ns, p->n, q);
+	fsp_stats_part_of(p->reply_ns, p->n, r);
 	return 1;
 }
 
@@ -82,27 +52,7 @@ static void load_summary(struct fsp_store *st, int64_t run, struct summary *s)
 	s->missed = attr_u64(st, run, "fuse.trace_missed");
 }
 
-static void fmt_us(char *buf, size_t len, double us)
-{
-	if (fabs(us) >= 100000)
-		snprintf(buf, len, "%.0f", us);
-	else if (fabs(us) >= 100)
-		snprintf(buf, len, "%.1f", us);
-	else
-		snprintf(buf, len, "%.2f", us);
-}
 
-static void table_part(FILE *out, const struct part *p)
-{
-	char b[32];
-	for (int k = 0; k < NQ; k++) {
-		if (p->n)
-			fmt_us(b, sizeof(b), p->q[k]);
-		else
-			snprintf(b, sizeof(b), "-");
-		fprintf(out, " %11s", b);
-	}
-}
 
 static void print_table(const struct summary *s, struct fsp_fuse_transport *x, FILE *out)
 {
@@ -114,20 +64,20 @@ static void print_table(const struct summary *s, struct fsp_fuse_transport *x, F
 		" to the kernel's completion (microseconds)\n");
 	fprintf(out, "%-15s %8s %8s", "op", "joined", "unjoined");
 	for (int part = 0; part < 2; part++)
-		for (int k = 0; k < NQ; k++) {
+		for (int k = 0; k < FSP_PART_NQ; k++) {
 			char h[32];
-			snprintf(h, sizeof(h), "%s %s", part ? "reply" : "queue", q_names[k]);
+			snprintf(h, sizeof(h), "%s %s", part ? "reply" : "queue", fsp_part_q_names[k]);
 			fprintf(out, " %11s", h);
 		}
 	fputc('\n', out);
-	struct part q, r;
+	struct fsp_stats_part q, r;
 	for (int op = 0; op < FSP_OP__COUNT; op++) {
 		if (!op_parts(x, op, &q, &r))
 			continue;
 		fprintf(out, "%-15s %8zu %8" PRIu64, fsp_op_name(op), x->op[op].n,
 			x->op[op].unjoined);
-		table_part(out, &q);
-		table_part(out, &r);
+		fsp_stats_part_table(out, &q);
+		fsp_stats_part_table(out, &r);
 		fputc('\n', out);
 	}
 	if (x->negative)
@@ -135,28 +85,14 @@ static void print_table(const struct summary *s, struct fsp_fuse_transport *x, F
 			" disagree), kept as measured\n", x->negative);
 }
 
-static void csv_part(FILE *out, int64_t run, int op, const char *layer, const struct part *p)
+static void csv_part(FILE *out, int64_t run, int op, const char *layer, const struct fsp_stats_part *p)
 {
 	if (!p->n)
 		return;
-	fprintf(out, "%" PRId64 ",0,%s,%s,%zu,,,0,%.3f", run, fsp_op_name(op), layer, p->n,
-		p->mean);
-	/* the ops columns are p50, p90, p99, p99.9: p90 is not computed here */
-	fprintf(out, ",%.3f,,%.3f,%.3f,%.3f\n", p->q[0], p->q[1], p->q[2], p->max);
+	fprintf(out, "%" PRId64 ",0,%s,%s,%zu,,,0", run, fsp_op_name(op), layer, p->n);
+	fsp_stats_part_csv_tail(out, p);
 }
 
-static void json_part(FILE *out, const char *name, const struct part *p)
-{
-	fprintf(out, ", \"%s\": ", name);
-	if (!p->n) {
-		fputs("null", out);
-		return;
-	}
-	fprintf(out, "{\"count\": %zu, \"mean_us\": %.3f", p->n, p->mean);
-	for (int k = 0; k < NQ; k++)
-		fprintf(out, ", \"%s_us\": %.3f", q_keys[k], p->q[k]);
-	fprintf(out, ", \"max_us\": %.3f}", p->max);
-}
 
 static void print_json(const struct summary *s, struct fsp_fuse_transport *x, FILE *out)
 {
@@ -167,14 +103,14 @@ static void print_json(const struct summary *s, struct fsp_fuse_transport *x, FI
 		", \"negative\": %" PRIu64 ", \"ops\": [", s->requests, s->missed, x->joined,
 		x->daemon_unjoined, x->trace_unjoined, x->negative);
 	int first = 1;
-	struct part q, r;
+	struct fsp_stats_part q, r;
 	for (int op = 0; op < FSP_OP__COUNT; op++) {
 		if (!op_parts(x, op, &q, &r))
 			continue;
 		fprintf(out, "%s\n    {\"op\": \"%s\", \"joined\": %zu, \"unjoined\": %" PRIu64,
 			first ? "" : ",", fsp_op_name(op), x->op[op].n, x->op[op].unjoined);
-		json_part(out, "queue", &q);
-		json_part(out, "reply", &r);
+		fsp_stats_part_json(out, "queue", &q);
+		fsp_stats_part_json(out, "reply", &r);
 		fputc('}', out);
 		first = 0;
 	}
@@ -207,7 +143,7 @@ int fsp_stats_fuse(struct fsp_store *st, int64_t run, const char *format, FILE *
 		goto out;
 	}
 	if (csv) {
-		struct part q, r;
+		struct fsp_stats_part q, r;
 		for (int op = 0; have && op < FSP_OP__COUNT; op++)
 			if (op_parts(&x, op, &q, &r)) {
 				csv_part(out, run, op, "fuse_queue", &q);
