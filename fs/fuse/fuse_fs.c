@@ -314,6 +314,17 @@ static inline int hidden(const struct fsp_fs *fs, const struct fsp_inode *parent
 	       !strcmp(name, FSP_STORE_NAME);
 }
 
+/* A hidden name does not exist for a lookup or a removal (err ENOENT) and
+ * cannot be made (EPERM): answered here, 1; 0 for any other name. */
+static int refused_hidden(struct op *o, fuse_req_t req, int opcode, struct fsp_inode *p,
+			  const char *name, int err)
+{
+	if (!hidden(o->fs, p, name))
+		return 0;
+	finish_err(o, req, opcode, err);
+	return 1;
+}
+
 /* Size and allocation of an emulated file come from its store object
  * (none yet: an empty file). */
 static void emu_fix_attr(struct op *o, struct stat *st)
@@ -485,10 +496,8 @@ static void fs_mknod_common(fuse_req_t req, int opcode, fuse_ino_t parent,
 	struct fsp_inode *p = op_enter_name(&o, req, opcode, parent, name);
 	if (!p)
 		return;
-	if (hidden(o.fs, p, name)) {
-		finish_err(&o, req, opcode, EPERM);
+	if (refused_hidden(&o, req, opcode, p, name, EPERM))
 		return;
-	}
 	int sw = as_caller(o.fs, req);
 	int res;
 	if (link)
@@ -531,10 +540,8 @@ static void fs_link(fuse_req_t req, fuse_ino_t ino, fuse_ino_t newparent,
 	if (!n)
 		return;
 	struct fsp_inode *p = node_of(&o, newparent);
-	if (hidden(o.fs, p, newname)) {
-		finish_err(&o, req, FSP_OP_LINK, EPERM);
+	if (refused_hidden(&o, req, FSP_OP_LINK, p, newname, EPERM))
 		return;
-	}
 	int res = BACKING(&o, linkat(n->fd, "", p->fd, newname, AT_EMPTY_PATH));
 	int err = res < 0 ? errno : 0;
 	struct fuse_entry_param e;
@@ -549,10 +556,8 @@ static void fs_unlink(fuse_req_t req, fuse_ino_t parent, const char *name)
 	struct fsp_inode *p = op_enter_name(&o, req, FSP_OP_UNLINK, parent, name);
 	if (!p)
 		return;
-	if (hidden(o.fs, p, name)) {
-		finish_err(&o, req, FSP_OP_UNLINK, ENOENT);
+	if (refused_hidden(&o, req, FSP_OP_UNLINK, p, name, ENOENT))
 		return;
-	}
 	/* with emulation: is this the file's last link? (its object goes too) */
 	struct stat pre;
 	int have_pre = o.fs->emu &&
@@ -570,10 +575,8 @@ static void fs_rmdir(fuse_req_t req, fuse_ino_t parent, const char *name)
 	struct fsp_inode *p = op_enter_name(&o, req, FSP_OP_RMDIR, parent, name);
 	if (!p)
 		return;
-	if (hidden(o.fs, p, name)) {
-		finish_err(&o, req, FSP_OP_RMDIR, ENOENT);
+	if (refused_hidden(&o, req, FSP_OP_RMDIR, p, name, ENOENT))
 		return;
-	}
 	int res = BACKING(&o, unlinkat(p->fd, name, AT_REMOVEDIR));
 	finish_err(&o, req, FSP_OP_RMDIR, res < 0 ? errno : 0);
 }
@@ -1003,10 +1006,8 @@ static void fs_create(fuse_req_t req, fuse_ino_t parent, const char *name,
 	struct fsp_inode *p = op_enter_name(&o, req, FSP_OP_CREATE, parent, name);
 	if (!p)
 		return;
-	if (hidden(o.fs, p, name)) {
-		finish_err(&o, req, FSP_OP_CREATE, EPERM);
+	if (refused_hidden(&o, req, FSP_OP_CREATE, p, name, EPERM))
 		return;
-	}
 	int flags = backing_flags(o.fs, fi->flags) | O_CREAT;
 	/* the backing file of an emulated file does no IO (and a passthrough
 	 * file created in an emulated mount is buffered) */
