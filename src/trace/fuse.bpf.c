@@ -18,6 +18,12 @@
 
 char LICENSE[] SEC("license") = "GPL";
 
+/* the compiler keeps these loads and stores, in this order (x86 keeps the
+ * order of stores and of loads among CPUs) */
+#define barrier() asm volatile("" ::: "memory")
+#define READ_ONCE_U64(x) (*(volatile __u64 *)&(x))
+#define WRITE_ONCE_U64(x, v) (*(volatile __u64 *)&(x) = (v))
+
 const volatile __u32 conn = 0;
 const volatile __u32 slot_mask = 0; /* slots - 1, a power of two less one */
 
@@ -59,7 +65,9 @@ int fsp_fuse_send(struct trace_event_raw_fuse_request_send *ctx)
 		return 0;
 	if (s->open)
 		count(FSP_FT_MAP_FULL);
-	s->unique = unique;
+	/* unique first: an end reading this slot meanwhile sees it change */
+	WRITE_ONCE_U64(s->unique, unique);
+	barrier();
 	s->send_ns = bpf_ktime_get_ns();
 	s->opcode = (__u32)ctx->opcode;
 	s->len = ctx->len;
@@ -80,16 +88,26 @@ int fsp_fuse_end(struct trace_event_raw_fuse_request_end *ctx)
 		count(FSP_FT_UNPAIRED);
 		return 0;
 	}
+	/* the slot's fields, then its owner again: a send on another CPU may
+	 * have taken the slot over meanwhile (it writes unique first), and then
+	 * these fields are not this request's */
+	__u64 send_ns = s->send_ns;
+	__u32 opcode = s->opcode, len = s->len;
+	barrier();
+	if (READ_ONCE_U64(s->unique) != unique) {
+		count(FSP_FT_UNPAIRED);
+		return 0;
+	}
 	struct fsp_ft_event *e = bpf_ringbuf_reserve(&events, sizeof(*e), 0);
 	if (!e) {
 		count(FSP_FT_RING_FULL);
 	} else {
 		e->unique = unique;
-		e->send_ns = s->send_ns;
+		e->send_ns = send_ns;
 		e->end_ns = now;
 		e->conn = conn;
-		e->opcode = s->opcode;
-		e->len = s->len;
+		e->opcode = opcode;
+		e->len = len;
 		e->error = ctx->error;
 		bpf_ringbuf_submit(e, BPF_RB_NO_WAKEUP); /* the reader polls (ring.c) */
 	}
