@@ -32,10 +32,20 @@ done
 check "table has ratios to raw" grep -q "x raw" "$T/out"
 check "no emu target without --cow/--journal" sh -c "! grep -q '^  emu ' '$T/out'"
 check "table has the mean over steps" grep -q "^mean over steps" "$T/out"
-for l in "engine (app)" "fuse total" "backing fs" "fsprism" "kernel+FUSE"; do
+for l in "engine (app)" "fuse total" "backing fs" "fsprism"; do
 	check "per-layer split has '$l' for reads" grep -q "^  read  *$l" "$T/out"
 	check "per-layer split has '$l' for writes" grep -q "^  write  *$l" "$T/out"
 done
+# the kernel and FUSE transport: measured per IO when the mount traced it,
+# else the difference of means
+if [ "$(q "SELECT value FROM run_attrs WHERE key='fuse.traced' AND run=(SELECT id FROM runs
+	WHERE kind='mount' AND label='fsprism-fuse')")" = 1 ]; then
+	check "the FUSE transport is measured in the layers per IO" grep -q "fuse_queue" "$T/out"
+	check "... and not estimated as a difference of means" sh -c "! grep -q 'kernel+FUSE' '$T/out'"
+else
+	check "per-layer split has 'kernel+FUSE' for reads" grep -q "^  read  *kernel+FUSE" "$T/out"
+	check "per-layer split has 'kernel+FUSE' for writes" grep -q "^  write  *kernel+FUSE" "$T/out"
+fi
 
 cmp=$(q "SELECT id FROM runs WHERE kind='compare'")
 expect_eq "one compare run" 1 "$(echo "$cmp" | wc -w)"
