@@ -30,7 +30,14 @@
 # the columns keep fio's names). FSPRISM_ARGS adds arguments to FSPRISM's runs
 # only (e.g. --no-trace, for a build that traces the block layer by default).
 # environment: ROUNDS (4; keep it even, see the last columns), SECS per run (5), SIZE of the RAM disk (1G),
-#              RAMP before each run (1s), JOBS (space-separated subset of the job names below)
+#              RAMP before each run (1s), JOBS (space-separated subset of the job names below),
+#              PINS (the placements, space-separated; default "none"):
+#                none   unpinned: the scheduler places the tool and the loop device's workers
+#                same   the tool and the loop device's workers on one CPU (CPU 1)
+#                split  the tool on CPU 0, the loop device's workers on CPU 1
+#              The loop device's IO runs in kernel workers of unbound workqueues; their CPUs are
+#              set with /sys/devices/virtual/workqueue/cpumask (restored after), the tool's with
+#              taskset. Every cell is a job at a placement; the summary names the cells below 1.0.
 set -eu
 
 FSPRISM=${1:-./fsprism}
@@ -48,6 +55,18 @@ command -v jq >/dev/null || { echo "bench-engine.sh: jq not found" >&2; exit 1; 
 BASE=${FSPRISM_BASE:-}
 [ -z "$BASE" ] || [ -x "$BASE" ] || { echo "bench-engine.sh: FSPRISM_BASE $BASE is not executable" >&2; exit 1; }
 FSPRISM_ARGS=${FSPRISM_ARGS:-}
+PINS=${PINS:-none}
+WQ_MASK=/sys/devices/virtual/workqueue/cpumask
+WQ_BEFORE=""
+for pin in $PINS; do
+	case $pin in none | same | split) ;;
+	*) echo "bench-engine.sh: PINS: '$pin' is not none, same or split" >&2; exit 2 ;;
+	esac
+	[ "$pin" = none ] || [ "$(nproc)" -ge 2 ] ||
+		{ echo "bench-engine.sh: PINS=$pin needs two CPUs" >&2; exit 2; }
+	[ "$pin" = none ] || [ -w "$WQ_MASK" ] ||
+		{ echo "bench-engine.sh: PINS=$pin needs a writable $WQ_MASK" >&2; exit 2; }
+done
 
 W=$(mktemp -d /tmp/bench-engine.XXXXXX)
 IMG=$(mktemp /dev/shm/bench-engine.XXXXXX)
@@ -56,6 +75,7 @@ HUGE_BEFORE=""
 cleanup() {
 	[ -n "$DEV" ] && losetup -d "$DEV" 2>/dev/null
 	[ -n "$HUGE_BEFORE" ] && echo "$HUGE_BEFORE" >/proc/sys/vm/nr_hugepages
+	[ -n "$WQ_BEFORE" ] && echo "$WQ_BEFORE" >"$WQ_MASK"
 	rm -f "$IMG"
 	rm -rf "$W"
 }
@@ -77,6 +97,17 @@ case $JOBS in *-huge*)
 	[ "$free_pages" -ge 8 ] || { echo "bench-engine.sh: could not reserve 8 hugetlb pages" \
 		"for the -huge jobs (HugePages_Free: $free_pages)" >&2; exit 1; }
 esac
+
+# place PIN: the loop workers' CPUs now, and TASKSET, the tool's
+TASKSET=""
+place() {
+	[ -n "$WQ_BEFORE" ] || WQ_BEFORE=$(cat "$WQ_MASK" 2>/dev/null || true)
+	case $1 in
+	none) TASKSET=""; [ -z "$WQ_BEFORE" ] || echo "$WQ_BEFORE" >"$WQ_MASK" ;;
+	same) TASKSET="taskset -c 1"; echo 2 >"$WQ_MASK" ;;
+	split) TASKSET="taskset -c 0"; echo 2 >"$WQ_MASK" ;;
+	esac
+}
 
 # job NAME -> fio arguments / fsprism arguments (a -huge job is its base job)
 fio_args() {
@@ -114,7 +145,7 @@ job_qd() { echo "$1" | sed 's/.*-qd\([0-9]*\).*/\1/'; }
 # a completion and the next submission: qd / IOPS - mean latency.
 run_fio() {
 	# shellcheck disable=SC2046
-	fio --name=job --filename="$DEV" --ioengine=libaio --direct=1 \
+	$TASKSET fio --name=job --filename="$DEV" --ioengine=libaio --direct=1 \
 		$(fio_args "$1") --size="$BYTES" --ramp_time="$RAMP" --runtime="$SECS" --time_based \
 		--lat_percentiles=1 --output-format=json >"$W/fio.json" 2>"$W/fio.err" ||
 		{ cat "$W/fio.err" >&2; exit 1; }
@@ -137,7 +168,7 @@ run_fsp() {
 	bin=${2:-$FSPRISM}
 	db=$W/$(echo "$bin" | md5sum | cut -c1-8).db
 	# shellcheck disable=SC2046,SC2086
-	out=$("$bin" run $(fsp_args "$1") "$DEV" --db "$db" \
+	out=$($TASKSET "$bin" run $(fsp_args "$1") "$DEV" --db "$db" \
 		--span="$BYTES" --ramp="$RAMP" --time="${SECS}s" --bytes=0 --idle=0 --quiet ${3:-}) ||
 		{ echo "$out" >&2; exit 1; }
 	run=$(echo "$out" | sed -n 's/.*run \([0-9]*\) stored.*/\1/p')
@@ -153,21 +184,27 @@ run_fsp() {
 }
 
 echo "# bench-engine: fio vs fsprism run on $DEV (RAM-backed, $SIZE), $ROUNDS rounds of ${SECS}s after a $RAMP ramp"
-echo "# $(uname -r), $(nproc) CPUs, $(fio --version), $("$FSPRISM" version)${FSPRISM_ARGS:+ with $FSPRISM_ARGS}"
+echo "# $(uname -r), $(nproc) CPUs, $(fio --version), $("$FSPRISM" version)${FSPRISM_ARGS:+ with $FSPRISM_ARGS}, placements: $PINS"
 [ -z "$BASE" ] || echo "# FSPRISM_BASE: the 'fio' columns are $BASE ($("$BASE" version)), not fio"
-printf "%-22s %5s %-8s %10s %10s %10s %10s %8s\n" job round tool IOPS p50r_us p50w_us cpu_ns/io gap_us
+printf "%-30s %5s %-8s %10s %10s %10s %10s %8s\n" job round tool IOPS p50r_us p50w_us cpu_ns/io gap_us
 : >"$W/results"
+CELLS=""
+for pin in $PINS; do for job in $JOBS; do
+	CELLS="$CELLS $job@$pin"
+done; done
 for round in $(seq 1 "$ROUNDS"); do
-	for job in $JOBS; do
+	for cell in $CELLS; do
+		job=${cell%@*}
+		place "${cell#*@}"
 		# alternate which tool goes first
 		if [ $((round % 2)) -eq 1 ]; then order="fio fsprism"; else order="fsprism fio"; fi
 		for tool in $order; do
 			if [ "$tool" = fio ] && [ -n "$BASE" ]; then r=$(run_fsp "$job" "$BASE" "")
 			elif [ "$tool" = fio ]; then r=$(run_fio "$job")
 			else r=$(run_fsp "$job" "$FSPRISM" "$FSPRISM_ARGS"); fi
-			echo "$job $round $tool $r" >>"$W/results"
+			echo "$cell $round $tool $r" >>"$W/results"
 			# shellcheck disable=SC2086
-			printf "%-22s %5s %-8s %10s %10s %10s %10s %8s\n" "$job" "$round" "$tool" $r
+			printf "%-30s %5s %-8s %10s %10s %10s %10s %8s\n" "$cell" "$round" "$tool" $r
 		done
 	done
 done
@@ -178,9 +215,10 @@ echo "# ratios fsprism/fio (median over rounds; target IOPS >= 1.00, p50 within 
 echo "# then the IOPS ratio over the rounds where fio ran first (odd) and where fsprism did (even):"
 echo "# the tool that runs second in a round can be favoured or penalised; use an even ROUNDS"
 echo "# last, each tool's median gap (us per IO a queue slot sat empty: the tool's own time)"
-printf "%-22s %8s %8s %8s %10s %10s %10s %8s %8s\n" job IOPS p50r p50w cpu/io fio-1st fsp-1st \
+printf "%-30s %8s %8s %8s %10s %10s %10s %8s %8s\n" job IOPS p50r p50w cpu/io fio-1st fsp-1st \
 	gap-fio gap-fsp
-for job in $JOBS; do
+place none
+for job in $CELLS; do
 	awk -v job="$job" '
 	$1 == job { k = $2; if ($3 == "fio") { fi[k] = $4; fr[k] = $5; fw[k] = $6; fc[k] = $7; fg[k] = $8 }
 		    else { si[k] = $4; sr[k] = $5; sw[k] = $6; sc[k] = $7; sg[k] = $8 } }
@@ -197,9 +235,11 @@ for job in $JOBS; do
 			rc[n] = fc[k] > 0 ? sc[k] / fc[k] : 0;
 			gf[n] = fg[k]; gs[n] = sg[k] }
 		mr = median(rr, n); mw = median(rw, n)
-		printf "%-22s %8.3f %8s %8s %10.3f %10s %10s %8.2f %8.2f\n", job, median(ri, n),
+		printf "%-30s %8.3f %8s %8s %10.3f %10s %10s %8.2f %8.2f\n", job, median(ri, n),
 			(mr > 0 ? sprintf("%.3f", mr) : "-"), (mw > 0 ? sprintf("%.3f", mw) : "-"),
 			median(rc, n), (no ? sprintf("%.3f", median(ro, no)) : "-"),
 			(ne ? sprintf("%.3f", median(re, ne)) : "-"), median(gf, n), median(gs, n) }' \
 		"$W/results"
-done
+done | tee "$W/summary"
+below=$(awk '$1 !~ /^#/ && $1 != "job" && $2 + 0 < 1.0 { printf "%s%s (%s)", sep, $1, $2; sep = ", " }' "$W/summary")
+echo "# cells with IOPS below 1.00 of fio: ${below:-none}"

@@ -94,6 +94,19 @@ expect_eq "raw: fill segment bytes" $((64 << 20)) \
 expect_eq "raw: fill wrote the span" $((64 << 20)) \
 	"$(q "SELECT write_bytes FROM steps WHERE run=$RUN")"
 
+# ---- where it ran: the placement is stored with the run ---------------------
+if [ "$(nproc)" -ge 2 ] && taskset -c 1 "$FSPRISM" run sustained-randread "$RAW" --qd=1 $TINY \
+	--db "$DB" >"$T/out" 2>"$T/err"; then
+	RUN=$(sed -n 's/^run \([0-9]*\) stored in .*/\1/p' "$T/out")
+	expect_eq "the engine's CPUs are stored (taskset -c 1)" 1 \
+		"$(q "SELECT value FROM run_attrs WHERE run=$RUN AND key='engine.cpus'")"
+	expect_eq "the unbound workqueues' CPUs are stored" \
+		"$(cat /sys/devices/virtual/workqueue/cpumask)" \
+		"$(q "SELECT value FROM run_attrs WHERE run=$RUN AND key='sys.workqueue_cpumask'")"
+else
+	echo "# one CPU, or taskset failed: the placement check does not run"
+fi
+
 # ---- what was written -----------------------------------------------------
 # A fresh sparse loop device reads as zeros; after a sequential random-data
 # write the region is non-zero and incompressible; compress:50 halves.

@@ -10,6 +10,7 @@
 #define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -27,6 +28,7 @@
 #include "src/db/oplog.h"
 #include "bench/engine/profile.h"
 #include "src/db/store.h"
+#include "src/sys/sysfs.h"
 #include "src/sys/target.h"
 #include "src/trace/block.h"
 #include "src/sys/fiemap.h"
@@ -612,6 +614,28 @@ static void set_attr_double(struct fsp_store *st, int64_t run, const char *key, 
 	fsp_store_set_attr(st, run, key, buf);
 }
 
+/*
+ * Where the run's IO could run: the CPUs the engine's thread may use and
+ * the CPUs of the kernel's unbound workqueues (where a loop device's IO
+ * runs), as run attributes, since a result depends on the placement
+ * (docs/results/engine-vs-fio.md).
+ */
+static void store_placement(struct fsp_store *st, int64_t run)
+{
+	cpu_set_t set;
+	char list[256] = "";
+	if (sched_getaffinity(0, sizeof(set), &set) == 0) {
+		size_t n = 0;
+		for (int c = 0; c < CPU_SETSIZE && n + 8 < sizeof(list); c++)
+			if (CPU_ISSET(c, &set))
+				n += (size_t)snprintf(list + n, sizeof(list) - n, "%s%d", n ? "," : "", c);
+		fsp_store_set_attr(st, run, "engine.cpus", list);
+	}
+	char mask[64];
+	if (fsp_sysfs_line("/sys/devices/virtual/workqueue/cpumask", mask, sizeof(mask)) == 0)
+		fsp_store_set_attr(st, run, "sys.workqueue_cpumask", mask);
+}
+
 static void store_params(struct fsp_store *st, int64_t run, const struct run_opts *o,
 			 const struct fsp_params *p, const struct target *t, int is_jobfile)
 {
@@ -629,6 +653,7 @@ static void store_params(struct fsp_store *st, int64_t run, const struct run_opt
 	fsp_pattern_format(&p->pattern, buf, sizeof(buf));
 	fsp_store_set_attr(st, run, "pattern", buf);
 	set_attr_u64(st, run, "span_bytes", p->span);
+	store_placement(st, run);
 }
 
 /*
