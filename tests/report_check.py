@@ -121,11 +121,62 @@ def numbers(dom_path, stats_dir, required):
         r = op_row(run, step, op)
         return r["layers"]["total"][key] if r else None
 
+    dxs = {}
+
+    def dx(run):
+        if run not in dxs:
+            dxs[run] = json.load(open("%s/diagnose-%d.json" % (stats_dir, run)))
+        return dxs[run]
+
+    def layer_row(run, step, op):
+        for r in st(run)["layers"]["steps"]:
+            if r["step"] == step and r["op"] == op:
+                return r
+        return None
+
+    def layer_part(run, step, op, part):
+        r = layer_row(run, step, op)
+        return None if r is None else r["total"] if part == "total" else r["parts"].get(part)
+
     for prefix in required:
         say(any(c.startswith(prefix) for c in charts), "a chart %s* is in the page" % prefix,
             "missing; charts: " + ", ".join(sorted(charts)))
     for cid, c in sorted(charts.items()):
         bad, checked = [], 0
+        if c["type"] == "table":
+            # the diagnosis' verdicts and the tail attribution, row by row
+            for k, row in enumerate(c["rows"]):
+                if cid.startswith("diagnosis-"):
+                    v = dx(c["compare_run"])["verdicts"][k]
+                    p50, p99 = v.get("p50_us", {}), v.get("p99_us", {})
+                    want = [v["step"], v["label"], v["a"], v["b"], v["owner"], v["mbps"]["a"],
+                            v["mbps"]["b"], v["mbps"]["rel"], v["mbps"]["judgement"], p50.get("a"),
+                            p50.get("b"), p99.get("a"), p99.get("b"), v["delta_us"], v["claim_us"]]
+                elif cid.startswith("layers-attr-"):
+                    x = layer_part(c["run"], row[0], row[1], row[2]) or {}
+                    want = row[:3] + [x.get("tail_mean_us"), x.get("mid_mean_us")] + row[5:]
+                else:
+                    continue
+                checked += 1
+                if row != want:
+                    bad.append("row %d: shown %s, want %s" % (k, row, want))
+            if cid.startswith("diagnosis-") and checked != len(dx(c["compare_run"])["verdicts"]):
+                bad.append("%d verdicts shown of %d" % (checked, len(dx(c["compare_run"])["verdicts"])))
+            say(checked and not bad, "%s: %d rows equal fsprism %s --format json" % (
+                cid, checked, "diagnose" if cid.startswith("diagnosis-") else "stats"),
+                "; ".join(bad[:3]) or "no rows")
+            continue
+        if cid.startswith("diagnosis-"):
+            for d in c["datasets"]:
+                f = d["fsp"]
+                for k, v in enumerate(d["data"]):
+                    checked += 1
+                    want = dx(f["compare_run"])["verdicts"][f["verdict"][k]][f["key"]]
+                    if v != want:
+                        bad.append("%s [%d]: plotted %s, diagnose %s" % (d["label"], k, v, want))
+            say(checked and not bad, "%s: %d plotted numbers equal fsprism diagnose --format json" %
+                (cid, checked), "; ".join(bad[:3]) or "nothing plotted")
+            continue
         for d in c["datasets"]:
             f = d.get("fsp") or {}
             run = f.get("run")
@@ -149,6 +200,9 @@ def numbers(dom_path, stats_dir, required):
                 elif cid.startswith("blocktimes-"):
                     part = st(run)["block"]["steps"][k][f["part"]]
                     want = part[f["key"]] if part else None
+                elif cid.startswith("layers-"):
+                    x = layer_part(run, f["steps"][k], f["ops"][k], f["part"])
+                    want = x[f["key"]] if x else None
                 elif cid.startswith("cdf-") and k == 0:
                     # the CDF crosses one half in the bucket of stats' p50: at its upper
                     # end, within one bucket (1/128) of the p50 stats gives
