@@ -77,6 +77,7 @@
   function chart(parent, id, title, config, tall) {
     if (title) add(parent, "h3", { text: title });
     var box = add(parent, "div", { "class": tall ? "chart tall" : "chart" });
+    if (typeof tall === "number") box.style.height = tall + "px";
     var canvas = add(box, "canvas", { id: id });
     config.options = config.options || {};
     config.options.plugins = config.options.plugins || {};
@@ -261,8 +262,9 @@
             backgroundColor: color(0), fsp: { compare_run: R.run, key: "delta_us", verdict: idx } },
           { label: "owner's claim", data: V.map(function (v) { return v.claim_us; }),
             backgroundColor: color(3), fsp: { compare_run: R.run, key: "claim_us", verdict: idx } }] },
-          options: { indexAxis: "y", scales: { x: { title: { display: true, text: "us per IO" } } } } },
-        V.length > 8);
+          options: { indexAxis: "y", scales: { x: { title: { display: true, text: "us per IO" } },
+            y: { ticks: { autoSkip: false } } } } },
+        Math.max(340, 90 + 26 * V.length));
       numbers(s, id, cols, rows, true);
       recordTable(id + "-table", cols, rows);
     });
