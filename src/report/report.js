@@ -267,6 +267,7 @@
         Math.max(340, 90 + 26 * V.length));
       numbers(s, id, cols, rows, true);
       recordTable(id + "-table", cols, rows);
+      plotted[id + "-table"].compare_run = R.run;
     });
   }
 
@@ -337,21 +338,23 @@
         });
         // the tail attribution: each part's mean in the tail beside the same around the median
         var cols = ["step", "part", "tail mean us", "mid mean us", "tail - mid us", "share of the tail's extra"];
-        var rows = [];
+        var rows = [], exact = [];
         L.steps.forEach(function (st, k) {
           var extra = st.total.tail_mean_us - st.total.mid_mean_us;
           parts.concat(["total"]).forEach(function (p) {
             var x = p === "total" ? st.total : st.parts[p];
             if (!x) return;
             var d = Math.round((x.tail_mean_us - x.mid_mean_us) * 1000) / 1000;
-            rows.push([cats[k], p, x.tail_mean_us, x.mid_mean_us, d,
-              extra > 0 ? Math.round(d / extra * 1000) / 1000 : null]);
+            var share = extra > 0 ? Math.round(d / extra * 1000) / 1000 : null;
+            rows.push([cats[k], p, x.tail_mean_us, x.mid_mean_us, d, share]);
+            exact.push([st.step, st.op, p, x.tail_mean_us, x.mid_mean_us, d, share]);
           });
         });
         add(s, "p", { "class": "note", text: "Tail attribution of " + name + " (residual " +
           L.steps.map(function (st, k) { return cats[k] + " " + fmt(st.residual_pct) + "%"; }).join(", ") + ")" });
         numbers(s, "layers-attr-" + U.run, cols, rows);
-        recordTable("layers-attr-" + U.run, cols, rows);
+        recordTable("layers-attr-" + U.run, ["step", "op"].concat(cols.slice(1)), exact);
+        plotted["layers-attr-" + U.run].run = U.run;
       });
     });
   }
