@@ -7,6 +7,7 @@
 #
 #   report_check.py page HTML DOM CONSOLE_LOG PNG CHARTJS MIN_CHARTS
 #   report_check.py numbers DOM STATS_DIR REQUIRED_PREFIX...
+# (STATS_DIR: stats-RUN.json of every run, diagnose-RUN.json of every compare)
 import html
 import json
 import math
@@ -100,18 +101,24 @@ def close(a, b, tol):
 
 def numbers(dom_path, stats_dir, required):
     charts = plotted(open(dom_path, encoding="utf-8", errors="replace").read()) or {}
-    stats = {}
+    loaded = {}
+
+    def load(what, run):
+        if (what, run) not in loaded:
+            loaded[what, run] = json.load(open("%s/%s-%d.json" % (stats_dir, what, run)))
+        return loaded[what, run]
 
     def st(run):
-        if run not in stats:
-            stats[run] = json.load(open("%s/stats-%d.json" % (stats_dir, run)))
-        return stats[run]
+        return load("stats", run)
+
+    def dx(run):
+        return load("diagnose", run)
+
+    def row_of(rows, step, op):
+        return next((r for r in rows if r["step"] == step and r["op"] == op), None)
 
     def op_row(run, step, op):
-        for r in st(run)["ops"]:
-            if r["step"] == step and r["op"] == op:
-                return r
-        return None
+        return row_of(st(run)["ops"], step, op)
 
     def mbs(run, step, op):
         r = op_row(run, step, op)
@@ -121,18 +128,8 @@ def numbers(dom_path, stats_dir, required):
         r = op_row(run, step, op)
         return r["layers"]["total"][key] if r else None
 
-    dxs = {}
-
-    def dx(run):
-        if run not in dxs:
-            dxs[run] = json.load(open("%s/diagnose-%d.json" % (stats_dir, run)))
-        return dxs[run]
-
     def layer_row(run, step, op):
-        for r in st(run)["layers"]["steps"]:
-            if r["step"] == step and r["op"] == op:
-                return r
-        return None
+        return row_of(st(run)["layers"]["steps"], step, op)
 
     def layer_part(run, step, op, part):
         r = layer_row(run, step, op)
