@@ -44,11 +44,26 @@ render() {
 	cat "$T/$name.log2" >>"$T/$name.log"
 }
 
-# stats_of DB: stats JSON of every run of DB, where report_check.py reads them
+# stats_of DB: stats JSON of every run of DB, and diagnose JSON of every
+# compare, where report_check.py reads them
 stats_of() {
 	for r in $(sqlite3 "$1" "SELECT id FROM runs"); do
 		"$FSPRISM" stats "$1" --run "$r" --format json >"$T/stats/stats-$r.json"
 	done
+	for r in $(sqlite3 "$1" "SELECT id FROM runs WHERE kind='compare'"); do
+		"$FSPRISM" diagnose "$1" --run "$r" --format json >"$T/stats/diagnose-$r.json"
+	done
+}
+
+# says NAME DOM TEXT: the rendered page says TEXT (what is missing, instead of an empty chart)
+says() {
+	if grep -qF "$3" "$2"; then ok "$1: the page says '$3'"
+	else not_ok "$1: the page does not say '$3'"; fi
+}
+# no_chart NAME DOM PREFIX: no chart PREFIX* was drawn
+no_chart() {
+	if grep -q "<canvas id=\"$3" "$2"; then not_ok "$1: a chart $3* drawn"
+	else ok "$1: no chart $3*"; fi
 }
 
 # look NAME HTML DB MIN_CHARTS REQUIRED...: render the report and check it
@@ -87,6 +102,9 @@ if fsp_mount "$T/back" "$T/mnt" --log "$T/mount.db" --record full; then
 	fsp_umount "$T/mnt"
 	check "mount: report written" "$FSPRISM" report "$T/mount.db" -o "$T/mount.html"
 	look mount "$T/mount.html" "$T/mount.db" 3 lat- cdf-mount- heatmap-
+	says mount "$T/mount.dom" "No layer split: it is made for the IOs of an engine run"
+	no_chart mount "$T/mount.dom" layers-
+	no_chart mount "$T/mount.dom" diagnosis-
 else
 	not_ok "fsprism mount"
 fi
@@ -102,6 +120,10 @@ if "$FSPRISM" run mixed-seq "$DEV" --db "$T/run.db" $TINY --report "$T/run.html"
 	expect_eq "run --report says where the report is" "report written to $T/run.html" \
 		"$(grep '^report written' "$T/run.out")"
 	look run "$T/run.html" "$T/run.db" 4 curve-total curve-rw lat- cdf-read cdf-write timeline-
+	# run records no per-IO rows by default: no layer split, and the page says why
+	says run "$T/run.dom" "no layer split: no per-IO rows (record mode hist)"
+	no_chart run "$T/run.dom" layers-
+	no_chart run "$T/run.dom" diagnosis-
 	check "run: report --run 2 --vs 1" "$FSPRISM" report "$T/run.db" --run 2 --vs 1 -o "$T/vs.html"
 	look vs "$T/vs.html" "$T/run.db" 4 curve-total curve-rw lat- cdf-read
 	if grep -q 'data-chart="ratios"' "$T/vs.dom"; then ok "vs: the table of ratios"
@@ -121,7 +143,15 @@ if "$FSPRISM" compare --cow=always --size 1G --db "$T/cmp.db" --time=300ms --mix
 	expect_eq "compare --report says where the report is" "report written to $T/cmp.html" \
 		"$(grep '^report written' "$T/cmp.out")"
 	look compare "$T/cmp.html" "$T/cmp.db" 12 curve-total curve-rw lat- cdf-read cdf-write wa- \
-		blocktimes- block- heatmap- timeline-
+		blocktimes- block- heatmap- timeline- diagnosis-1 diagnosis-1-table layers-mid- layers-tail- \
+		layers-attr-
+	# every engine target has its split, and the diagnosis is the page's first section
+	for r in $(sqlite3 "$T/cmp.db" "SELECT id FROM runs WHERE parent=1 AND kind='run'"); do
+		if grep -q "<canvas id=\"layers-tail-$r\"" "$T/compare.dom"; then ok "compare: layers of run $r"
+		else not_ok "compare: no layer split of engine run $r"; fi
+	done
+	first=$(grep -o '<h2>[^<]*</h2>' "$T/compare.dom" | head -1)
+	expect_eq "compare: the diagnosis at the top" "<h2>Diagnosis of compare run 1</h2>" "$first"
 else
 	not_ok "compare: $(tail -3 "$T/cmp.err")"
 fi

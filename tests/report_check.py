@@ -7,6 +7,7 @@
 #
 #   report_check.py page HTML DOM CONSOLE_LOG PNG CHARTJS MIN_CHARTS
 #   report_check.py numbers DOM STATS_DIR REQUIRED_PREFIX...
+# (STATS_DIR: stats-RUN.json of every run, diagnose-RUN.json of every compare)
 import html
 import json
 import math
@@ -100,18 +101,24 @@ def close(a, b, tol):
 
 def numbers(dom_path, stats_dir, required):
     charts = plotted(open(dom_path, encoding="utf-8", errors="replace").read()) or {}
-    stats = {}
+    loaded = {}
+
+    def load(what, run):
+        if (what, run) not in loaded:
+            loaded[what, run] = json.load(open("%s/%s-%d.json" % (stats_dir, what, run)))
+        return loaded[what, run]
 
     def st(run):
-        if run not in stats:
-            stats[run] = json.load(open("%s/stats-%d.json" % (stats_dir, run)))
-        return stats[run]
+        return load("stats", run)
+
+    def dx(run):
+        return load("diagnose", run)
+
+    def row_of(rows, step, op):
+        return next((r for r in rows if r["step"] == step and r["op"] == op), None)
 
     def op_row(run, step, op):
-        for r in st(run)["ops"]:
-            if r["step"] == step and r["op"] == op:
-                return r
-        return None
+        return row_of(st(run)["ops"], step, op)
 
     def mbs(run, step, op):
         r = op_row(run, step, op)
@@ -121,11 +128,52 @@ def numbers(dom_path, stats_dir, required):
         r = op_row(run, step, op)
         return r["layers"]["total"][key] if r else None
 
+    def layer_row(run, step, op):
+        return row_of(st(run)["layers"]["steps"], step, op)
+
+    def layer_part(run, step, op, part):
+        r = layer_row(run, step, op)
+        return None if r is None else r["total"] if part == "total" else r["parts"].get(part)
+
     for prefix in required:
         say(any(c.startswith(prefix) for c in charts), "a chart %s* is in the page" % prefix,
             "missing; charts: " + ", ".join(sorted(charts)))
     for cid, c in sorted(charts.items()):
         bad, checked = [], 0
+        if c["type"] == "table":
+            # the diagnosis' verdicts and the tail attribution, row by row
+            for k, row in enumerate(c["rows"]):
+                if cid.startswith("diagnosis-"):
+                    v = dx(c["compare_run"])["verdicts"][k]
+                    p50, p99 = v.get("p50_us", {}), v.get("p99_us", {})
+                    want = [v["step"], v["label"], v["a"], v["b"], v["owner"], v["mbps"]["a"],
+                            v["mbps"]["b"], v["mbps"]["rel"], v["mbps"]["judgement"], p50.get("a"),
+                            p50.get("b"), p99.get("a"), p99.get("b"), v["delta_us"], v["claim_us"]]
+                elif cid.startswith("layers-attr-"):
+                    x = layer_part(c["run"], row[0], row[1], row[2]) or {}
+                    want = row[:3] + [x.get("tail_mean_us"), x.get("mid_mean_us")] + row[5:]
+                else:
+                    continue
+                checked += 1
+                if row != want:
+                    bad.append("row %d: shown %s, want %s" % (k, row, want))
+            if cid.startswith("diagnosis-") and checked != len(dx(c["compare_run"])["verdicts"]):
+                bad.append("%d verdicts shown of %d" % (checked, len(dx(c["compare_run"])["verdicts"])))
+            say(checked and not bad, "%s: %d rows equal fsprism %s --format json" % (
+                cid, checked, "diagnose" if cid.startswith("diagnosis-") else "stats"),
+                "; ".join(bad[:3]) or "no rows")
+            continue
+        if cid.startswith("diagnosis-"):
+            for d in c["datasets"]:
+                f = d["fsp"]
+                for k, v in enumerate(d["data"]):
+                    checked += 1
+                    want = dx(f["compare_run"])["verdicts"][f["verdict"][k]][f["key"]]
+                    if v != want:
+                        bad.append("%s [%d]: plotted %s, diagnose %s" % (d["label"], k, v, want))
+            say(checked and not bad, "%s: %d plotted numbers equal fsprism diagnose --format json" %
+                (cid, checked), "; ".join(bad[:3]) or "nothing plotted")
+            continue
         for d in c["datasets"]:
             f = d.get("fsp") or {}
             run = f.get("run")
@@ -149,6 +197,9 @@ def numbers(dom_path, stats_dir, required):
                 elif cid.startswith("blocktimes-"):
                     part = st(run)["block"]["steps"][k][f["part"]]
                     want = part[f["key"]] if part else None
+                elif cid.startswith("layers-"):
+                    x = layer_part(run, f["steps"][k], f["ops"][k], f["part"])
+                    want = x[f["key"]] if x else None
                 elif cid.startswith("cdf-") and k == 0:
                     # the CDF crosses one half in the bucket of stats' p50: at its upper
                     # end, within one bucket (1/128) of the p50 stats gives

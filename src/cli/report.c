@@ -15,6 +15,7 @@
 #include <string.h>
 #include <unistd.h>
 #include "src/cli/cli.h"
+#include "src/cli/diagnose.h"
 #include "src/cli/opt.h"
 #include "src/cli/report.h"
 #include "src/cli/stats.h"
@@ -94,16 +95,39 @@ db_error:
 }
 
 /*
- * The analyses' place in the run's object: the layer split and the
- * diagnosis, as JSON members ("layers": ..., "diagnosis": ...) that
- * report.js shows when present (docs/report.md gives their shape). None
- * are computed here; NULL until an analysis writes them.
+ * The analyses' place in the run's object (docs/report.md). The layer
+ * split per IO needs nothing here: it is each engine target's "layers" in
+ * its stats JSON, which the page already has. The diagnosis of a compare
+ * is added as "diagnosis": the very object `fsprism diagnose --format
+ * json` prints, from the same function. NULL: nothing to add (not a
+ * compare) or out of memory; a compare diagnose cannot read gets
+ * {"available": false} (diagnose said why on stderr) and the report is
+ * still written.
  */
-static char *analysis_members(struct fsp_store *st, int64_t run)
+static char *analysis_members(struct fsp_store *st, int64_t run, const char *kind)
 {
-	(void)st;
-	(void)run;
-	return NULL;
+	if (!kind || strcmp(kind, "compare"))
+		return NULL;
+	char *dx = NULL, *out = NULL;
+	size_t len;
+	FILE *mem = open_memstream(&dx, &len);
+	if (!mem)
+		return NULL;
+	int rc = fsp_diagnose_print(mem, st, run, 1, "report");
+	if (fclose(mem) != 0)
+		rc = -1;
+	if (rc == 0 && dx && len) {
+		while (len && (dx[len - 1] == '\n' || dx[len - 1] == ' '))
+			dx[--len] = 0;
+		if (asprintf(&out, "\"diagnosis\": %s", dx) < 0)
+			out = NULL;
+	} else if (asprintf(&out, "\"diagnosis\": {\"available\": false, \"reason\": "
+			    "\"fsprism diagnose could not read compare run %" PRId64 "\"}",
+			    run) < 0) {
+		out = NULL;
+	}
+	free(dx);
+	return out;
 }
 
 /* 1 and *r for a run that exists, 0 (said) if not, -1 (said) on error. */
@@ -144,7 +168,7 @@ int report_html(const char *cmd, struct fsp_store *st, int64_t run, int64_t vs,
 			loaded++;
 			goto out;
 		}
-		analysis[i] = analysis_members(st, i ? vs : run);
+		analysis[i] = analysis_members(st, i ? vs : run, r[i].kind);
 		runs[i] = (struct fsp_report_run){
 			.run = i ? vs : run, .kind = r[i].kind, .targets = g[i].t,
 			.ntargets = g[i].n, .analysis_json = analysis[i],
@@ -200,14 +224,17 @@ static void report_usage(FILE *f)
 "usage: fsprism report DB [--run N] [--vs M] -o FILE.html [--chartjs FILE]\n"
 "\n"
 "Write the charts of run N (default: the newest top-level run) into one\n"
-"self-contained HTML file that opens offline: throughput against the\n"
-"profile's mix, queue depth or the GB of a fill per target, reads and\n"
-"writes apart; latency CDFs and p50/p99/p99.9 beside the mean per step;\n"
+"self-contained HTML file that opens offline: for a compare, its diagnosis\n"
+"first; throughput against the profile's mix, queue depth or the GB of a\n"
+"fill per target, reads and writes apart; latency CDFs and p50/p99/p99.9\n"
+"beside the mean per step; each engine target's layer split per IO (the\n"
+"parts around the median and in the tail, and the tail attribution);\n"
 "the throughput timeline and a latency heat map; the device side (block\n"
 "requests' offset against time, the emulation's write amplification,\n"
 "flushes, sequentiality, extents); the run's facts. Every chart has its\n"
 "numbers beside it (a table and a CSV download). The numbers are those of\n"
-"'fsprism stats --format json' for the same runs.\n"
+"'fsprism stats --format json' (and 'fsprism diagnose --format json') for\n"
+"the same runs.\n"
 "\n"
 "  -o, --output FILE  the report (written as FILE.tmp, then renamed)\n"
 "  --run N            the run (a compare, a run or a mount)\n"

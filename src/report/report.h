@@ -23,9 +23,9 @@ struct fsp_report_target {
 
 /*
  * One run the report shows (the first; with --vs the second overlaid).
- * analysis_json: members ("diagnosis", "layers") that the analyses add to
- * the run's object, comma-separated without braces, NULL for none; the
- * page shows each when present (docs/report.md says their shape).
+ * analysis_json: members that the analyses add to the run's object (a
+ * compare's "diagnosis"), comma-separated without braces, NULL for none;
+ * the page shows each when present (docs/report.md says their shape).
  */
 struct fsp_report_run {
 	int64_t run;

@@ -77,6 +77,7 @@
   function chart(parent, id, title, config, tall) {
     if (title) add(parent, "h3", { text: title });
     var box = add(parent, "div", { "class": tall ? "chart tall" : "chart" });
+    if (typeof tall === "number") box.style.height = tall + "px";
     var canvas = add(box, "canvas", { id: id });
     config.options = config.options || {};
     config.options.plugins = config.options.plugins || {};
@@ -197,47 +198,163 @@
   // ---- the analyses: diagnosis (top) and layer split -----------------------
   // Their members ("diagnosis", "layers") come from the analyses into each run's
   // object; docs/report.md gives their shape. Shown when present.
+  // A table whose rows a test reads back exactly (the numbers() table shows them rounded).
+  function recordTable(id, columns, rows) {
+    plotted[id] = { type: "table", columns: columns, rows: rows };
+  }
+
+  // ---- the diagnosis (fsprism diagnose --format json of a compare) -----------
   function diagnosis() {
     D.runs.forEach(function (R) {
-      if (!R.diagnosis) return;
-      var s = section("Diagnosis (run " + R.run + ")");
-      s.className += " diag";
       var g = R.diagnosis;
-      if (g.summary) add(s, "p", { text: g.summary });
-      (g.findings || []).forEach(function (x, i) {
-        var rows = Object.keys(x).map(function (k) {
-          return [k, typeof x[k] === "object" ? JSON.stringify(x[k]) : x[k]];
-        });
-        numbers(s, "diagnosis-" + R.run + "-" + i, ["finding " + (i + 1), ""], rows, true);
+      if (!g) return;
+      var s = section("Diagnosis of compare run " + R.run, "As fsprism diagnose prints it " +
+        "(docs/diagnose.md): per step, each pair of neighbouring targets, whether they differ beyond " +
+        "the rounds' spread, and which one part owns the difference.");
+      s.className += " diag";
+      if (g.available === false) { note(s, "No diagnosis: " + g.reason + "."); return; }
+      var V = g.verdicts || [], owners = {}, order = [];
+      V.forEach(function (v) {
+        if (!(v.owner in owners)) { owners[v.owner] = 0; order.push(v.owner); }
+        owners[v.owner]++;
       });
+      add(s, "p", { text: (g.rounds === 1 ? "1 round: the round-to-round spread is unknown, so a " +
+        "difference cannot be told from noise (compare --rounds 3 can). " : g.rounds + " rounds: each " +
+        "difference is judged against the spread of the rounds. ") + "Owners: " + (order.length ?
+        order.map(function (o) { return o + " " + owners[o]; }).join(", ") : "none") + " (pairs of steps)." });
+      (g.shapes || []).forEach(function (h) {
+        add(s, "p", { "class": "note", text: h.target + ": " + (h.bathtub ? "bathtub: " + h.mixes +
+          " mixes from " + h.first_pct + "% to " + h.last_pct + "% reads below 75% of the pure steps (" +
+          fmt(h.pure_mbps) + " MB/s), lowest " + fmt(h.low_mbps) + " MB/s at " + h.low_pct + "% reads (" +
+          fmt(h.depth) + "x); owner " + h.owner : "no bathtub") });
+      });
+      if (!V.length) { note(s, "No pair of targets to judge in this compare."); return; }
+      // each finding with its evidence
+      V.forEach(function (v, i) {
+        var f = add(s, "div", { "class": "finding" });
+        add(f, "h3", { text: "step " + v.step + " " + v.label + ": " + v.a + " -> " + v.b + ": " + v.owner });
+        (v.evidence || []).forEach(function (e) { if (e) add(f, "p", { "class": "note", text: e }); });
+        var keys = [];
+        [v.a_numbers, v.b_numbers].forEach(function (n) {
+          Object.keys(n || {}).forEach(function (k) { if (keys.indexOf(k) < 0) keys.push(k); });
+        });
+        numbers(f, "diagnosis-" + R.run + "-" + i, ["evidence per user IO", v.a, v.b],
+          keys.map(function (k) {
+            var av = v.a_numbers ? v.a_numbers[k] : null, bv = v.b_numbers ? v.b_numbers[k] : null;
+            return [k, av === undefined ? null : av, bv === undefined ? null : bv];
+          }));
+      });
+      // one row per verdict, and a picture: the latency difference and the owner's claim
+      var cols = ["step", "label", "a", "b", "owner", "MB/s a", "MB/s b", "MB/s change", "judgement",
+        "p50 a", "p50 b", "p99 a", "p99 b", "latency +us per IO", "owner's claim us"];
+      var rows = V.map(function (v) {
+        var p50 = v.p50_us || {}, p99 = v.p99_us || {};
+        return [v.step, v.label, v.a, v.b, v.owner, v.mbps.a, v.mbps.b, v.mbps.rel, v.mbps.judgement,
+          p50.a === undefined ? null : p50.a, p50.b === undefined ? null : p50.b,
+          p99.a === undefined ? null : p99.a, p99.b === undefined ? null : p99.b, v.delta_us, v.claim_us];
+      });
+      var id = "diagnosis-" + R.run;
+      var cats = V.map(function (v) { return v.step + " " + v.a + "->" + v.b + " (" + v.owner + ")"; });
+      var idx = V.map(function (v, k) { return k; });
+      chart(s, id, "Latency difference per user IO (b - a) and the part the owner claims (us)",
+        { type: "bar", data: { labels: cats, datasets: [
+          { label: "latency difference", data: V.map(function (v) { return v.delta_us; }),
+            backgroundColor: color(0), fsp: { compare_run: R.run, key: "delta_us", verdict: idx } },
+          { label: "owner's claim", data: V.map(function (v) { return v.claim_us; }),
+            backgroundColor: color(3), fsp: { compare_run: R.run, key: "claim_us", verdict: idx } }] },
+          options: { indexAxis: "y", scales: { x: { title: { display: true, text: "us per IO" } },
+            y: { ticks: { autoSkip: false } } } } },
+        Math.max(340, 90 + 26 * V.length));
+      numbers(s, id, cols, rows, true);
+      recordTable(id + "-table", cols, rows);
+      plotted[id + "-table"].compare_run = R.run;
     });
   }
 
+  // ---- the layer split per IO (each engine target's stats "layers") ---------
+  // one colour per part whatever the target, so that "device" is the same green everywhere
+  var PART_COLORS = { submit: "#1f77b4", fs_submit: "#1f77b4", fuse_queue: "#17becf",
+    daemon_recv: "#9467bd", layer: "#e377c2", emu: "#bcbd22", backing: "#8c564b",
+    block_queue: "#d62728", device: "#2ca02c", fuse_reply: "#ffbb78", complete: "#ff7f0e",
+    fs_complete: "#ff7f0e", residual: "#bbbbbb" };
+  var LAYER_SETS = [["mid_mean_us", "mid", "IOs around the median (p45 to p55)"],
+    ["tail_mean_us", "tail", "IOs at or above p99 (the tail)"]];
   function layers() {
-    var any = D.runs.some(function (R) { return R.layers; });
-    var s = section("Layer split", any ? "Per target and step: where the time of an IO went, " +
-      "at p50 and at p99, and which part the tail comes from." :
-      "No layer split in this report's data: it comes from the layer decomposition of the " +
-      "engine IOs when the database has it. `fsprism stats` shows the FUSE targets' per-layer time.");
-    if (!any) return;
-    D.runs.forEach(function (R) {
-      (R.layers && R.layers.targets || []).forEach(function (L, ti) {
-        ["p50", "p99"].forEach(function (q) {
-          var parts = L.parts || [];
-          var labels = L.steps.map(function (st) { return st.label || "step " + st.step; });
+    var E = MAIN.targets.filter(function (T) { return T.kind === "run"; });
+    var s = section("Layer split per IO", "Each engine IO's total split into the parts that served " +
+      "it (docs/prism.md), the residual its own part. Per target, a bar per step and direction: the " +
+      "mean of each part over the IOs around the median and over the IOs at or above p99, so the " +
+      "segments add up to those IOs' mean total (the cross). The table beside the bars is the tail " +
+      "attribution: which part the tail's extra time comes from.");
+    if (!E.length) {
+      note(s, "No layer split: it is made for the IOs of an engine run (fsprism run, each target " +
+        "of fsprism compare); this report's run is a " + MAIN.kind + ". A mount's own layers per " +
+        "operation are in the latency charts above and in fsprism stats.");
+      return;
+    }
+    E.forEach(function (T) {
+      var show = [T], V = findTarget(VS, T.label);
+      if (V && V.kind === "run") show.push(V);
+      show.forEach(function (U, vi) {
+        var L = U.stats.layers, name = vi ? vsName(U) : U.label;
+        if (!L) { note(s, name + ": no layer split in its stats (a database of an older fsprism)."); return; }
+        if (L.available === false) { note(s, name + ": no layer split: " + L.reason + "."); return; }
+        if (!L.steps.length) { note(s, name + ": no layer split: no IO in its steps."); return; }
+        var parts = [];
+        L.steps.forEach(function (st) {
+          Object.keys(st.parts).forEach(function (p) { if (parts.indexOf(p) < 0) parts.push(p); });
+        });
+        parts.sort(function (a, b) { return (a === "residual") - (b === "residual"); });
+        var stepLabel = function (st) {
+          for (var k = 0; k < U.steps.length; k++)
+            if (U.steps[k].step === st.step) return (U.steps[k].label || "step " + st.step) + " " + st.op;
+          return "step " + st.step + " " + st.op;
+        };
+        var cats = L.steps.map(stepLabel);
+        var where = { run: U.run, steps: L.steps.map(function (st) { return st.step; }),
+          ops: L.steps.map(function (st) { return st.op; }) };
+        add(s, "h3", { text: name + ": " + L.target + " target, " + L.ios + " IOs" });
+        var grid = add(s, "div", { "class": "grid" });
+        LAYER_SETS.forEach(function (q) {
           var ds = parts.map(function (p, i) {
-            return { label: p, data: L.steps.map(function (st) { return st[q] ? st[q][p] : null; }),
-              backgroundColor: color(i), stack: "s" };
+            return { label: p, stack: "parts", backgroundColor: PART_COLORS[p] || color(i),
+              data: L.steps.map(function (st) { return st.parts[p] ? st.parts[p][q[0]] : null; }),
+              fsp: Object.assign({ part: p, key: q[0] }, where) };
           });
-          var id = "layers-" + R.run + "-" + ti + "-" + q;
-          chart(s, id, L.label + ": " + q + " (us)", { type: "bar", data: { labels: labels, datasets: ds },
-            options: { scales: { x: { stacked: true }, y: { stacked: true, title: { display: true, text: "us" } } } } });
-          numbers(s, id, ["step"].concat(parts), L.steps.map(function (st, k) {
-            return [labels[k]].concat(parts.map(function (p) { return st[q] ? st[q][p] : null; }));
+          ds.push({ type: "line", label: "total", stack: "total", showLine: false, pointStyle: "crossRot",
+            pointRadius: 8, borderWidth: 2, borderColor: "#000", backgroundColor: "#000",
+            data: L.steps.map(function (st) { return st.total[q[0]]; }),
+            fsp: Object.assign({ part: "total", key: q[0] }, where) });
+          var id = "layers-" + q[1] + "-" + U.run, box = add(grid, "div");
+          chart(box, id, q[2] + ": mean of each part (us)", { type: "bar",
+            data: { labels: cats, datasets: ds },
+            options: { scales: { x: { stacked: true }, y: { stacked: true, beginAtZero: true,
+              title: { display: true, text: "us" } } } } });
+          numbers(box, id, ["step", "IOs"].concat(ds.map(function (d) { return d.label; })).concat(
+            ["total p50", "total p99"]), L.steps.map(function (st, k) {
+            return [cats[k], q[1] === "tail" ? st.tail_ios : st.mid_ios].concat(
+              ds.map(function (d) { return d.data[k]; })).concat([st.total.p50_us, st.total.p99_us]);
           }));
         });
-        if (L.tail) numbers(s, "layers-tail-" + R.run + "-" + ti, ["part", "share of the tail"],
-          Object.keys(L.tail).map(function (k) { return [k, L.tail[k]]; }), true);
+        // the tail attribution: each part's mean in the tail beside the same around the median
+        var cols = ["step", "part", "tail mean us", "mid mean us", "tail - mid us", "share of the tail's extra"];
+        var rows = [], exact = [];
+        L.steps.forEach(function (st, k) {
+          var extra = st.total.tail_mean_us - st.total.mid_mean_us;
+          parts.concat(["total"]).forEach(function (p) {
+            var x = p === "total" ? st.total : st.parts[p];
+            if (!x) return;
+            var d = Math.round((x.tail_mean_us - x.mid_mean_us) * 1000) / 1000;
+            var share = extra > 0 ? Math.round(d / extra * 1000) / 1000 : null;
+            rows.push([cats[k], p, x.tail_mean_us, x.mid_mean_us, d, share]);
+            exact.push([st.step, st.op, p, x.tail_mean_us, x.mid_mean_us, d, share]);
+          });
+        });
+        add(s, "p", { "class": "note", text: "Tail attribution of " + name + " (residual " +
+          L.steps.map(function (st, k) { return cats[k] + " " + fmt(st.residual_pct) + "%"; }).join(", ") + ")" });
+        numbers(s, "layers-attr-" + U.run, cols, rows);
+        recordTable("layers-attr-" + U.run, ["step", "op"].concat(cols.slice(1)), exact);
+        plotted["layers-attr-" + U.run].run = U.run;
       });
     });
   }
@@ -614,6 +731,7 @@
   facts();
   // where each chart's box is on the page (docs/report.md's screenshots are cut there)
   Object.keys(plotted).forEach(function (id) {
+    if (plotted[id].type === "table") return;
     var box = document.getElementById(id).parentNode.getBoundingClientRect();
     plotted[id].box = [Math.round(box.top + window.scrollY), Math.round(box.height)];
   });
