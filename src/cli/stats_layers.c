@@ -231,13 +231,14 @@ static size_t parts_of(enum fsp_dc_kind k, const struct lrow *rows, size_t n, un
 	static const unsigned file[] = { FSP_DC_FS_SUBMIT, FSP_DC_BLOCK_QUEUE, FSP_DC_DEVICE,
 					 FSP_DC_FS_COMPLETE, FSP_DC_RESIDUAL };
 	static const unsigned mount[] = { FSP_DC_SUBMIT, FSP_DC_FUSE_QUEUE, FSP_DC_DAEMON_RECV,
-					  FSP_DC_LAYER, FSP_DC_EMU, FSP_DC_BACKING,
+					  FSP_DC_LAYER, FSP_DC_INJECT, FSP_DC_EMU, FSP_DC_BACKING,
 					  FSP_DC_BLOCK_QUEUE, FSP_DC_DEVICE, FSP_DC_FUSE_REPLY,
 					  FSP_DC_COMPLETE, FSP_DC_RESIDUAL };
 	const unsigned *p = k == FSP_DC_RAW ? raw : k == FSP_DC_FILE ? file : mount;
-	size_t np = k == FSP_DC_RAW ? 5 : k == FSP_DC_FILE ? 5 : 11, m = 0;
+	size_t np = k == FSP_DC_RAW ? 5 : k == FSP_DC_FILE ? 5 : 12, m = 0;
 	for (size_t i = 0; i < np; i++) {
-		int used = p[i] != FSP_DC_EMU; /* the emulation's only when it worked */
+		/* the emulation's and the injected delay's only when there were any */
+		int used = p[i] != FSP_DC_EMU && p[i] != FSP_DC_INJECT;
 		for (size_t r = 0; r < n && !used; r++)
 			used = rows[r].sum->part[p[i]].max > 0;
 		if (used)

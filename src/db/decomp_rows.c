@@ -191,6 +191,7 @@ static int daemon_row(sqlite3_stmt *s, void *arg)
 	d->write = sqlite3_column_int(s, 7) == FSP_OP_WRITE;
 	d->recv_ns = col_u64(s, 8);
 	d->fuse_unique = col_u64(s, 9);
+	d->inject_ns = col_u64(s, 10);
 	return 0;
 }
 
@@ -199,16 +200,16 @@ int fsp_decomp_read_daemon(struct fsp_store *st, int64_t run, uint64_t from_ns,
 			   char *err, size_t errlen)
 {
 	memset(out, 0, sizeof(*out));
-	/* ops.recv_ns and ops.fuse_unique come with the FUSE transport's trace */
+	/* ops.recv_ns and ops.fuse_unique come with the FUSE transport's trace,
+	 * ops.inject_ns with mount --inject: 0 where a database lacks them */
 	int have = has_column(st->db, "ops", "recv_ns") && has_column(st->db, "ops", "fuse_unique");
 	*have_fuse_cols = have;
-	const char *sql = have
-		? "SELECT start_ns, total_ns, backing_ns, emu_ns, offset, length, pid, op,"
-		  " recv_ns, fuse_unique FROM ops WHERE run = ? AND op IN (?, ?)"
-		  " AND start_ns BETWEEN ? AND ? AND result = 0"
-		: "SELECT start_ns, total_ns, backing_ns, emu_ns, offset, length, pid, op, 0, 0"
-		  " FROM ops WHERE run = ? AND op IN (?, ?) AND start_ns BETWEEN ? AND ?"
-		  " AND result = 0";
+	char sql[320];
+	snprintf(sql, sizeof(sql), "SELECT start_ns, total_ns, backing_ns, emu_ns, offset, length,"
+		 " pid, op, %s, %s FROM ops WHERE run = ? AND op IN (?, ?)"
+		 " AND start_ns BETWEEN ? AND ? AND result = 0",
+		 have ? "recv_ns, fuse_unique" : "0, 0",
+		 has_column(st->db, "ops", "inject_ns") ? "inject_ns" : "0");
 	sqlite3_stmt *s;
 	if (prepare(st->db, sql, &s, "ops", err, errlen))
 		return -1;

@@ -6,7 +6,7 @@
  *
  * The row types are the join's own input, so a reader fills what the join
  * takes without a copy. Every reader tolerates what an older database
- * lacks (block_ios.tid, ops.fuse_unique/recv_ns, fuse_reqs): 0 then.
+ * lacks (block_ios.tid, ops.fuse_unique/recv_ns/inject_ns, fuse_reqs): 0 then.
  */
 #ifndef FSP_DB_DECOMP_ROWS_H
 #define FSP_DB_DECOMP_ROWS_H
@@ -36,6 +36,7 @@ struct fsp_dc_block {
 /* Mount: one daemon row (ops row of the mount's run) for a read or write. */
 struct fsp_dc_daemon {
 	uint64_t start_ns, total_ns, backing_ns, emu_ns; /* handler entry and its layers */
+	uint64_t inject_ns;   /* of the handler: the delay mount --inject added (0: absent) */
 	uint64_t recv_ns;     /* received from /dev/fuse (0: column absent) */
 	uint64_t fuse_unique; /* the kernel's unique (0: column absent) */
 	uint64_t offset, length;

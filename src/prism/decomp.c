@@ -15,7 +15,7 @@
 #include "src/prism/decomp.h"
 
 static const char *const part_names[FSP_DC__COUNT] = {
-	"submit", "fs_submit", "fuse_queue", "daemon_recv", "layer", "emu", "backing",
+	"submit", "fs_submit", "fuse_queue", "daemon_recv", "layer", "inject", "emu", "backing",
 	"block_queue", "device", "fuse_reply", "complete", "fs_complete", "residual",
 };
 static const char *const why_names[FSP_DC_WHY__COUNT] = {
@@ -488,9 +488,10 @@ static int cmp_fuse(const void *a, const void *b)
 	return x->unique < y->unique ? -1 : x->unique > y->unique;
 }
 
-/* The layers of a daemon row's handler time: backing outside its block IO, emu, layer. */
+/* The layers of a daemon row's handler time: backing outside its block IO,
+ * emu, the injected delay, and the rest, fsprism's own (layer). */
 struct handler_sum {
-	uint64_t backing, emu, layer;
+	uint64_t backing, emu, inject, layer;
 };
 
 /*
@@ -560,15 +561,17 @@ static void to_parts(const struct fsp_dc_in *in, const struct split *s,
 	uint64_t hns = s->ns[L_HANDLER];
 	if (hns) {
 		uint64_t bf = h->backing > s->block_in_handler ? h->backing - s->block_in_handler : 0;
-		uint64_t sum = bf + h->emu + h->layer;
+		uint64_t sum = bf + h->emu + h->inject + h->layer;
 		if (!sum)
 			p->ns[FSP_DC_LAYER] = hns;
 		else {
 			uint64_t b = (uint64_t)((unsigned __int128)hns * bf / sum);
 			uint64_t e = (uint64_t)((unsigned __int128)hns * h->emu / sum);
+			uint64_t j = (uint64_t)((unsigned __int128)hns * h->inject / sum);
 			p->ns[FSP_DC_BACKING] = b;
 			p->ns[FSP_DC_EMU] = e;
-			p->ns[FSP_DC_LAYER] = hns - b - e;
+			p->ns[FSP_DC_INJECT] = j;
+			p->ns[FSP_DC_LAYER] = hns - b - e - j;
 		}
 	}
 	for (unsigned w = 0; w < FSP_DC_WHY__COUNT; w++)
@@ -649,8 +652,12 @@ int fsp_dc_join(const struct fsp_dc_in *in, fsp_dc_emit_fn emit, void *arg)
 				goto out;
 			h.backing += d->backing_ns;
 			h.emu += d->emu_ns;
+			/* the delay is part of layer_ns (docs/inject.md): taken out of it */
 			uint64_t inner = d->backing_ns + d->emu_ns;
-			h.layer += d->total_ns > inner ? d->total_ns - inner : 0;
+			uint64_t rest = d->total_ns > inner ? d->total_ns - inner : 0;
+			uint64_t inj = d->inject_ns < rest ? d->inject_ns : rest;
+			h.inject += inj;
+			h.layer += rest - inj;
 			uint64_t dend = d->start_ns + d->total_ns;
 			for (size_t q = dm_pairs.head[di]; q != SIZE_MAX; q = dm_pairs.p[q].next)
 				if (block_ivals(&iv, &in->blk[blk_ch[dm_pairs.p[q].child].src],
