@@ -29,6 +29,7 @@ struct layers {
 	size_t n;
 	uint64_t ios;
 	uint64_t base; /* the traced partition's start on its disk, bytes */
+	int64_t blk_run; /* the run whose block rows serve: run, or its mount's */
 };
 
 static void layers_free(struct layers *L)
@@ -84,7 +85,14 @@ static int do_step(struct fsp_store *st, int64_t run, int64_t mount_run, int ste
 		free(ios.v);
 		return 0;
 	}
-	if (fsp_decomp_read_blocks(st, run, step, &blk, err, errlen))
+	/* a mount's backing IO: the requests the mount's own trace saw on its
+	 * backing or store device in the step's window (the engine run traced
+	 * the backing directory's device too: the same requests, or for an
+	 * emulating mount another device; read once, from one run) */
+	if (L->blk_run != run ? fsp_decomp_read_blocks_window(st, L->blk_run, (uint64_t)win[0],
+							     (uint64_t)win[1] + 1000000000ull,
+							     &blk, err, errlen)
+			      : fsp_decomp_read_blocks(st, run, step, &blk, err, errlen))
 		goto out;
 	if (fsp_decomp_read_extents(st, run, step, &ext, err, errlen))
 		goto out;
@@ -173,7 +181,9 @@ static int compute(struct fsp_store *st, int64_t run, int64_t mount_run, struct 
 		mount_run = fsp_decomp_mount_run_of(st, run);
 	char *kind = fsp_store_attr(st, run, "target_kind");
 	struct fsp_block_summary bs;
-	fsp_block_ios_summary(st, run, &bs);
+	/* a mount's backing IO from the mount's own trace when it has one */
+	L->blk_run = mount_run && fsp_block_ios_any(st, mount_run) == 1 ? mount_run : run;
+	fsp_block_ios_summary(st, L->blk_run, &bs);
 	struct fsp_dc_in in = { .kind = mount_run ? FSP_DC_MOUNT
 				: kind && !strcmp(kind, "raw") ? FSP_DC_RAW : FSP_DC_FILE };
 	free(kind);

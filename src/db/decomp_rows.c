@@ -138,26 +138,41 @@ static int block_row(sqlite3_stmt *s, void *arg)
 	return 0;
 }
 
-int fsp_decomp_read_blocks(struct fsp_store *st, int64_t run, int step, fsp_dc_blocks *out,
-			   char *err, size_t errlen)
+/* run's read and write requests: of step (step >= 0), or made in [from, to]. */
+static int read_blocks(struct fsp_store *st, int64_t run, int step, uint64_t from_ns,
+		       uint64_t to_ns, fsp_dc_blocks *out, char *err, size_t errlen)
 {
 	memset(out, 0, sizeof(*out));
 	if (!has_table(st->db, "block_ios"))
 		return 0;
 	/* block_ios.tid came later in version 3: 0 where it is absent */
-	const char *sql = has_column(st->db, "block_ios", "tid")
-		? "SELECT queue_ns, insert_ns, issue_ns, complete_ns, sector, bytes, tgid, tid, op"
-		  " FROM block_ios WHERE run = ? AND step = ? AND op IN ('read', 'write')"
-		  " AND error = 0"
-		: "SELECT queue_ns, insert_ns, issue_ns, complete_ns, sector, bytes, tgid, 0, op"
-		  " FROM block_ios WHERE run = ? AND step = ? AND op IN ('read', 'write')"
-		  " AND error = 0";
+	char sql[400];
+	snprintf(sql, sizeof(sql), "SELECT queue_ns, insert_ns, issue_ns, complete_ns, sector,"
+		 " bytes, tgid, %s, op FROM block_ios WHERE run = ?1 AND %s"
+		 " AND op IN ('read', 'write') AND error = 0",
+		 has_column(st->db, "block_ios", "tid") ? "tid" : "0",
+		 step >= 0 ? "step = ?2"
+			   : "coalesce(queue_ns, insert_ns, issue_ns) BETWEEN ?3 AND ?4");
 	sqlite3_stmt *s;
 	if (prepare(st->db, sql, &s, "block_ios", err, errlen))
 		return -1;
 	sqlite3_bind_int64(s, 1, run);
 	sqlite3_bind_int(s, 2, step);
+	sqlite3_bind_int64(s, 3, (int64_t)from_ns);
+	sqlite3_bind_int64(s, 4, (int64_t)to_ns);
 	return each_row(st->db, s, block_row, out, "block_ios", err, errlen);
+}
+
+int fsp_decomp_read_blocks(struct fsp_store *st, int64_t run, int step, fsp_dc_blocks *out,
+			   char *err, size_t errlen)
+{
+	return read_blocks(st, run, step, 0, 0, out, err, errlen);
+}
+
+int fsp_decomp_read_blocks_window(struct fsp_store *st, int64_t run, uint64_t from_ns,
+				  uint64_t to_ns, fsp_dc_blocks *out, char *err, size_t errlen)
+{
+	return read_blocks(st, run, -1, from_ns, to_ns, out, err, errlen);
 }
 
 int64_t fsp_decomp_mount_run_of(struct fsp_store *st, int64_t run)

@@ -64,6 +64,10 @@ int fsp_decomp_read_ios(struct fsp_store *st, int64_t run, int step, fsp_dc_ios 
 /* run's read and write block requests that entered in step (block_ios.step). */
 int fsp_decomp_read_blocks(struct fsp_store *st, int64_t run, int step, fsp_dc_blocks *out,
 			   char *err, size_t errlen);
+/* A mount run's read and write requests (of its backing or store device)
+ * made in [from_ns, to_ns]. */
+int fsp_decomp_read_blocks_window(struct fsp_store *st, int64_t run, uint64_t from_ns,
+				  uint64_t to_ns, fsp_dc_blocks *out, char *err, size_t errlen);
 /* The mount run an engine run of a compare ran on (its sibling labelled
  * LABEL-fuse), or 0. */
 int64_t fsp_decomp_mount_run_of(struct fsp_store *st, int64_t run);
