@@ -18,6 +18,7 @@
 #include "src/cli/diagnose.h"
 #include "src/cli/opt.h"
 #include "src/cli/stats.h"
+#include "src/cli/stats_layers.h"
 #include "src/db/block_ios.h"
 #include "src/db/results.h"
 #include "src/db/store.h"
@@ -196,7 +197,30 @@ struct step_load {
 	struct fsp_hist *h;
 	struct pattern *pat;
 	int replay; /* loading a replay run: its MB/s only */
+	const struct fsp_layer_means *lm; /* the run's layers per IO, by step */
+	size_t nlm;
 };
+
+/* The kernel's side of a FUSE request, measured per IO (docs/prism.md):
+ * submit to the send, the FUSE queue, libfuse's dispatch, the reply and the
+ * completion; -1 where the run has no measured transport for the step. */
+static double measured_transport_us(const struct step_load *l, int step, double *q50,
+				    double *q99)
+{
+	static const unsigned parts[] = { FSP_DC_SUBMIT, FSP_DC_FUSE_QUEUE, FSP_DC_DAEMON_RECV,
+					  FSP_DC_FUSE_REPLY, FSP_DC_COMPLETE };
+	for (size_t i = 0; i < l->nlm; i++) {
+		if (l->lm[i].step != step || !l->lm[i].fuse)
+			continue;
+		double ns = 0;
+		for (size_t k = 0; k < sizeof(parts) / sizeof(parts[0]); k++)
+			ns += l->lm[i].mean_ns[parts[k]];
+		*q50 = l->lm[i].p50_ns[FSP_DC_FUSE_QUEUE] / 1000.0;
+		*q99 = l->lm[i].p99_ns[FSP_DC_FUSE_QUEUE] / 1000.0;
+		return ns / 1000.0;
+	}
+	return -1;
+}
 
 static int step_index(struct dx_run *d, const struct fsp_step_row *r)
 {
@@ -304,7 +328,16 @@ static int load_step(void *arg, const struct fsp_step_row *r)
 		double total = (double)w.fuse_total / n / 1000.0;
 		e->have_fuse = 1;
 		e->fuse_req_per_io += (double)w.fuse_reqs / n;
-		e->transport_us += lat > total ? lat - total : 0;
+		/* measured where the FUSE transport was traced; else the
+		 * difference of means, engine latency - handler total */
+		double q50 = 0, q99 = 0;
+		double tr = measured_transport_us(l, r->step, &q50, &q99);
+		if (tr >= 0) {
+			e->transport_measured = 1;
+			e->fuse_queue_p50_us += q50;
+			e->fuse_queue_p99_us += q99;
+		}
+		e->transport_us += tr >= 0 ? tr : lat > total ? lat - total : 0;
 		e->daemon_us += (double)w.fuse_layer / n / 1000.0;
 		e->emu_us += (double)w.fuse_emu / n / 1000.0;
 		e->backing_us += (double)w.fuse_backing / n / 1000.0;
@@ -336,6 +369,8 @@ static void finish_means(struct dx_run *d)
 			if (fn) {
 				e->fuse_req_per_io /= fn;
 				e->transport_us /= fn;
+				e->fuse_queue_p50_us /= fn;
+				e->fuse_queue_p99_us /= fn;
 				e->daemon_us /= fn;
 				e->emu_us /= fn;
 				e->backing_us /= fn;
@@ -400,8 +435,18 @@ static int load(struct fsp_store *st, int64_t cmp_run, struct dx_run *d)
 			struct step_load l = { .st = st, .d = d, .t = t, .round = r,
 					       .run = d->runs[t][k], .h = h, .pat = &pat,
 					       .mount = mount_of[r] };
+			struct fsp_layer_means *lm = NULL;
+			char err[256];
+			if (mount_of[r] && fsp_layers_means(st, l.run, mount_of[r], &lm, &l.nlm, err,
+							    sizeof err)) {
+				fprintf(stderr, "fsprism diagnose: layers per IO of run %" PRId64
+					": %s\n", l.run, err);
+				rc = -1;
+			}
+			l.lm = lm;
 			if (fsp_store_each_step(st, l.run, load_step, &l))
 				rc = -1;
+			free(lm);
 		}
 		for (int k = 0; k < d->nreplays[t]; k++) {
 			int r = run_round(st, d->replays[t][k], k);

@@ -467,3 +467,44 @@ int fsp_stats_layers_target(struct fsp_store *st, const char *target, int64_t ru
 	layers_free(&L);
 	return 0;
 }
+
+int fsp_layers_means(struct fsp_store *st, int64_t run, int64_t mount_run,
+		     struct fsp_layer_means **out, size_t *n, char *err, size_t errlen)
+{
+	struct layers L;
+	*out = NULL;
+	*n = 0;
+	int rc = compute(st, run, mount_run, &L, err, errlen);
+	if (rc)
+		return rc < 0 ? -1 : 0;
+	struct fsp_layer_means *m = calloc(L.n ? L.n : 1, sizeof(*m));
+	if (!m) {
+		layers_free(&L);
+		snprintf(err, errlen, "out of memory");
+		return -1;
+	}
+	size_t k = 0;
+	for (size_t r = 0; r < L.n; r++) {
+		const struct fsp_dc_sum *s = L.rows[r].sum;
+		if (!k || m[k - 1].step != L.rows[r].step)
+			m[k++] = (struct fsp_layer_means){ .step = L.rows[r].step };
+		struct fsp_layer_means *x = &m[k - 1];
+		/* the rows of one step come read then write: the quantiles of the
+		 * direction with more IOs */
+		int main_dir = s->total.count > x->ios;
+		for (unsigned p = 0; p < FSP_DC__COUNT; p++) {
+			x->mean_ns[p] = (x->mean_ns[p] * (double)x->ios + (double)s->part[p].sum) /
+					(double)(x->ios + s->total.count);
+			if (main_dir) {
+				x->p50_ns[p] = (double)fsp_hist_quantile(&s->part[p], 0.5);
+				x->p99_ns[p] = (double)fsp_hist_quantile(&s->part[p], 0.99);
+			}
+		}
+		x->ios += s->total.count;
+		x->fuse = L.kind == FSP_DC_MOUNT && !L.note[0];
+	}
+	layers_free(&L);
+	*out = m;
+	*n = k;
+	return 0;
+}
