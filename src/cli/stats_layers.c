@@ -178,7 +178,9 @@ static int compute(struct fsp_store *st, int64_t run, int64_t mount_run, struct 
 	if (!is_run)
 		return 1;
 	if (!mount_run)
-		mount_run = fsp_decomp_mount_run_of(st, run);
+		mount_run = fsp_block_ios_fuse_run(st, run);
+	if (mount_run < 0 || mount_run == run)
+		mount_run = 0;
 	char *kind = fsp_store_attr(st, run, "target_kind");
 	struct fsp_block_summary bs;
 	/* a mount's backing IO from the mount's own trace when it has one */

@@ -40,7 +40,7 @@ static int has_column(sqlite3 *db, const char *table, const char *column)
 	return rc;
 }
 
-static int grow(void **v, size_t *cap, size_t need, size_t size)
+int fsp_dc_grow(void **v, size_t *cap, size_t need, size_t size)
 {
 	if (need <= *cap)
 		return 0;
@@ -54,7 +54,7 @@ static int grow(void **v, size_t *cap, size_t need, size_t size)
 	*cap = c;
 	return 0;
 }
-#define PUSH(arr) (grow((void **)&(arr)->v, &(arr)->cap, (arr)->n + 1, sizeof(*(arr)->v)) \
+#define PUSH(arr) (fsp_dc_grow((void **)&(arr)->v, &(arr)->cap, (arr)->n + 1, sizeof(*(arr)->v)) \
 		   ? NULL : &(arr)->v[(arr)->n++])
 
 static uint64_t col_u64(sqlite3_stmt *s, int i)
@@ -173,22 +173,6 @@ int fsp_decomp_read_blocks_window(struct fsp_store *st, int64_t run, uint64_t fr
 				  uint64_t to_ns, fsp_dc_blocks *out, char *err, size_t errlen)
 {
 	return read_blocks(st, run, -1, from_ns, to_ns, out, err, errlen);
-}
-
-int64_t fsp_decomp_mount_run_of(struct fsp_store *st, int64_t run)
-{
-	sqlite3_stmt *s;
-	int64_t id = 0;
-	if (sqlite3_prepare_v2(st->db, "SELECT m.id FROM runs r JOIN runs m ON m.parent = r.parent"
-			       " AND m.label = r.label || '-fuse' AND m.kind = 'mount'"
-			       " WHERE r.id = ? AND r.parent IS NOT NULL ORDER BY m.id DESC LIMIT 1",
-			       -1, &s, NULL) != SQLITE_OK)
-		return 0;
-	sqlite3_bind_int64(s, 1, run);
-	if (sqlite3_step(s) == SQLITE_ROW)
-		id = sqlite3_column_int64(s, 0);
-	sqlite3_finalize(s);
-	return id;
 }
 
 static int daemon_row(sqlite3_stmt *s, void *arg)

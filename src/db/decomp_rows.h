@@ -49,6 +49,10 @@ struct fsp_dc_fuse {
 	uint64_t unique, send_ns, end_ns;
 };
 
+/* Make room for need elements of size bytes in *v (capacity *cap, doubled
+ * from 1024): the join's arrays and the readers'. 0, or -1 (no memory). */
+int fsp_dc_grow(void **v, size_t *cap, size_t need, size_t size);
+
 /* A growing array of rows; free(rows). */
 #define FSP_DC_ARRAY(T) struct { T *v; size_t n, cap; }
 typedef FSP_DC_ARRAY(struct fsp_dc_io) fsp_dc_ios;
@@ -68,9 +72,6 @@ int fsp_decomp_read_blocks(struct fsp_store *st, int64_t run, int step, fsp_dc_b
  * made in [from_ns, to_ns]. */
 int fsp_decomp_read_blocks_window(struct fsp_store *st, int64_t run, uint64_t from_ns,
 				  uint64_t to_ns, fsp_dc_blocks *out, char *err, size_t errlen);
-/* The mount run an engine run of a compare ran on (its sibling labelled
- * LABEL-fuse), or 0. */
-int64_t fsp_decomp_mount_run_of(struct fsp_store *st, int64_t run);
 /* A mount run's read and write rows that began in [from_ns, to_ns]. */
 int fsp_decomp_read_daemon(struct fsp_store *st, int64_t run, uint64_t from_ns,
 			   uint64_t to_ns, fsp_dc_daemons *out, int *have_fuse_cols,
