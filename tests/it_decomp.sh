@@ -8,7 +8,8 @@
 # under 3% too; in a build without eBPF what lies outside the daemon is
 # residual no_fuse and nothing else (the 3% check is then skipped, saying
 # so). A 100 us delay injected in the daemon's handler is its own part,
-# inject, at 100 us +-5% at p50, not in fsprism's own. Known causes: reads of an unwritten extent make no
+# inject, at 100 us +-5% at p50, not in fsprism's own. An emulating
+# mount's device part is its store device's requests. Known causes: reads of an unwritten extent make no
 # device IO, and the residual says no_block and the device part is 0; once
 # written, the same reads have a device part and almost no residual. An IO
 # split by the device's request limit is served by all its requests. The
@@ -147,6 +148,44 @@ recovered*) ok "a 100 us delay injected in the handler is the inject part: $reco
 esac
 bad=$(layers "$irun" mount $([ "$FUSE_TRACED" = 1 ] && echo 3 || echo 100) 2>"$T/why")
 expect_eq "with the delay: every IO decomposed, parts add up ($(cat "$T/why"))" "" "$bad"
+
+# ---- an emulating mount: its backing IO is its store's --------------------------------
+# 4 KiB random reads at QD1 on --cow=always: each is one read request on the
+# store device, in the mount's own trace; the IOs' device part is those
+# requests' device time (not that of the disk holding the backing directory,
+# which the engine run traces).
+"$FSPRISM" compare --db "$DB" --targets emu --cow=always --size=512M \
+	--profile sustained-randread --qd=1 --time=1s --span=64M >"$T/eout" 2>"$T/eerr"
+expect_eq "compare --targets emu exits 0" 0 "$?"
+ecmp=$(q "SELECT max(id) FROM runs WHERE kind='compare'")
+erun=$(q "SELECT id FROM runs WHERE parent=$ecmp AND label='emu'")
+emnt=$(q "SELECT id FROM runs WHERE parent=$ecmp AND label='emu-fuse'")
+if [ "$(q "SELECT coalesce((SELECT value FROM run_attrs WHERE run=$emnt AND key='block.traced'), 0)")" = 1 ]; then
+	"$FSPRISM" stats "$DB" --run "$erun" --format json >"$T/e.json"
+	store=$(q "SELECT count(*) || ' ' || (avg(complete_ns - issue_ns) / 1000.0) FROM block_ios
+		WHERE run=$emnt AND op='read' AND error=0 AND issue_ns BETWEEN
+		(SELECT started_ns FROM steps WHERE run=$erun AND step=0) AND
+		(SELECT ended_ns FROM steps WHERE run=$erun AND step=0)")
+	# a request whose completion the trace missed (block.missed) is no row
+	lost=$(q "SELECT coalesce((SELECT value FROM run_attrs WHERE run=$emnt AND key='block.missed'), 0)")
+	same=$(python3 - "$T/e.json" $store "$lost" <<'EOF5'
+import json, sys
+s = [x for x in json.load(open(sys.argv[1]))["layers"]["steps"] if x["step"] == 0 and x["op"] == "read"][0]
+n, dev, lost = int(sys.argv[2]), float(sys.argv[3]), int(sys.argv[4])
+mine = s["parts"].get("device", {}).get("mean_us", 0)
+ok = abs(mine - dev) <= 0.02 * dev and 0 <= s["ios"] - n <= lost
+print("%s device part %.2f us over %d IOs, the store's %d reads %.2f us (%d missed)" % (
+      "same" if ok else "differ", mine, s["ios"], n, dev, lost))
+EOF5
+)
+	case $same in
+	same*) ok "emulating mount: the device part is its store's: $same" ;;
+	*) not_ok "emulating mount: the device part against its store's requests: $same" ;;
+	esac
+else
+	fsp_pass=$((fsp_pass + 1))
+	echo "ok - emulating mount: the device part is its store's # SKIP the mount's block layer was not traced"
+fi
 
 # ---- known causes on a file of ext4 ------------------------------------------------
 LOOP=$(fsp_loop_new 256M) || { not_ok "make a loop device"; fsp_done; exit 1; }
