@@ -349,6 +349,15 @@ static void test_mount_chain(void **state)
 	assert_int_equal(p->ns[FSP_DC_COMPLETE], 1500);
 	assert_int_equal(p->ns[FSP_DC_RESIDUAL], 0);
 
+	/* a delay injected at handler entry (of layer_ns): its own part, out of layer */
+	d[0].inject_ns = 700;
+	run_join(&in);
+	assert_int_equal(got[0].ns[FSP_DC_INJECT], 700);
+	assert_int_equal(got[0].ns[FSP_DC_LAYER], 300);
+	assert_int_equal(got[0].ns[FSP_DC_BACKING], 1000);
+	assert_int_equal(got[0].ns[FSP_DC_EMU], 400);
+	d[0].inject_ns = 0;
+
 	/* another daemon process's request: not in the backing parts */
 	in.blk_tgid = 51;
 	run_join(&in);

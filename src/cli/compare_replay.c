@@ -62,9 +62,8 @@ static void list_add(struct replay_list *l, int dir, uint64_t off, uint64_t len)
 					    (uint8_t)dir };
 }
 
-static int from_block_row(void *arg, const struct fsp_block_io *io)
+static int from_block_row(struct replay_list *l, const struct fsp_block_io *io)
 {
-	struct replay_list *l = arg;
 	if (io->op == FSP_BLOCK_READ || io->op == FSP_BLOCK_WRITE) {
 		list_add(l, io->op == FSP_BLOCK_READ ? IO_READ : IO_WRITE, io->sector * 512,
 			 io->bytes);
@@ -205,10 +204,20 @@ int compare_replay(struct fsp_store *st, const char *device, int64_t cmp_run, in
 	for (int i = 0; i < steps->n && !rc && !*stop; i++) {
 		struct fsp_step_row row = steps->row[i];
 		l.n = 0;
-		int q = t == T_EMU ?
-			fsp_store_each_op_in_window(st, mount_run, (int64_t)row.started_ns,
-						    (int64_t)row.ended_ns, from_dev_row, &l) :
-			fsp_block_ios_each(st, engine_run, row.step, from_block_row, &l);
+		int q;
+		if (t == T_EMU) {
+			q = fsp_store_each_op_in_window(st, mount_run, (int64_t)row.started_ns,
+							(int64_t)row.ended_ns, from_dev_row, &l);
+		} else {
+			struct fsp_block_io *blk;
+			size_t nblk;
+			char berr[256];
+			q = fsp_block_ios_load(st, engine_run, row.step, 0, 0, &blk, &nblk, berr,
+					       sizeof berr);
+			for (size_t b = 0; !q && b < nblk && !from_block_row(&l, &blk[b]); b++)
+				;
+			free(blk);
+		}
 		if (q || l.failed) {
 			snprintf(err, errlen, "cannot read the device IO of step %d", row.step);
 			rc = -1;

@@ -18,10 +18,12 @@
 #include "src/cli/diagnose.h"
 #include "src/cli/opt.h"
 #include "src/cli/stats.h"
+#include "src/cli/stats_layers.h"
 #include "src/db/block_ios.h"
 #include "src/db/results.h"
 #include "src/db/store.h"
 #include "src/prism/diagnose.h"
+#include "src/prism/pattern.h"
 
 #define MAX_STEPS 64
 
@@ -57,112 +59,87 @@ static const char *tname(const struct dx_run *d, int t)
 	return t == FSP_DX_FS && d->fs[0] ? d->fs : dx_label[t];
 }
 
-/* ---- the device pattern ----------------------------------------------------
- * Sequential share and read-after-write recency from a stream of device IOs
- * in issue order. Computed here until the device-pattern module
- * (src/prism/pattern) gives the same per step for every target: replace
- * pattern_* with its numbers then. Definitions as the emulation's dev.seq_ios:
- * an IO is sequential when it starts where one of the 32 most recent IOs
- * ended; a read is recent when a 4 KiB block of it was written less than
- * RECENT_NS before (a table of recent writes by block, collisions forget).
+/* ---- the device view -------------------------------------------------------
+ * One step's device IO as block requests: the traced block rows (the engine
+ * run's for raw and fs, the mount's own trace of its store for emu), or,
+ * where the mount was not traced, the emulation's rows of its store IO
+ * (dev_* ops) taken as requests. The sequential share and the recency are
+ * the access pattern's (src/prism/pattern.c, docs/tracing.md), one
+ * definition for every view.
  */
-#define PATTERN_ENDS 32
-#define RECENT_SLOTS (1u << 16)
-#define RECENT_NS 100000000ull
+struct devview {
+	struct fsp_block_io *rows;
+	size_t n, cap;
+	int failed;
+};
 
-struct pattern {
-	uint64_t ends[PATTERN_ENDS];
-	unsigned nends, next;
-	uint64_t *blk, *when; /* RECENT_SLOTS each: block number + 1, write time */
+static void dev_push(struct devview *v, unsigned op, uint64_t off, uint64_t len,
+		     uint64_t start_ns, uint64_t ns)
+{
+	if (v->n == v->cap) {
+		size_t c = v->cap ? 2 * v->cap : 1024;
+		struct fsp_block_io *p = realloc(v->rows, c * sizeof(*p));
+		if (!p) {
+			v->failed = 1;
+			return;
+		}
+		v->rows = p;
+		v->cap = c;
+	}
+	v->rows[v->n++] = (struct fsp_block_io){ .queue_ns = start_ns, .issue_ns = start_ns,
+						 .complete_ns = start_ns + ns, .sector = off / 512,
+						 .bytes = (uint32_t)len, .op = (uint16_t)op };
+}
+
+struct devsum {
 	uint64_t ios, bytes, reads, seq_reads, next_reads, recent_reads, flushes;
-	uint64_t last_end; /* of the IO just before, + 1 (0: none yet) */
 	uint64_t dev_ns, flush_ns;
 };
 
-static int pattern_init(struct pattern *p)
+/* The numbers diagnose judges, of one step's rows in issue order. */
+static int dev_summary(struct fsp_block_io *rows, size_t n, struct devsum *d)
 {
-	memset(p, 0, sizeof *p);
-	p->blk = calloc(RECENT_SLOTS, sizeof *p->blk);
-	p->when = calloc(RECENT_SLOTS, sizeof *p->when);
-	return p->blk && p->when ? 0 : -1;
-}
-
-static void pattern_free(struct pattern *p)
-{
-	free(p->blk);
-	free(p->when);
-}
-
-static void pattern_reset(struct pattern *p)
-{
-	uint64_t *blk = p->blk, *when = p->when;
-	memset(p, 0, sizeof *p);
-	p->blk = blk;
-	p->when = when;
-	memset(blk, 0, RECENT_SLOTS * sizeof *blk);
-}
-
-/* One IO: dir 0 read, 1 write, 2 flush; offset and len in bytes. */
-static void pattern_add(struct pattern *p, int dir, uint64_t off, uint64_t len,
-			uint64_t t_ns, uint64_t dev_ns)
-{
-	if (dir == 2) {
-		p->flushes++;
-		p->flush_ns += dev_ns;
-		return;
-	}
-	p->ios++;
-	p->bytes += len;
-	p->dev_ns += dev_ns;
-	uint64_t first = off >> 12, last = (off + (len ? len : 1) - 1) >> 12;
-	if (dir == 0) {
-		p->reads++;
-		if (p->last_end == off + 1)
-			p->next_reads++;
-		for (unsigned i = 0; i < p->nends; i++)
-			if (p->ends[i] == off) {
-				p->seq_reads++;
-				break;
-			}
-		for (uint64_t b = first; b <= last && b < first + 256; b++) {
-			unsigned slot = (unsigned)(b * 0x9e3779b97f4a7c15ull >> 48) % RECENT_SLOTS;
-			if (p->blk[slot] == b + 1 && t_ns - p->when[slot] < RECENT_NS) {
-				p->recent_reads++;
-				break;
-			}
+	memset(d, 0, sizeof *d);
+	uint64_t last_end = 0; /* of the request just before, + 1 */
+	for (size_t i = 0; i < n; i++) {
+		struct fsp_block_io *r = &rows[i];
+		uint64_t ns = r->complete_ns > r->issue_ns ? r->complete_ns - r->issue_ns : 0;
+		r->step = 0; /* one step: the pattern's step 0 */
+		if (r->error)
+			continue;
+		if (r->op == FSP_BLOCK_FLUSH) {
+			d->flushes++;
+			d->flush_ns += ns;
+			continue;
 		}
-	} else {
-		for (uint64_t b = first; b <= last && b < first + 256; b++) {
-			unsigned slot = (unsigned)(b * 0x9e3779b97f4a7c15ull >> 48) % RECENT_SLOTS;
-			p->blk[slot] = b + 1;
-			p->when[slot] = t_ns;
-		}
+		if (r->op != FSP_BLOCK_READ && r->op != FSP_BLOCK_WRITE)
+			continue;
+		if (r->op == FSP_BLOCK_WRITE && (r->flags & FSP_BLOCK_F_FUA))
+			d->flushes++; /* a FUA write: the write and a flush */
+		d->ios++;
+		d->bytes += r->bytes;
+		d->dev_ns += ns;
+		if (r->op == FSP_BLOCK_READ && last_end == r->sector + 1)
+			d->next_reads++; /* continues the request just before */
+		last_end = r->sector + r->bytes / 512 + 1;
 	}
-	p->last_end = off + len + 1;
-	p->ends[p->next] = off + len;
-	p->next = (p->next + 1) % PATTERN_ENDS;
-	if (p->nends < PATTERN_ENDS)
-		p->nends++;
-}
-
-static int pattern_block_row(void *arg, const struct fsp_block_io *io)
-{
-	struct pattern *p = arg;
-	uint64_t dev_ns = io->complete_ns > io->issue_ns ? io->complete_ns - io->issue_ns : 0;
-	int dir = io->op == FSP_BLOCK_READ ? 0 : io->op == FSP_BLOCK_WRITE ? 1 :
-		  io->op == FSP_BLOCK_FLUSH ? 2 : -1;
-	if (dir < 0)
-		return 0;
-	if (dir == 1 && (io->flags & 4)) /* FUA: the write and a flush */
-		p->flushes++;
-	if (dir != 2 || io->bytes == 0)
-		pattern_add(p, dir, io->sector * 512, io->bytes, io->issue_ns, dev_ns);
+	struct fsp_pattern *p = NULL;
+	size_t np = 0;
+	if (fsp_pattern_compute(rows, n, &p, &np))
+		return -1;
+	if (np) {
+		d->reads = p[0].seq[FSP_PAT_READ].ios;
+		d->seq_reads = p[0].seq[FSP_PAT_READ].seq_ios;
+		d->recent_reads = p[0].recency[FSP_REC_1MS] + p[0].recency[FSP_REC_10MS] +
+				  p[0].recency[FSP_REC_100MS];
+	}
+	free(p);
 	return 0;
 }
 
 /* The FUSE requests and the emulation's device rows of one step window. */
 struct window_acc {
-	struct pattern *pat;
+	struct devview *dev; /* NULL: the mount's trace gives the device view */
 	uint64_t fuse_reqs, fuse_total, fuse_backing, fuse_layer, fuse_emu, fuse_inject;
 };
 
@@ -176,12 +153,14 @@ static int window_row(void *arg, const struct fsp_op_row *r)
 		w->fuse_layer += r->layer_ns;
 		w->fuse_emu += r->emu_ns;
 		w->fuse_inject += r->inject_ns;
+	} else if (!w->dev) {
+		return 0;
 	} else if (r->op == FSP_OP_DEV_READ) {
-		pattern_add(w->pat, 0, r->offset, r->length, r->start_ns, r->total_ns);
+		dev_push(w->dev, FSP_BLOCK_READ, r->offset, r->length, r->start_ns, r->total_ns);
 	} else if (r->op == FSP_OP_DEV_FLUSH) {
-		pattern_add(w->pat, 2, 0, 0, r->start_ns, r->total_ns);
+		dev_push(w->dev, FSP_BLOCK_FLUSH, 0, 0, r->start_ns, r->total_ns);
 	} else if (r->op >= FSP_OP_DEV_WRITE_DATA && r->op <= FSP_OP_DEV_WRITE_CKPT) {
-		pattern_add(w->pat, 1, r->offset, r->length, r->start_ns, r->total_ns);
+		dev_push(w->dev, FSP_BLOCK_WRITE, r->offset, r->length, r->start_ns, r->total_ns);
 	}
 	return 0;
 }
@@ -194,9 +173,32 @@ struct step_load {
 	int t, round;
 	int64_t run, mount;
 	struct fsp_hist *h;
-	struct pattern *pat;
+	int mount_traced; /* the mount's trace of its store device has rows */
 	int replay; /* loading a replay run: its MB/s only */
+	const struct fsp_layer_means *lm; /* the run's layers per IO, by step */
+	size_t nlm;
 };
+
+/* The kernel's side of a FUSE request, measured per IO (docs/prism.md):
+ * submit to the send, the FUSE queue, libfuse's dispatch, the reply and the
+ * completion; -1 where the run has no measured transport for the step. */
+static double measured_transport_us(const struct step_load *l, int step, double *q50,
+				    double *q99)
+{
+	static const unsigned parts[] = { FSP_DC_SUBMIT, FSP_DC_FUSE_QUEUE, FSP_DC_DAEMON_RECV,
+					  FSP_DC_FUSE_REPLY, FSP_DC_COMPLETE };
+	for (size_t i = 0; i < l->nlm; i++) {
+		if (l->lm[i].step != step || !l->lm[i].fuse)
+			continue;
+		double ns = 0;
+		for (size_t k = 0; k < sizeof(parts) / sizeof(parts[0]); k++)
+			ns += l->lm[i].mean_ns[parts[k]];
+		*q50 = l->lm[i].p50_ns[FSP_DC_FUSE_QUEUE] / 1000.0;
+		*q99 = l->lm[i].p99_ns[FSP_DC_FUSE_QUEUE] / 1000.0;
+		return ns / 1000.0;
+	}
+	return -1;
+}
 
 static int step_index(struct dx_run *d, const struct fsp_step_row *r)
 {
@@ -273,14 +275,29 @@ static int load_step(void *arg, const struct fsp_step_row *r)
 	double user_bytes = (double)(r->read_bytes + r->write_bytes);
 
 	/* the device view of this round */
-	pattern_reset(l->pat);
-	struct window_acc w = { .pat = l->pat };
-	if (l->t == FSP_DX_RAW || l->t == FSP_DX_FS)
-		fsp_block_ios_each(l->st, l->run, r->step, pattern_block_row, l->pat);
-	else if (l->mount)
+	struct devview dv = { 0 };
+	struct window_acc w = { .dev = l->mount_traced ? NULL : &dv };
+	char err[256];
+	if (l->t == FSP_DX_RAW || l->t == FSP_DX_FS) {
+		if (fsp_block_ios_load(l->st, l->run, r->step, 0, 0, &dv.rows, &dv.n, err,
+				       sizeof err))
+			dv.failed = 1;
+	} else if (l->mount) {
 		fsp_store_each_op_in_window(l->st, l->mount, (int64_t)r->started_ns,
 					    (int64_t)r->ended_ns, window_row, &w);
-	struct pattern *p = l->pat;
+		if (l->mount_traced && l->t == FSP_DX_EMU &&
+		    fsp_block_ios_load(l->st, l->mount, -1, (int64_t)r->started_ns,
+				       (int64_t)r->ended_ns, &dv.rows, &dv.n, err, sizeof err))
+			dv.failed = 1;
+	}
+	struct devsum ds, *p = &ds;
+	int ok = !dv.failed && dev_summary(dv.rows, dv.n, &ds) == 0;
+	free(dv.rows);
+	if (!ok) {
+		fprintf(stderr, "fsprism diagnose: cannot read the device IO of run %" PRId64
+			" step %d\n", l->run, r->step);
+		return -1;
+	}
 	if (p->ios) {
 		double n = (double)user_ios;
 		e->have_dev = 1;
@@ -304,7 +321,16 @@ static int load_step(void *arg, const struct fsp_step_row *r)
 		double total = (double)w.fuse_total / n / 1000.0;
 		e->have_fuse = 1;
 		e->fuse_req_per_io += (double)w.fuse_reqs / n;
-		e->transport_us += lat > total ? lat - total : 0;
+		/* measured where the FUSE transport was traced; else the
+		 * difference of means, engine latency - handler total */
+		double q50 = 0, q99 = 0;
+		double tr = measured_transport_us(l, r->step, &q50, &q99);
+		if (tr >= 0) {
+			e->transport_measured = 1;
+			e->fuse_queue_p50_us += q50;
+			e->fuse_queue_p99_us += q99;
+		}
+		e->transport_us += tr >= 0 ? tr : lat > total ? lat - total : 0;
 		e->daemon_us += (double)w.fuse_layer / n / 1000.0;
 		e->emu_us += (double)w.fuse_emu / n / 1000.0;
 		e->backing_us += (double)w.fuse_backing / n / 1000.0;
@@ -336,6 +362,8 @@ static void finish_means(struct dx_run *d)
 			if (fn) {
 				e->fuse_req_per_io /= fn;
 				e->transport_us /= fn;
+				e->fuse_queue_p50_us /= fn;
+				e->fuse_queue_p99_us /= fn;
 				e->daemon_us /= fn;
 				e->emu_us /= fn;
 				e->backing_us /= fn;
@@ -362,12 +390,8 @@ static int load(struct fsp_store *st, int64_t cmp_run, struct dx_run *d)
 	snprintf(d->fs, sizeof d->fs, "%s", fs ? fs : "");
 	free(fs);
 	struct fsp_hist *h = malloc(sizeof *h);
-	struct pattern pat;
-	if (!h || pattern_init(&pat)) {
-		free(h);
-		pattern_free(&pat);
+	if (!h)
 		return -1;
-	}
 	int rc = 0;
 	for (int t = 0; t < FSP_DX__TARGETS && !rc; t++) {
 		char label[32];
@@ -398,17 +422,28 @@ static int load(struct fsp_store *st, int64_t cmp_run, struct dx_run *d)
 			if (r + 1 > d->rounds)
 				d->rounds = r + 1;
 			struct step_load l = { .st = st, .d = d, .t = t, .round = r,
-					       .run = d->runs[t][k], .h = h, .pat = &pat,
+					       .run = d->runs[t][k], .h = h,
 					       .mount = mount_of[r] };
+			l.mount_traced = mount_of[r] && fsp_block_ios_any(st, mount_of[r]) == 1;
+			struct fsp_layer_means *lm = NULL;
+			char err[256];
+			if (mount_of[r] && fsp_layers_means(st, l.run, mount_of[r], &lm, &l.nlm, err,
+							    sizeof err)) {
+				fprintf(stderr, "fsprism diagnose: layers per IO of run %" PRId64
+					": %s\n", l.run, err);
+				rc = -1;
+			}
+			l.lm = lm;
 			if (fsp_store_each_step(st, l.run, load_step, &l))
 				rc = -1;
+			free(lm);
 		}
 		for (int k = 0; k < d->nreplays[t]; k++) {
 			int r = run_round(st, d->replays[t][k], k);
 			if (r < 0)
 				continue;
 			struct step_load l = { .st = st, .d = d, .t = t, .round = r,
-					       .run = d->replays[t][k], .h = h, .pat = &pat,
+					       .run = d->replays[t][k], .h = h,
 					       .replay = 1 };
 			if (fsp_store_each_step(st, l.run, load_step, &l))
 				rc = -1;
@@ -416,7 +451,6 @@ static int load(struct fsp_store *st, int64_t cmp_run, struct dx_run *d)
 	}
 	finish_means(d);
 	free(h);
-	pattern_free(&pat);
 	return rc;
 }
 

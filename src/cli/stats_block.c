@@ -248,7 +248,7 @@ static int pat_load(struct fsp_store *st, int64_t run, struct pat *pt)
 	size_t nrows, np;
 	char err[256];
 	memset(pt, 0, sizeof(*pt));
-	if (fsp_block_ios_load(st, run, &rows, &nrows, err, sizeof(err))) {
+	if (fsp_block_ios_load(st, run, -1, 0, 0, &rows, &nrows, err, sizeof(err))) {
 		fprintf(stderr, "fsprism stats: %s\n", err);
 		return -1;
 	}

@@ -29,6 +29,7 @@ struct layers {
 	size_t n;
 	uint64_t ios;
 	uint64_t base; /* the traced partition's start on its disk, bytes */
+	int64_t blk_run; /* the run whose block rows serve: run, or its mount's */
 };
 
 static void layers_free(struct layers *L)
@@ -84,7 +85,14 @@ static int do_step(struct fsp_store *st, int64_t run, int64_t mount_run, int ste
 		free(ios.v);
 		return 0;
 	}
-	if (fsp_decomp_read_blocks(st, run, step, &blk, err, errlen))
+	/* a mount's backing IO: the requests the mount's own trace saw on its
+	 * backing or store device in the step's window (the engine run traced
+	 * the backing directory's device too: the same requests, or for an
+	 * emulating mount another device; read once, from one run) */
+	if (L->blk_run != run ? fsp_decomp_read_blocks_window(st, L->blk_run, (uint64_t)win[0],
+							     (uint64_t)win[1] + 1000000000ull,
+							     &blk, err, errlen)
+			      : fsp_decomp_read_blocks(st, run, step, &blk, err, errlen))
 		goto out;
 	if (fsp_decomp_read_extents(st, run, step, &ext, err, errlen))
 		goto out;
@@ -170,10 +178,14 @@ static int compute(struct fsp_store *st, int64_t run, int64_t mount_run, struct 
 	if (!is_run)
 		return 1;
 	if (!mount_run)
-		mount_run = fsp_decomp_mount_run_of(st, run);
+		mount_run = fsp_block_ios_fuse_run(st, run);
+	if (mount_run < 0 || mount_run == run)
+		mount_run = 0;
 	char *kind = fsp_store_attr(st, run, "target_kind");
 	struct fsp_block_summary bs;
-	fsp_block_ios_summary(st, run, &bs);
+	/* a mount's backing IO from the mount's own trace when it has one */
+	L->blk_run = mount_run && fsp_block_ios_any(st, mount_run) == 1 ? mount_run : run;
+	fsp_block_ios_summary(st, L->blk_run, &bs);
 	struct fsp_dc_in in = { .kind = mount_run ? FSP_DC_MOUNT
 				: kind && !strcmp(kind, "raw") ? FSP_DC_RAW : FSP_DC_FILE };
 	free(kind);
@@ -231,13 +243,14 @@ static size_t parts_of(enum fsp_dc_kind k, const struct lrow *rows, size_t n, un
 	static const unsigned file[] = { FSP_DC_FS_SUBMIT, FSP_DC_BLOCK_QUEUE, FSP_DC_DEVICE,
 					 FSP_DC_FS_COMPLETE, FSP_DC_RESIDUAL };
 	static const unsigned mount[] = { FSP_DC_SUBMIT, FSP_DC_FUSE_QUEUE, FSP_DC_DAEMON_RECV,
-					  FSP_DC_LAYER, FSP_DC_EMU, FSP_DC_BACKING,
+					  FSP_DC_LAYER, FSP_DC_INJECT, FSP_DC_EMU, FSP_DC_BACKING,
 					  FSP_DC_BLOCK_QUEUE, FSP_DC_DEVICE, FSP_DC_FUSE_REPLY,
 					  FSP_DC_COMPLETE, FSP_DC_RESIDUAL };
 	const unsigned *p = k == FSP_DC_RAW ? raw : k == FSP_DC_FILE ? file : mount;
-	size_t np = k == FSP_DC_RAW ? 5 : k == FSP_DC_FILE ? 5 : 11, m = 0;
+	size_t np = k == FSP_DC_RAW ? 5 : k == FSP_DC_FILE ? 5 : 12, m = 0;
 	for (size_t i = 0; i < np; i++) {
-		int used = p[i] != FSP_DC_EMU; /* the emulation's only when it worked */
+		/* the emulation's and the injected delay's only when there were any */
+		int used = p[i] != FSP_DC_EMU && p[i] != FSP_DC_INJECT;
 		for (size_t r = 0; r < n && !used; r++)
 			used = rows[r].sum->part[p[i]].max > 0;
 		if (used)
@@ -454,5 +467,46 @@ int fsp_stats_layers_target(struct fsp_store *st, const char *target, int64_t ru
 		print_table(&L, "  ", out);
 	}
 	layers_free(&L);
+	return 0;
+}
+
+int fsp_layers_means(struct fsp_store *st, int64_t run, int64_t mount_run,
+		     struct fsp_layer_means **out, size_t *n, char *err, size_t errlen)
+{
+	struct layers L;
+	*out = NULL;
+	*n = 0;
+	int rc = compute(st, run, mount_run, &L, err, errlen);
+	if (rc)
+		return rc < 0 ? -1 : 0;
+	struct fsp_layer_means *m = calloc(L.n ? L.n : 1, sizeof(*m));
+	if (!m) {
+		layers_free(&L);
+		snprintf(err, errlen, "out of memory");
+		return -1;
+	}
+	size_t k = 0;
+	for (size_t r = 0; r < L.n; r++) {
+		const struct fsp_dc_sum *s = L.rows[r].sum;
+		if (!k || m[k - 1].step != L.rows[r].step)
+			m[k++] = (struct fsp_layer_means){ .step = L.rows[r].step };
+		struct fsp_layer_means *x = &m[k - 1];
+		/* the rows of one step come read then write: the quantiles of the
+		 * direction with more IOs */
+		int main_dir = s->total.count > x->ios;
+		for (unsigned p = 0; p < FSP_DC__COUNT; p++) {
+			x->mean_ns[p] = (x->mean_ns[p] * (double)x->ios + (double)s->part[p].sum) /
+					(double)(x->ios + s->total.count);
+			if (main_dir) {
+				x->p50_ns[p] = (double)fsp_hist_quantile(&s->part[p], 0.5);
+				x->p99_ns[p] = (double)fsp_hist_quantile(&s->part[p], 0.99);
+			}
+		}
+		x->ios += s->total.count;
+		x->fuse = L.kind == FSP_DC_MOUNT && !L.note[0];
+	}
+	layers_free(&L);
+	*out = m;
+	*n = k;
 	return 0;
 }

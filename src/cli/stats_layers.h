@@ -9,8 +9,10 @@
 #ifndef FSP_STATS_LAYERS_H
 #define FSP_STATS_LAYERS_H
 
+#include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
+#include "src/prism/decomp.h"
 
 struct fsp_store;
 
@@ -23,5 +25,19 @@ int fsp_stats_layers(struct fsp_store *st, int64_t run, const char *format, FILE
  * `target`; mount_run: the run of the mount it ran on (0: none). */
 int fsp_stats_layers_target(struct fsp_store *st, const char *target, int64_t run,
 			    int64_t mount_run, FILE *out);
+
+/* One step's parts, reads and writes together, for `diagnose`. */
+struct fsp_layer_means {
+	int step;
+	uint64_t ios;
+	double mean_ns[FSP_DC__COUNT]; /* per IO */
+	double p50_ns[FSP_DC__COUNT], p99_ns[FSP_DC__COUNT]; /* of the step's main direction */
+	int fuse; /* a mount whose FUSE transport was measured (not residual no_fuse) */
+};
+/* The parts of every step of engine run `run` (mount_run as above, 0: look
+ * it up): *out malloc'd (free it), *n steps; *n 0 when the run has no
+ * decomposition (no per-IO rows, not traced). 0, or -1 with err set. */
+int fsp_layers_means(struct fsp_store *st, int64_t run, int64_t mount_run,
+		     struct fsp_layer_means **out, size_t *n, char *err, size_t errlen);
 
 #endif

@@ -85,6 +85,20 @@ static int has_table(sqlite3 *db)
 	return rc;
 }
 
+/* block_ios.tid came later in version 3 */
+static int has_tid(sqlite3 *db)
+{
+	sqlite3_stmt *s;
+	int rc = 0;
+	if (sqlite3_prepare_v2(db, "SELECT count(*) FROM pragma_table_info('block_ios')"
+			       " WHERE name = 'tid'", -1, &s, NULL) != SQLITE_OK)
+		return 0;
+	if (sqlite3_step(s) == SQLITE_ROW)
+		rc = sqlite3_column_int(s, 0) > 0;
+	sqlite3_finalize(s);
+	return rc;
+}
+
 int fsp_block_ios_any(struct fsp_store *st, int64_t run)
 {
 	sqlite3 *db = st->db;
@@ -230,8 +244,9 @@ static unsigned op_number(const char *name)
 	return FSP_BLOCK_OTHER;
 }
 
-int fsp_block_ios_load(struct fsp_store *st, int64_t run, struct fsp_block_io **rows,
-		       size_t *n, char *err, size_t errlen)
+int fsp_block_ios_load(struct fsp_store *st, int64_t run, int step, int64_t from_ns,
+		       int64_t to_ns, struct fsp_block_io **rows, size_t *n, char *err,
+		       size_t errlen)
 {
 	sqlite3 *db = st->db;
 	*rows = NULL;
@@ -242,15 +257,23 @@ int fsp_block_ios_load(struct fsp_store *st, int64_t run, struct fsp_block_io **
 			snprintf(err, errlen, "cannot read the schema: %s", sqlite3_errmsg(db));
 		return t;
 	}
+	int tid = has_tid(db);
+	char sql[512];
+	snprintf(sql, sizeof(sql),
+		 "SELECT step, dev, sector, bytes, op, flags, tgid, queue_ns, insert_ns,"
+		 " issue_ns, complete_ns, error, %s FROM block_ios WHERE run = ?1"
+		 " AND (?2 < 0 OR step = ?2) AND (?3 = 0 AND ?4 = 0 OR"
+		 " coalesce(queue_ns, insert_ns, issue_ns) BETWEEN ?3 AND ?4)"
+		 " ORDER BY issue_ns, rowid", tid ? "tid" : "0");
 	sqlite3_stmt *s;
-	if (sqlite3_prepare_v2(db,
-		"SELECT step, dev, sector, bytes, op, flags, tgid, queue_ns, insert_ns,"
-		" issue_ns, complete_ns, error FROM block_ios WHERE run = ? ORDER BY rowid",
-		-1, &s, NULL) != SQLITE_OK) {
+	if (sqlite3_prepare_v2(db, sql, -1, &s, NULL) != SQLITE_OK) {
 		snprintf(err, errlen, "cannot read block_ios: %s", sqlite3_errmsg(db));
 		return -1;
 	}
 	sqlite3_bind_int64(s, 1, run);
+	sqlite3_bind_int(s, 2, step);
+	sqlite3_bind_int64(s, 3, from_ns);
+	sqlite3_bind_int64(s, 4, to_ns);
 	size_t cap = 0;
 	int rc, fail = 0;
 	while ((rc = sqlite3_step(s)) == SQLITE_ROW) {
@@ -278,6 +301,7 @@ int fsp_block_ios_load(struct fsp_store *st, int64_t run, struct fsp_block_io **
 		r->issue_ns = (uint64_t)sqlite3_column_int64(s, 9);
 		r->complete_ns = (uint64_t)sqlite3_column_int64(s, 10);
 		r->error = sqlite3_column_int(s, 11);
+		r->tid = (uint32_t)sqlite3_column_int64(s, 12);
 	}
 	if (fail)
 		snprintf(err, errlen, "out of memory reading block_ios");
@@ -341,42 +365,4 @@ int fsp_block_ios_op_lengths(struct fsp_store *st, int64_t run, int step, int64_
 		}
 	sqlite3_finalize(s);
 	return rc == SQLITE_DONE ? 0 : -1;
-}
-
-int fsp_block_ios_each(struct fsp_store *st, int64_t run, int step,
-		       int (*fn)(void *arg, const struct fsp_block_io *io), void *arg)
-{
-	sqlite3 *db = st->db;
-	int t = has_table(db);
-	if (t <= 0)
-		return t;
-	sqlite3_stmt *s;
-	if (sqlite3_prepare_v2(db,
-		"SELECT sector, bytes, op, flags, coalesce(tgid, 0), coalesce(queue_ns, 0),"
-		" coalesce(insert_ns, 0), issue_ns, complete_ns, error, coalesce(step, -1)"
-		" FROM block_ios WHERE run = ?1 AND (?2 < 0 OR step = ?2) ORDER BY issue_ns",
-		-1, &s, NULL) != SQLITE_OK)
-		return -1;
-	sqlite3_bind_int64(s, 1, run);
-	sqlite3_bind_int(s, 2, step);
-	int rc;
-	while ((rc = sqlite3_step(s)) == SQLITE_ROW) {
-		struct fsp_block_io io = {
-			.sector = (uint64_t)sqlite3_column_int64(s, 0),
-			.bytes = (uint32_t)sqlite3_column_int64(s, 1),
-			.op = (uint16_t)op_number((const char *)sqlite3_column_text(s, 2)),
-			.flags = (uint16_t)sqlite3_column_int(s, 3),
-			.tgid = (uint32_t)sqlite3_column_int64(s, 4),
-			.queue_ns = (uint64_t)sqlite3_column_int64(s, 5),
-			.insert_ns = (uint64_t)sqlite3_column_int64(s, 6),
-			.issue_ns = (uint64_t)sqlite3_column_int64(s, 7),
-			.complete_ns = (uint64_t)sqlite3_column_int64(s, 8),
-			.error = sqlite3_column_int(s, 9),
-			.step = sqlite3_column_int(s, 10),
-		};
-		if (fn(arg, &io))
-			break;
-	}
-	sqlite3_finalize(s);
-	return rc == SQLITE_DONE || rc == SQLITE_ROW ? 0 : -1;
 }

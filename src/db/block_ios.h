@@ -71,11 +71,14 @@ void fsp_block_times_free(struct fsp_block_times *t);
 /* The steps with block rows of run, ascending, into steps[0..max): count. */
 int fsp_block_ios_steps(struct fsp_store *st, int64_t run, int *steps, int max);
 
-/* Every block request of run, in the order stored (dev back to a kernel
- * dev_t, a NULL step as -1): *rows malloc'd (free it), *n rows. A database
- * without the table has none. 0, or -1 with err set. */
-int fsp_block_ios_load(struct fsp_store *st, int64_t run, struct fsp_block_io **rows,
-		       size_t *n, char *err, size_t errlen);
+/* The block requests of run: of step (-1: every step, and those outside
+ * every step), made in [from_ns, to_ns] (0, 0: any time), in issue order
+ * (dev back to a kernel dev_t, a NULL step as -1): *rows malloc'd (free
+ * it), *n rows. A database without the table has none. The one reader of
+ * the rows as stored. 0, or -1 with err set. */
+int fsp_block_ios_load(struct fsp_store *st, int64_t run, int step, int64_t from_ns,
+		       int64_t to_ns, struct fsp_block_io **rows, size_t *n, char *err,
+		       size_t errlen);
 
 /* The mount run whose FUSE requests served run's IO: run itself if it is a
  * mount; for an engine run of a compare, its target's mount run (same
@@ -99,10 +102,5 @@ struct fsp_block_summary {
 	uint64_t requests, dropped;
 };
 int fsp_block_ios_summary(struct fsp_store *st, int64_t run, struct fsp_block_summary *s);
-
-/* run's requests in step (-1: every request), in issue order; fn as in
- * results.h (0 goes on). 0, or -1 on error; none without the table. */
-int fsp_block_ios_each(struct fsp_store *st, int64_t run, int step,
-		       int (*fn)(void *arg, const struct fsp_block_io *io), void *arg);
 
 #endif

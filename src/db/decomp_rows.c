@@ -40,7 +40,7 @@ static int has_column(sqlite3 *db, const char *table, const char *column)
 	return rc;
 }
 
-static int grow(void **v, size_t *cap, size_t need, size_t size)
+int fsp_dc_grow(void **v, size_t *cap, size_t need, size_t size)
 {
 	if (need <= *cap)
 		return 0;
@@ -54,7 +54,7 @@ static int grow(void **v, size_t *cap, size_t need, size_t size)
 	*cap = c;
 	return 0;
 }
-#define PUSH(arr) (grow((void **)&(arr)->v, &(arr)->cap, (arr)->n + 1, sizeof(*(arr)->v)) \
+#define PUSH(arr) (fsp_dc_grow((void **)&(arr)->v, &(arr)->cap, (arr)->n + 1, sizeof(*(arr)->v)) \
 		   ? NULL : &(arr)->v[(arr)->n++])
 
 static uint64_t col_u64(sqlite3_stmt *s, int i)
@@ -138,42 +138,41 @@ static int block_row(sqlite3_stmt *s, void *arg)
 	return 0;
 }
 
-int fsp_decomp_read_blocks(struct fsp_store *st, int64_t run, int step, fsp_dc_blocks *out,
-			   char *err, size_t errlen)
+/* run's read and write requests: of step (step >= 0), or made in [from, to]. */
+static int read_blocks(struct fsp_store *st, int64_t run, int step, uint64_t from_ns,
+		       uint64_t to_ns, fsp_dc_blocks *out, char *err, size_t errlen)
 {
 	memset(out, 0, sizeof(*out));
 	if (!has_table(st->db, "block_ios"))
 		return 0;
 	/* block_ios.tid came later in version 3: 0 where it is absent */
-	const char *sql = has_column(st->db, "block_ios", "tid")
-		? "SELECT queue_ns, insert_ns, issue_ns, complete_ns, sector, bytes, tgid, tid, op"
-		  " FROM block_ios WHERE run = ? AND step = ? AND op IN ('read', 'write')"
-		  " AND error = 0"
-		: "SELECT queue_ns, insert_ns, issue_ns, complete_ns, sector, bytes, tgid, 0, op"
-		  " FROM block_ios WHERE run = ? AND step = ? AND op IN ('read', 'write')"
-		  " AND error = 0";
+	char sql[400];
+	snprintf(sql, sizeof(sql), "SELECT queue_ns, insert_ns, issue_ns, complete_ns, sector,"
+		 " bytes, tgid, %s, op FROM block_ios WHERE run = ?1 AND %s"
+		 " AND op IN ('read', 'write') AND error = 0",
+		 has_column(st->db, "block_ios", "tid") ? "tid" : "0",
+		 step >= 0 ? "step = ?2"
+			   : "coalesce(queue_ns, insert_ns, issue_ns) BETWEEN ?3 AND ?4");
 	sqlite3_stmt *s;
 	if (prepare(st->db, sql, &s, "block_ios", err, errlen))
 		return -1;
 	sqlite3_bind_int64(s, 1, run);
 	sqlite3_bind_int(s, 2, step);
+	sqlite3_bind_int64(s, 3, (int64_t)from_ns);
+	sqlite3_bind_int64(s, 4, (int64_t)to_ns);
 	return each_row(st->db, s, block_row, out, "block_ios", err, errlen);
 }
 
-int64_t fsp_decomp_mount_run_of(struct fsp_store *st, int64_t run)
+int fsp_decomp_read_blocks(struct fsp_store *st, int64_t run, int step, fsp_dc_blocks *out,
+			   char *err, size_t errlen)
 {
-	sqlite3_stmt *s;
-	int64_t id = 0;
-	if (sqlite3_prepare_v2(st->db, "SELECT m.id FROM runs r JOIN runs m ON m.parent = r.parent"
-			       " AND m.label = r.label || '-fuse' AND m.kind = 'mount'"
-			       " WHERE r.id = ? AND r.parent IS NOT NULL ORDER BY m.id DESC LIMIT 1",
-			       -1, &s, NULL) != SQLITE_OK)
-		return 0;
-	sqlite3_bind_int64(s, 1, run);
-	if (sqlite3_step(s) == SQLITE_ROW)
-		id = sqlite3_column_int64(s, 0);
-	sqlite3_finalize(s);
-	return id;
+	return read_blocks(st, run, step, 0, 0, out, err, errlen);
+}
+
+int fsp_decomp_read_blocks_window(struct fsp_store *st, int64_t run, uint64_t from_ns,
+				  uint64_t to_ns, fsp_dc_blocks *out, char *err, size_t errlen)
+{
+	return read_blocks(st, run, -1, from_ns, to_ns, out, err, errlen);
 }
 
 static int daemon_row(sqlite3_stmt *s, void *arg)
@@ -191,6 +190,7 @@ static int daemon_row(sqlite3_stmt *s, void *arg)
 	d->write = sqlite3_column_int(s, 7) == FSP_OP_WRITE;
 	d->recv_ns = col_u64(s, 8);
 	d->fuse_unique = col_u64(s, 9);
+	d->inject_ns = col_u64(s, 10);
 	return 0;
 }
 
@@ -199,16 +199,16 @@ int fsp_decomp_read_daemon(struct fsp_store *st, int64_t run, uint64_t from_ns,
 			   char *err, size_t errlen)
 {
 	memset(out, 0, sizeof(*out));
-	/* ops.recv_ns and ops.fuse_unique come with the FUSE transport's trace */
+	/* ops.recv_ns and ops.fuse_unique come with the FUSE transport's trace,
+	 * ops.inject_ns with mount --inject: 0 where a database lacks them */
 	int have = has_column(st->db, "ops", "recv_ns") && has_column(st->db, "ops", "fuse_unique");
 	*have_fuse_cols = have;
-	const char *sql = have
-		? "SELECT start_ns, total_ns, backing_ns, emu_ns, offset, length, pid, op,"
-		  " recv_ns, fuse_unique FROM ops WHERE run = ? AND op IN (?, ?)"
-		  " AND start_ns BETWEEN ? AND ? AND result = 0"
-		: "SELECT start_ns, total_ns, backing_ns, emu_ns, offset, length, pid, op, 0, 0"
-		  " FROM ops WHERE run = ? AND op IN (?, ?) AND start_ns BETWEEN ? AND ?"
-		  " AND result = 0";
+	char sql[320];
+	snprintf(sql, sizeof(sql), "SELECT start_ns, total_ns, backing_ns, emu_ns, offset, length,"
+		 " pid, op, %s, %s FROM ops WHERE run = ? AND op IN (?, ?)"
+		 " AND start_ns BETWEEN ? AND ? AND result = 0",
+		 have ? "recv_ns, fuse_unique" : "0, 0",
+		 has_column(st->db, "ops", "inject_ns") ? "inject_ns" : "0");
 	sqlite3_stmt *s;
 	if (prepare(st->db, sql, &s, "ops", err, errlen))
 		return -1;

@@ -6,7 +6,7 @@
  *
  * The row types are the join's own input, so a reader fills what the join
  * takes without a copy. Every reader tolerates what an older database
- * lacks (block_ios.tid, ops.fuse_unique/recv_ns, fuse_reqs): 0 then.
+ * lacks (block_ios.tid, ops.fuse_unique/recv_ns/inject_ns, fuse_reqs): 0 then.
  */
 #ifndef FSP_DB_DECOMP_ROWS_H
 #define FSP_DB_DECOMP_ROWS_H
@@ -36,6 +36,7 @@ struct fsp_dc_block {
 /* Mount: one daemon row (ops row of the mount's run) for a read or write. */
 struct fsp_dc_daemon {
 	uint64_t start_ns, total_ns, backing_ns, emu_ns; /* handler entry and its layers */
+	uint64_t inject_ns;   /* of the handler: the delay mount --inject added (0: absent) */
 	uint64_t recv_ns;     /* received from /dev/fuse (0: column absent) */
 	uint64_t fuse_unique; /* the kernel's unique (0: column absent) */
 	uint64_t offset, length;
@@ -47,6 +48,10 @@ struct fsp_dc_daemon {
 struct fsp_dc_fuse {
 	uint64_t unique, send_ns, end_ns;
 };
+
+/* Make room for need elements of size bytes in *v (capacity *cap, doubled
+ * from 1024): the join's arrays and the readers'. 0, or -1 (no memory). */
+int fsp_dc_grow(void **v, size_t *cap, size_t need, size_t size);
 
 /* A growing array of rows; free(rows). */
 #define FSP_DC_ARRAY(T) struct { T *v; size_t n, cap; }
@@ -63,9 +68,10 @@ int fsp_decomp_read_ios(struct fsp_store *st, int64_t run, int step, fsp_dc_ios 
 /* run's read and write block requests that entered in step (block_ios.step). */
 int fsp_decomp_read_blocks(struct fsp_store *st, int64_t run, int step, fsp_dc_blocks *out,
 			   char *err, size_t errlen);
-/* The mount run an engine run of a compare ran on (its sibling labelled
- * LABEL-fuse), or 0. */
-int64_t fsp_decomp_mount_run_of(struct fsp_store *st, int64_t run);
+/* A mount run's read and write requests (of its backing or store device)
+ * made in [from_ns, to_ns]. */
+int fsp_decomp_read_blocks_window(struct fsp_store *st, int64_t run, uint64_t from_ns,
+				  uint64_t to_ns, fsp_dc_blocks *out, char *err, size_t errlen);
 /* A mount run's read and write rows that began in [from_ns, to_ns]. */
 int fsp_decomp_read_daemon(struct fsp_store *st, int64_t run, uint64_t from_ns,
 			   uint64_t to_ns, fsp_dc_daemons *out, int *have_fuse_cols,

@@ -15,7 +15,7 @@
 #include "src/prism/decomp.h"
 
 static const char *const part_names[FSP_DC__COUNT] = {
-	"submit", "fs_submit", "fuse_queue", "daemon_recv", "layer", "emu", "backing",
+	"submit", "fs_submit", "fuse_queue", "daemon_recv", "layer", "inject", "emu", "backing",
 	"block_queue", "device", "fuse_reply", "complete", "fs_complete", "residual",
 };
 static const char *const why_names[FSP_DC_WHY__COUNT] = {
@@ -109,25 +109,10 @@ static int cmp_cand(const void *a, const void *b)
 	return x->parent < y->parent ? -1 : x->parent > y->parent;
 }
 
-static int grow(void **p, size_t *cap, size_t need, size_t size)
-{
-	if (need <= *cap)
-		return 0;
-	size_t c = *cap ? *cap : 64;
-	while (c < need)
-		c *= 2;
-	void *n = realloc(*p, c * size);
-	if (!n)
-		return -1;
-	*p = n;
-	*cap = c;
-	return 0;
-}
-
 static int add_pair(struct pairs *ps, size_t parent, size_t child, uint64_t lo, uint64_t hi,
 		    int not_nested)
 {
-	if (grow((void **)&ps->p, &ps->cap, ps->n + 1, sizeof(*ps->p)))
+	if (fsp_dc_grow((void **)&ps->p, &ps->cap, ps->n + 1, sizeof(*ps->p)))
 		return -1;
 	struct pair *p = &ps->p[ps->n];
 	p->parent = parent;
@@ -179,7 +164,7 @@ static int match(struct parent *par, size_t np, struct child *ch, size_t nc, int
 		uint64_t t = ev[e].t;
 		struct child *c = &ch[ev[e].child];
 		while (next < np && par[order[next]].lo <= t) {
-			if (grow((void **)&active, &capactive, nactive + 1, sizeof(*active)))
+			if (fsp_dc_grow((void **)&active, &capactive, nactive + 1, sizeof(*active)))
 				goto out;
 			active[nactive++] = order[next++];
 		}
@@ -200,7 +185,7 @@ static int match(struct parent *par, size_t np, struct child *ch, size_t nc, int
 			uint64_t cend = c->len == UINT64_MAX ? UINT64_MAX : c->off + c->len;
 			if (c->off >= p->off + p->len || p->off >= cend) /* p->len is finite */
 				continue;
-			if (grow((void **)&cand, &capcand, ncand + 1, sizeof(*cand)))
+			if (fsp_dc_grow((void **)&cand, &capcand, ncand + 1, sizeof(*cand)))
 				goto out;
 			cand[ncand++] = (struct cand){ (size_t)(p - par),
 						       c->tid && p->tid == c->tid, p->lo };
@@ -212,7 +197,7 @@ static int match(struct parent *par, size_t np, struct child *ch, size_t nc, int
 		 * those pairs are still contiguous) */
 		size_t ntaken = 0;
 		for (size_t k = 0; k < c->npairs; k++) {
-			if (grow((void **)&taken, &captaken, 2 * (ntaken + 1), sizeof(*taken)))
+			if (fsp_dc_grow((void **)&taken, &captaken, 2 * (ntaken + 1), sizeof(*taken)))
 				goto out;
 			taken[2 * ntaken] = ps->p[c->first_pair + k].ov_lo;
 			taken[2 * ntaken + 1] = ps->p[c->first_pair + k].ov_hi;
@@ -243,7 +228,7 @@ static int match(struct parent *par, size_t np, struct child *ch, size_t nc, int
 			c->npairs++;
 			uint64_t got = hi - lo < c->bytes ? hi - lo : c->bytes;
 			p->covered += got;
-			if (grow((void **)&taken, &captaken, 2 * (ntaken + 1), sizeof(*taken)))
+			if (fsp_dc_grow((void **)&taken, &captaken, 2 * (ntaken + 1), sizeof(*taken)))
 				goto out;
 			taken[2 * ntaken] = lo;
 			taken[2 * ntaken + 1] = hi;
@@ -282,7 +267,7 @@ static int ival_add(struct ivals *iv, uint64_t a, uint64_t b, int label)
 {
 	if (b <= a)
 		return 0;
-	if (grow((void **)&iv->v, &iv->cap, iv->n + 1, sizeof(*iv->v)))
+	if (fsp_dc_grow((void **)&iv->v, &iv->cap, iv->n + 1, sizeof(*iv->v)))
 		return -1;
 	iv->v[iv->n++] = (struct ival){ a, b, label };
 	return 0;
@@ -314,7 +299,7 @@ static int split(struct ivals *iv, uint64_t lo, uint64_t hi, struct split *s,
 	memset(s, 0, sizeof(*s));
 	s->first = s->last = -1;
 	size_t ne = 0;
-	if (grow((void **)edges, capedges, 2 * iv->n + 1, sizeof(**edges)))
+	if (fsp_dc_grow((void **)edges, capedges, 2 * iv->n + 1, sizeof(**edges)))
 		return -1;
 	for (size_t i = 0; i < iv->n; i++) {
 		uint64_t a = iv->v[i].a < lo ? lo : iv->v[i].a;
@@ -431,13 +416,13 @@ static int block_children(const struct fsp_dc_in *in, int by_time, struct child 
 				piece.off = ext[k].logical + (a - ext[k].physical);
 				piece.len = z - a;
 				piece.bytes = z - a;
-				if (grow((void **)&ch, &cap, n + 1, sizeof(*ch)))
+				if (fsp_dc_grow((void **)&ch, &cap, n + 1, sizeof(*ch)))
 					goto fail;
 				ch[n++] = piece;
 			}
 			continue;
 		}
-		if (grow((void **)&ch, &cap, n + 1, sizeof(*ch)))
+		if (fsp_dc_grow((void **)&ch, &cap, n + 1, sizeof(*ch)))
 			goto fail;
 		ch[n++] = c;
 	}
@@ -488,9 +473,10 @@ static int cmp_fuse(const void *a, const void *b)
 	return x->unique < y->unique ? -1 : x->unique > y->unique;
 }
 
-/* The layers of a daemon row's handler time: backing outside its block IO, emu, layer. */
+/* The layers of a daemon row's handler time: backing outside its block IO,
+ * emu, the injected delay, and the rest, fsprism's own (layer). */
 struct handler_sum {
-	uint64_t backing, emu, layer;
+	uint64_t backing, emu, inject, layer;
 };
 
 /*
@@ -560,15 +546,17 @@ static void to_parts(const struct fsp_dc_in *in, const struct split *s,
 	uint64_t hns = s->ns[L_HANDLER];
 	if (hns) {
 		uint64_t bf = h->backing > s->block_in_handler ? h->backing - s->block_in_handler : 0;
-		uint64_t sum = bf + h->emu + h->layer;
+		uint64_t sum = bf + h->emu + h->inject + h->layer;
 		if (!sum)
 			p->ns[FSP_DC_LAYER] = hns;
 		else {
 			uint64_t b = (uint64_t)((unsigned __int128)hns * bf / sum);
 			uint64_t e = (uint64_t)((unsigned __int128)hns * h->emu / sum);
+			uint64_t j = (uint64_t)((unsigned __int128)hns * h->inject / sum);
 			p->ns[FSP_DC_BACKING] = b;
 			p->ns[FSP_DC_EMU] = e;
-			p->ns[FSP_DC_LAYER] = hns - b - e;
+			p->ns[FSP_DC_INJECT] = j;
+			p->ns[FSP_DC_LAYER] = hns - b - e - j;
 		}
 	}
 	for (unsigned w = 0; w < FSP_DC_WHY__COUNT; w++)
@@ -649,8 +637,12 @@ int fsp_dc_join(const struct fsp_dc_in *in, fsp_dc_emit_fn emit, void *arg)
 				goto out;
 			h.backing += d->backing_ns;
 			h.emu += d->emu_ns;
+			/* the delay is part of layer_ns (docs/inject.md): taken out of it */
 			uint64_t inner = d->backing_ns + d->emu_ns;
-			h.layer += d->total_ns > inner ? d->total_ns - inner : 0;
+			uint64_t rest = d->total_ns > inner ? d->total_ns - inner : 0;
+			uint64_t inj = d->inject_ns < rest ? d->inject_ns : rest;
+			h.inject += inj;
+			h.layer += rest - inj;
 			uint64_t dend = d->start_ns + d->total_ns;
 			for (size_t q = dm_pairs.head[di]; q != SIZE_MAX; q = dm_pairs.p[q].next)
 				if (block_ivals(&iv, &in->blk[blk_ch[dm_pairs.p[q].child].src],

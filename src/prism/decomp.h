@@ -5,8 +5,8 @@
  *
  *   raw device     submit, block_queue, device, complete
  *   native file    fs_submit, block_queue, device, fs_complete
- *   fsprism mount  submit, fuse_queue, daemon_recv, layer, emu, backing
- *                  (and inside it the backing IO's block_queue, device),
+ *   fsprism mount  submit, fuse_queue, daemon_recv, layer, inject, emu,
+ *                  backing (and inside it the backing IO's block_queue, device),
  *                  fuse_reply, complete
  *
  * What cannot be attributed (no block request or daemon row found, a gap
@@ -32,6 +32,7 @@ enum fsp_dc_part {
 	FSP_DC_FUSE_QUEUE,  /* FUSE request sent by the kernel to received by a worker */
 	FSP_DC_DAEMON_RECV, /* received to fsprism's handler entry (libfuse's dispatch) */
 	FSP_DC_LAYER,       /* fsprism's own work in the handler */
+	FSP_DC_INJECT,      /* of the handler: the delay mount --inject added (ops.inject_ns) */
 	FSP_DC_EMU,         /* the emulation's work in the handler */
 	FSP_DC_BACKING,     /* backing system calls, outside the backing IO's block layer */
 	FSP_DC_BLOCK_QUEUE, /* a request made, none yet on the device */

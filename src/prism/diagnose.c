@@ -347,8 +347,13 @@ double fsp_dx_mech_transport(const struct fsp_dx_pair *p, char *why, size_t len)
 	if (!b->have_fuse)
 		return 0;
 	double base = a->have_fuse ? a->transport_us : 0;
-	snprintf(why, len, "kernel FUSE queue and round trip (engine latency - handler "
-		 "total) %.0f -> %.0f us per IO", base, b->transport_us);
+	char q[64] = "";
+	if (b->transport_measured)
+		snprintf(q, sizeof q, "; FUSE queue p50 %.1f us, p99 %.1f us", b->fuse_queue_p50_us,
+			 b->fuse_queue_p99_us);
+	snprintf(why, len, "kernel FUSE queue and round trip (%s) %.0f -> %.0f us per IO%s",
+		 b->transport_measured ? "measured: submit, queue, dispatch, reply, completion"
+				       : "engine latency - handler total", base, b->transport_us, q);
 	return pos(b->transport_us - base);
 }
 

@@ -123,7 +123,12 @@ struct fsp_dx_step {
 	/* the FUSE side (fsprism, emu): per user IO, µs */
 	int have_fuse;
 	double fuse_req_per_io;  /* FUSE read and write requests per user IO */
-	double transport_us;     /* engine latency - the handler's total */
+	double transport_us;     /* the kernel's side: measured (layers per IO: submit,
+				    FUSE queue, dispatch, reply, completion), else
+				    engine latency - the handler's total */
+	int transport_measured;  /* transport_us measured (in some round) */
+	double fuse_queue_p50_us, fuse_queue_p99_us; /* measured: of the main direction,
+				    means over the rounds; 0 unknown */
 	double daemon_us, emu_us, backing_us;
 	double inject_us;        /* of daemon_us: the delay mount --inject added */
 	/* the device-pattern replay of this target's device IO on raw */
