@@ -132,7 +132,8 @@ static void usage(FILE *f)
 "                       [--size SIZE] [--destroy-data] [--quiet]\n"
 "                       [--device-model SPEC] [--inject RULES]\n"
 "                       [--rounds N] [--replay] [--max-write SIZE]\n"
-"                       [--report FILE.html]\n"
+"                       [--report FILE.html] [--format table|json|csv] [--wide]\n"
+"                       [--record MODE] [--no-trace] [--status-interval SECS]\n"
 "                       [--PARAM=VALUE ...]\n"
 "\n"
 "Run one profile (default " DEFAULT_PROFILE ") on a raw block device, on a file of a\n"
@@ -143,8 +144,10 @@ static void usage(FILE *f)
 "system with those modes, using the whole device as its store (formatted\n"
 "after the native file system is unmounted); it also prints the device-level\n"
 "accounting of that mount.\n"
-"Every target's run records a row per IO (--record=full), and the report\n"
-"ends with each target's layers per IO (docs/prism.md).\n"
+"Every target's run and mount records a row per IO (--record=full), and the\n"
+"report ends with each target's layers per IO (docs/prism.md); --record MODE\n"
+"(full, sample:N, hist, off) is passed to every run and mount instead, and\n"
+"--no-trace to them all (no block-layer or FUSE-transport trace).\n"
 "\n"
 "Without --device, a temporary sparse image of --size (default 2G) in $TMPDIR\n"
 "(default /var/tmp) is attached with losetup --direct-io=on and removed again.\n"
@@ -163,7 +166,12 @@ static void usage(FILE *f)
 "overwrites what they left on the device.\n"
 "The diagnosis (fsprism diagnose) follows the table.\n"
 "Other --PARAM=VALUE options are passed to 'fsprism run' unchanged.\n"
-"On a terminal, progress is shown unless --quiet. See docs/compare.md.\n"
+"On a terminal, progress is shown unless --quiet, with the ETA of the whole\n"
+"compare; --status-interval SECS: a status line every SECS seconds on stderr\n"
+"instead (for a pipe or a log). See docs/compare.md.\n"
+"--format json|csv: print only the side-by-side table (per step and target)\n"
+"in that form, for a program; table (default): the whole report.\n"
+"--wide: the report's long lines uncut (the table fits 100 columns without).\n"
 "--report FILE.html: also write the charts of the compare (fsprism report).\n");
 }
 
@@ -699,8 +707,13 @@ static int run_target(const struct opts *o, const char *db, int64_t parent,
 	argv[n++] = parent_s;
 	argv[n++] = "--label";
 	argv[n++] = (char *)target_label[t];
-	/* a row per IO: every target gets its layers per IO (docs/prism.md) */
-	argv[n++] = "--record=full";
+	/* a row per IO by default: every target gets its layers per IO
+	 * (docs/prism.md) */
+	char record[80];
+	snprintf(record, sizeof record, "--record=%s", o->record);
+	argv[n++] = record;
+	if (o->no_trace)
+		argv[n++] = "--no-trace";
 	if (t == T_RAW && (o->destroy_data || destroy))
 		argv[n++] = "--destroy-data";
 	char scale[80];
@@ -755,7 +768,8 @@ static int parse_targets(const char *list, int want[T__COUNT])
 
 enum { OPT_PROFILE = 256, OPT_DEVICE, OPT_FS, OPT_TARGETS, OPT_DB, OPT_SCALE, OPT_SIZE,
        OPT_COW, OPT_JOURNAL, OPT_ALLOC, OPT_DESTROY, OPT_REPORT, OPT_DEVICE_MODEL, OPT_ROUNDS,
-       OPT_MAX_WRITE, OPT_INJECT, OPT_REPLAY };
+       OPT_MAX_WRITE, OPT_INJECT, OPT_REPLAY, OPT_RECORD, OPT_NO_TRACE, OPT_FORMAT,
+       OPT_WIDE, OPT_STATUS };
 
 /* Returns 0, 1 after --help, or -1 (usage error, said). */
 static int parse_args(int argc, char **argv, struct opts *o)
@@ -777,6 +791,11 @@ static int parse_args(int argc, char **argv, struct opts *o)
 		{ "max-write", required_argument, NULL, OPT_MAX_WRITE },
 		{ "inject", required_argument, NULL, OPT_INJECT },
 		{ "replay", no_argument, NULL, OPT_REPLAY },
+		{ "record", required_argument, NULL, OPT_RECORD },
+		{ "no-trace", no_argument, NULL, OPT_NO_TRACE },
+		{ "format", required_argument, NULL, OPT_FORMAT },
+		{ "wide", no_argument, NULL, OPT_WIDE },
+		{ "status-interval", required_argument, NULL, OPT_STATUS },
 		{ "quiet", no_argument, NULL, 'q' },
 		{ "report", required_argument, NULL, OPT_REPORT },
 		FSP_OPT_HELP,
@@ -788,7 +807,8 @@ static int parse_args(int argc, char **argv, struct opts *o)
 	o->db = DEFAULT_DB;
 	o->image_size = DEFAULT_IMAGE_SIZE;
 	o->rounds = 1;
-	const char *rounds = NULL;
+	o->record = "full";
+	const char *rounds = NULL, *format = NULL, *status = NULL;
 	o->want[T_RAW] = o->want[T_FS] = o->want[T_FSPRISM] = 1;
 	const char *size = NULL, *targets = NULL;
 	/* --bs=, --qd=, ...: one option per profile parameter, passed to run */
@@ -820,6 +840,11 @@ static int parse_args(int argc, char **argv, struct opts *o)
 		case OPT_MAX_WRITE: o->max_write = v; break;
 		case OPT_INJECT: o->inject = v; break;
 		case OPT_REPLAY: o->replay = 1; break;
+		case OPT_RECORD: o->record = v; break;
+		case OPT_NO_TRACE: o->no_trace = 1; break;
+		case OPT_FORMAT: format = v; break;
+		case OPT_WIDE: o->wide = 1; break;
+		case OPT_STATUS: status = v; break;
 		case 'q': o->quiet = 1; break;
 		case OPT_REPORT: o->report = v; break;
 		default: {
@@ -943,6 +968,35 @@ static int parse_args(int argc, char **argv, struct opts *o)
 		fail("--max-write configures the fsprism and emu mounts, which --targets "
 		     "leaves out");
 		return -1;
+	}
+	{
+		enum fsp_record_mode mode;
+		unsigned sample_n;
+		if (fsp_record_mode_parse(o->record, &mode, &sample_n)) {
+			fail("invalid --record '%s' (full, sample:N, hist or off)", o->record);
+			return -1;
+		}
+	}
+	if (format) {
+		if (!strcmp(format, "table"))
+			o->format = CMP_TABLE;
+		else if (!strcmp(format, "json"))
+			o->format = CMP_JSON;
+		else if (!strcmp(format, "csv"))
+			o->format = CMP_CSV;
+		else {
+			fail("invalid --format '%s' (table, json or csv)", format);
+			return -1;
+		}
+	}
+	if (status) {
+		char *end;
+		double s = strtod(status, &end);
+		if (*end || end == status || !(s >= 0.1 && s <= 3600)) {
+			fail("bad --status-interval '%s' (seconds, 0.1 to 3600)", status);
+			return -1;
+		}
+		o->status_interval = s;
 	}
 	if (o->replay && !o->want[T_FS] && !o->want[T_EMU]) {
 		fail("--replay replays the device IO of the fs and emu targets, which "
@@ -1196,6 +1250,10 @@ static int measure_mount(struct compare *c, int t, int round)
 		extra[n++] = "--inject";
 		extra[n++] = (char *)c->o.inject;
 	}
+	extra[n++] = "--record";
+	extra[n++] = (char *)c->o.record;
+	if (c->o.no_trace)
+		extra[n++] = "--no-trace";
 	if (t == T_EMU) {
 		snprintf(m->backing, sizeof m->backing, "%s/emu-backing", su->workdir);
 		if (mkdir(m->backing, 0700)) {

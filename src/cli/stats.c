@@ -23,6 +23,7 @@
 #include "src/base/json.h"
 #include "src/base/ops.h"
 #include "src/base/units.h"
+#include "src/cli/compare.h"
 #include "src/cli/stats.h"
 #include "src/db/results.h"
 #include "src/cli/stats_block.h"
@@ -857,6 +858,20 @@ int fsp_stats_print(struct fsp_store *st, int64_t run, const char *format, unsig
 		return -1;
 	}
 	rc = -1;
+	if (hdr.kind && !strcmp(hdr.kind, "compare")) {
+		/* its numbers are its targets' runs: the side-by-side table */
+		int f = !strcmp(format, "csv") ? CMP_CSV : !strcmp(format, "json") ? CMP_JSON
+									  : CMP_TABLE;
+		if (f == CMP_TABLE)
+			fprintf(out, "run %" PRId64 " (compare)  device %s (%s)  started %s\n"
+				"the side-by-side table of its targets' runs, as fsprism "
+				"compare printed it:\n", hdr.id, or_dash(hdr.device),
+				or_dash(hdr.fstype), or_dash(hdr.started_at));
+		if (compare_print_table(out, st, run, NULL, f) && f == CMP_TABLE)
+			fprintf(out, "(no step of any target was measured)\n");
+		rc = 0;
+		goto out;
+	}
 	if (load_rows(st, &hdr, &rows, &n) == 0) {
 		struct view vw = { .flags = flags, .op_width = 6 };
 		struct fsp_emu_acct acct;
