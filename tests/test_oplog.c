@@ -17,6 +17,7 @@
 #include <stdint.h>
 #include <setjmp.h>
 #include <dirent.h>
+#include <errno.h>
 #include <fcntl.h>
 #include <ftw.h>
 #include <pthread.h>
