@@ -691,9 +691,9 @@ static int prefill_raw(const char *dev, const struct fsp_params *p,
  * prints the joint table.
  */
 static int run_target(const struct opts *o, const char *db, int64_t parent,
-		      int t, const char *target, int show, int destroy)
+		      int t, const char *target, int show, int destroy, const char *part_of)
 {
-	char *argv[16 + MAX_PASS];
+	char *argv[24 + MAX_PASS];
 	char parent_s[32];
 	int n = 0;
 	snprintf(parent_s, sizeof parent_s, "%" PRId64, parent);
@@ -727,8 +727,16 @@ static int run_target(const struct opts *o, const char *db, int64_t parent,
 		argv[n++] = (char *)o->span_arg;
 	if (!show)
 		argv[n++] = "--quiet";
+	/* the progress's ETA covers every run of the compare */
+	char part[64], status[64];
+	snprintf(part, sizeof part, "--part-of=%s", part_of);
+	argv[n++] = part;
+	if (o->status_interval > 0) {
+		snprintf(status, sizeof status, "--status-interval=%g", o->status_interval);
+		argv[n++] = status;
+	}
 	argv[n] = NULL;
-	if (show)
+	if (show || o->status_interval > 0)
 		fprintf(stderr, "compare: %s target: %s\n", target_label[t], target);
 	int rc = spawn(argv, 1, 1, NULL, 0);
 	if (show) /* the child's progress line may be left standing */
@@ -1093,7 +1101,16 @@ struct compare {
 	int device_written;       /* compare has written the device (mkfs, a store) */
 	int64_t engine_run[T__COUNT]; /* the newest engine run of each target */
 	int show;                 /* progress on a terminal */
+	int part, parts;          /* the engine run under way, of all (rounds x targets) */
+	char part_of[32];         /* "K/N" for run's --part-of */
 };
+
+/* The next engine run's "K/N" (counted once per run_target). */
+static const char *next_part(struct compare *c)
+{
+	snprintf(c->part_of, sizeof c->part_of, "%d/%d", ++c->part, c->parts);
+	return c->part_of;
+}
 
 /*
  * The layout of the passthrough target's backing file (FIEMAP cannot reach
@@ -1301,7 +1318,7 @@ static int measure_mount(struct compare *c, int t, int round)
 		fsp_store_adopt_run(c->st, c->mount_run[t], c->run, label);
 	char file[PATH_MAX + 16];
 	snprintf(file, sizeof file, "%s/target.dat", m->dir);
-	int r = run_target(&c->o, c->db, c->run, t, file, c->show, 0);
+	int r = run_target(&c->o, c->db, c->run, t, file, c->show, 0, next_part(c));
 	if (!r && t == T_FSPRISM)
 		store_backing_layout(c, t, m->backing);
 	/* the emu file stays until unmount, which records its extents; the
@@ -1361,7 +1378,7 @@ static int measure_target(struct compare *c, int t, int round)
 		 * the device (it passed the raw-write checks first) */
 		if (!stop_sig)
 			r = run_target(o, c->db, c->run, T_RAW, su->device, c->show,
-				       c->device_written);
+				       c->device_written, next_part(c));
 		break;
 	case T_FS: {
 		if (ensure_fs(c))
@@ -1369,7 +1386,7 @@ static int measure_target(struct compare *c, int t, int round)
 		char file[PATH_MAX + 16];
 		snprintf(file, sizeof file, "%s/target.dat", su->fsdir);
 		if (!stop_sig)
-			r = run_target(o, c->db, c->run, T_FS, file, c->show, 0);
+			r = run_target(o, c->db, c->run, T_FS, file, c->show, 0, next_part(c));
 		unlink(file); /* room for the fsprism target's file */
 		break;
 	}
@@ -1443,6 +1460,7 @@ static int measure(struct compare *c)
 	for (int t = 0; t < T__COUNT; t++)
 		if (c->o.want[t])
 			order[n++] = t;
+	c->parts = n * c->o.rounds;
 	for (int round = 0; round < c->o.rounds && !stop_sig; round++) {
 		if (c->show && c->o.rounds > 1)
 			fprintf(stderr, "compare: round %d of %d\n", round + 1, c->o.rounds);
