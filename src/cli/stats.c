@@ -978,8 +978,9 @@ static void stats_usage(FILE *f)
 	fprintf(f,
 "usage: fsprism stats DB [--run N] [--format table|csv|json] [--extents] [--wide]\n"
 "\n"
-"Per operation: count, bytes, throughput, errors, and the mean, p50, p90,\n"
-"p99, p99.9 and max latency (microseconds) of each layer: total (whole\n"
+"Per operation: count, bytes, throughput, errors (and apart from them the\n"
+"expected replies: lookup ENOENT, getxattr/listxattr ENODATA), and the mean,\n"
+"p50, p90, p99, p99.9 and max latency (microseconds) of each layer: total (whole\n"
 "handler), backing (inside backing-store system calls, or with the\n"
 "emulation the store IO that moves the user's data), emu (the emulation's\n"
 "extra work; shown for emulated mounts), layer (the rest: fsprism itself).\n"
