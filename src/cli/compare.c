@@ -171,7 +171,8 @@ static void usage(FILE *f)
 "instead (for a pipe or a log). See docs/compare.md.\n"
 "--format json|csv: print only the side-by-side table (per step and target)\n"
 "in that form, for a program; table (default): the whole report.\n"
-"--wide: the report's long lines uncut (the table fits 100 columns without).\n"
+"--wide: the report's long lines uncut (without, up to the diagnosis it\n"
+"fits 100 columns).\n"
 "--report FILE.html: also write the charts of the compare (fsprism report).\n");
 }
 

@@ -67,6 +67,14 @@ int compare_print_table(FILE *out, struct fsp_store *st, int64_t cmp_run,
 			const int want[T__COUNT], int format);
 
 /*
+ * text[0..n) to out with every line longer than width broken at a space and
+ * indented under its text (the report without --wide). The diagnosis is
+ * printed as `fsprism diagnose` prints it, unfolded: diagnose may fold
+ * itself with this.
+ */
+void compare_fold(FILE *out, const char *text, size_t n, size_t width);
+
+/*
  * Replay the device IO of target t's round (the fs target's block rows of
  * engine_run, the emu target's device rows of mount_run, step by step) on
  * device, stored as a child run of cmp_run labelled replay-fs / replay-emu

@@ -597,8 +597,7 @@ static size_t fold_indent(const char *line, size_t len)
 	return at ? at : lead + 2;
 }
 
-/* text to out with every line longer than width broken at a space. */
-static void fold_lines(FILE *out, const char *text, size_t n, size_t width)
+void compare_fold(FILE *out, const char *text, size_t n, size_t width)
 {
 	const char *end = text + n;
 	while (text < end) {
@@ -629,9 +628,9 @@ static void fold_lines(FILE *out, const char *text, size_t n, size_t width)
 	}
 }
 
-static void report_body(FILE *out, struct fsp_store *st, const struct opts *o,
-			const char *device, int64_t cmp_run,
-			const int64_t mount_run[T__COUNT]);
+static int report_body(FILE *out, struct fsp_store *st, const struct opts *o,
+		       const char *device, int64_t cmp_run,
+		       const int64_t mount_run[T__COUNT]);
 
 void compare_report(FILE *out, struct fsp_store *st, const struct opts *o,
 		    const char *device, int64_t cmp_run,
@@ -639,26 +638,31 @@ void compare_report(FILE *out, struct fsp_store *st, const struct opts *o,
 {
 	char *text = NULL;
 	size_t n = 0;
+	int measured;
 	FILE *mem = o->wide || o->format != CMP_TABLE ? NULL : open_memstream(&text, &n);
 	if (!mem) { /* as it is */
-		report_body(out, st, o, device, cmp_run, mount_run);
-		return;
+		measured = report_body(out, st, o, device, cmp_run, mount_run);
+	} else {
+		measured = report_body(mem, st, o, device, cmp_run, mount_run);
+		fclose(mem);
+		compare_fold(out, text, n, COMPARE_COLS);
+		free(text);
 	}
-	report_body(mem, st, o, device, cmp_run, mount_run);
-	fclose(mem);
-	fold_lines(out, text, n, COMPARE_COLS);
-	free(text);
+	/* as `fsprism diagnose` prints it, line for line */
+	if (measured && o->format == CMP_TABLE)
+		compare_report_diagnosis(out, st, cmp_run);
 }
 
-static void report_body(FILE *out, struct fsp_store *st, const struct opts *o,
-			const char *device, int64_t cmp_run,
-			const int64_t mount_run[T__COUNT])
+/* Everything but the diagnosis; 0 if nothing was measured (then nothing). */
+static int report_body(FILE *out, struct fsp_store *st, const struct opts *o,
+		       const char *device, int64_t cmp_run,
+		       const int64_t mount_run[T__COUNT])
 {
 	struct target_result tr[T__COUNT];
 	struct fsp_hist *h = malloc(sizeof *h);
 	memset(tr, 0, sizeof tr);
 	if (!h)
-		return;
+		return 0;
 	for (int t = 0; t < T__COUNT; t++) {
 		if (!o->want[t])
 			continue;
@@ -671,14 +675,14 @@ static void report_body(FILE *out, struct fsp_store *st, const struct opts *o,
 		measured += tr[t].nrows;
 	if (!measured) { /* failed or interrupted before any step */
 		free(h);
-		return;
+		return 0;
 	}
 	if (o->format != CMP_TABLE) { /* the table alone, for a program */
 		compare_print_table(out, st, cmp_run, o->want, o->format);
 		for (int t = 0; t < T__COUNT; t++)
 			free(tr[t].rows);
 		free(h);
-		return;
+		return 1;
 	}
 	char sz[32];
 	fsp_format_bytes(o->image_size, sz, sizeof sz);
@@ -717,7 +721,7 @@ static void report_body(FILE *out, struct fsp_store *st, const struct opts *o,
 	for (int t = 0; t < T__COUNT; t++)
 		free(tr[t].rows);
 	free(h);
-	compare_report_diagnosis(out, st, cmp_run);
+	return 1;
 }
 
 /* The verdicts (src/cli/diagnose.c), after the table and the splits. */
