@@ -118,7 +118,7 @@ expect_eq "stats csv of a target's run: its target and step labels" "fs mix=100/
 	   awk -F, 'NR == 1 { for (i = 1; i <= NF; i++) c[$i] = i } NR == 2 { print $c["target"], $c["step_label"] }')"
 # up to the diagnosis, which is printed as fsprism diagnose prints it
 expect_eq "the report fits 100 columns (table, splits, block, layers per IO)" 0 \
-	"$(sed '/^diagnosis of compare run/q' "$T/out" | awk 'length > 100' | wc -l)"
+	"$(sed '/^diagnosis of compare run/,$d' "$T/out" | awk 'length > 100' | wc -l)"
 
 # ---- --format csv on a pipe, with run's options, status lines ----
 # shellcheck disable=SC2086
