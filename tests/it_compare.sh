@@ -64,6 +64,88 @@ fi
 expect_eq "compare run ended" 1 "$(q "SELECT ended_ns IS NOT NULL FROM runs WHERE id=$cmp")"
 nothing_left "after a complete compare"
 
+# ---- the table as JSON and CSV: the numbers the table printed ----
+# (stats on the compare run prints what compare --format prints)
+"$FSPRISM" stats "$T/c.db" --run "${cmp:-0}" --format json >"$T/c.json"
+"$FSPRISM" stats "$T/c.db" --run "${cmp:-0}" --format csv >"$T/c.csv"
+same_as_table() { # $1: json or csv; prints "ok N" or what differs
+	python3 - "$T/out" "$1" "$T/c.$1" <<'PY'
+import csv, json, re, sys
+table, fmt, path = sys.argv[1:]
+printed, step = {}, None
+for line in open(table):
+    m = re.match(r"^step (\d+)  (\S+)  \(", line)
+    if m:
+        step = (int(m.group(1)), m.group(2))
+        continue
+    m = re.match(r"^  (\S+) +([0-9.]+) +(\S+) +(\S+) +(\S+) +(\S+) +(\S+)$", line)
+    if m and step:
+        printed[(step, m.group(1))] = m.groups()[1:]
+    if line.startswith("mean over"):
+        step = None
+def row(mbps, x, lat):
+    return (mbps, x) + tuple(lat)
+def same(p, g):  # a value equals the printed one at the table's precision
+    if p == "-" or g is None:
+        return p == "-" and g is None
+    dec = len(p.split(".")[1]) if "." in p else 0
+    return abs(float(p) - g) <= 0.5 * 10 ** -dec + 0.0005  # json/csv: 3 decimals
+got = {}
+if fmt == "json":
+    d = json.load(open(path))
+    names = {t["target"]: t["name"] for t in d["targets"]}
+    for s in d["steps"]:
+        for t, v in s["targets"].items():
+            got[((s["step"], s["step_label"]), names[t])] = row(v["mb_per_s"], v["x_raw"],
+                [v[k] for k in ("read_p50_us", "read_p99_us", "write_p50_us", "write_p99_us")])
+else:
+    for r in csv.DictReader(open(path)):
+        f = lambda k: float(r[k]) if r[k] else None
+        got[((int(r["step"]), r["step_label"]), r["name"])] = row(float(r["mb_per_s"]),
+            f("x_raw"), [f(k) for k in ("read_p50_us", "read_p99_us", "write_p50_us", "write_p99_us")])
+diff = [k for k in printed if k not in got or not all(map(same, printed[k], got[k]))] + \
+       [k for k in got if k not in printed]
+print("ok %d" % len(printed) if printed and not diff else
+      "differ: %s printed %s got %s" % (diff[:1], printed.get(diff[0]) if diff else None,
+                                        got.get(diff[0]) if diff else None))
+PY
+}
+expect_eq "stats --format json of the compare: the printed table's numbers" "ok 33" \
+	"$(same_as_table json)"
+expect_eq "stats --format csv of the compare: the printed table's numbers" "ok 33" \
+	"$(same_as_table csv)"
+expect_eq "the csv has a row per step and target, labelled" "33 raw,ext4,fsprism" \
+	"$(awk -F, 'NR > 1 { n++; if (!s[$9]++) l = l (l ? "," : "") $9 } END { print n, l }' "$T/c.csv")"
+# the child runs' own stats carry their target and step labels
+expect_eq "stats csv of a target's run: its target and step labels" "fs mix=100/0" \
+	"$("$FSPRISM" stats "$T/c.db" --run "$(q "SELECT id FROM runs WHERE parent=$cmp AND label='fs'")" --format csv |
+	   awk -F, 'NR == 1 { for (i = 1; i <= NF; i++) c[$i] = i } NR == 2 { print $c["target"], $c["step_label"] }')"
+# up to the diagnosis, which is printed as fsprism diagnose prints it
+expect_eq "the report fits 100 columns (table, splits, block, layers per IO)" 0 \
+	"$(sed '/^diagnosis of compare run/,$d' "$T/out" | awk 'length > 100' | wc -l)"
+
+# ---- --format csv on a pipe, with run's options, status lines ----
+# shellcheck disable=SC2086
+"$FSPRISM" compare --db "$T/f.db" $TINY --targets raw,fsprism --format csv \
+	--record=sample:4 --no-trace --status-interval 0.2 2>&1 >"$T/fout" | cat >"$T/ferr"
+expect_eq "compare --format csv: only the csv, a row per step and target" \
+	"compare_run,step,step_label 22" \
+	"$(head -1 "$T/fout" | cut -d, -f1-3) $(tail -n +2 "$T/fout" | wc -l)"
+f=$(sqlite3 "$T/f.db" "SELECT id FROM runs WHERE kind='compare'")
+expect_eq "--record=sample:4 reaches every run and the mount" "sample:4 sample:4 sample:4" \
+	"$(sqlite3 "$T/f.db" "SELECT record_mode FROM runs WHERE parent=$f ORDER BY id" | tr '\n' ' ' | sed 's/ $//')"
+expect_eq "--no-trace: no block request nor FUSE request traced" "0 0" \
+	"$(sqlite3 "$T/f.db" "SELECT (SELECT count(*) FROM block_ios) || ' ' || (SELECT count(*) FROM fuse_reqs)")"
+n=$(grep -c "^fsprism 2/2, mixed-seq: step [0-9]* ([0-9]* of 11) .* ETA [0-9]*s, all [0-9]*s$" "$T/ferr")
+check "status lines on a pipe: the run of all, step numbers, ETA of all ($n)" [ "${n:-0}" -ge 3 ]
+check "status lines on a pipe: the raw target's first" \
+	grep -q "^raw 1/2, mixed-seq: step 0 (1 of 11) mix=100/0 " "$T/ferr"
+check "status lines on a pipe: no carriage return" sh -c "! grep -q \"\$(printf '\\r')\" '$T/ferr'"
+"$FSPRISM" compare --db "$T/f.db" $TINY --targets raw >/dev/null 2>"$T/ferr2"
+expect_eq "no status lines on a pipe without --status-interval" 0 \
+	"$(grep -c 'step [0-9]* (' "$T/ferr2")"
+nothing_left "after compare --format csv"
+
 # ---- --cow=always: the emu target is appended ----
 # shellcheck disable=SC2086
 "$FSPRISM" compare --db "$T/e.db" $TINY --cow=always >"$T/eout" 2>"$T/eerr"
@@ -148,6 +230,37 @@ interrupt_after "SIGINT after 2 s" 2
 interrupt_after "SIGINT with the fsprism mount up" fuse --targets fsprism
 # the emu target: its mount holds the loop device as its store
 interrupt_after "SIGINT with the emu mount up" fuse --targets emu --cow=always
+# SIGINT once the second target has finished a few steps: the table says
+# "interrupted" where that target stopped and the mean is over the steps
+# every target finished, and only those
+"$FSPRISM" compare --db "$T/s.db" --size=512M --time=300ms --span=64M --targets raw,fs \
+	>"$T/sout" 2>"$T/serr" &
+pid=$!
+i=0
+# (a run stores its steps at its end: wait for the fs run's row, then ~3 steps)
+while [ "$(sqlite3 "$T/s.db" "SELECT count(*) FROM runs WHERE label='fs'" 2>/dev/null || echo 0)" -lt 1 ] &&
+      [ $i -lt 1200 ] && kill -0 $pid 2>/dev/null; do
+	sleep 0.1; i=$((i + 1))
+done
+sleep 3
+kill -INT $pid
+wait $pid
+expect_eq "SIGINT in the fs target: exit status 130" 130 "$?"
+expect_eq "SIGINT in the fs target: raw has all 11 steps in the table" 11 "$(grep -c '^  raw ' "$T/sout")"
+expect_eq "SIGINT in the fs target: 'interrupted' once, on the fs row where it stopped" 1 \
+	"$(grep -c '^  ext4 .*interrupted$' "$T/sout")"
+done_fs=$(awk '/^  ext4 / && !/interrupted/ && !/not run/' "$T/sout" | wc -l)
+check "SIGINT in the fs target: fs finished some steps, not all ($done_fs)" \
+	[ "$done_fs" -ge 1 ] && [ "$done_fs" -lt 11 ]
+check "SIGINT in the fs target: the mean says over how many steps" \
+	grep -q "^mean over the $done_fs steps every target finished (MB/s):" "$T/sout"
+# the mean of raw over exactly those steps, from the table
+want=$(awk '/^step / { s = $2 } /^  ext4 / && !/interrupted/ && !/not run/ { f[s] = 1 }
+	/^  raw / { r[s] = $2 } END { for (k in f) { t += r[k]; n++ } printf "%.1f", t / n }' "$T/sout")
+expect_eq "SIGINT in the fs target: raw's mean is over the finished steps only" "$want" \
+	"$(sed -n 's/^mean over the .* (MB\/s):  raw \([0-9.]*\) .*/\1/p' "$T/sout")"
+nothing_left "SIGINT in the fs target"
+
 # SIGTERM too (what a timeout or systemd sends)
 "$FSPRISM" compare --db "$T/t.db" --size=512M --time=2s --span=64M >/dev/null 2>"$T/ierr" &
 fsp_term_after 3 $!

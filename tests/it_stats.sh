@@ -30,36 +30,36 @@ INSERT INTO runs(id, kind, backing_path, backing_device, backing_fstype,
   '2026-11-30T08:00:00.000Z', 1000000000, 3000000000, 100, 7);
 -- read: 50 x 100 ns, 49 x 200 ns, 1 x 1000 ns (exact buckets below 256 ns,
 -- 1000 ns is bucket [1000,1003]); backing all 100 ns; layer the rest
-INSERT INTO hist VALUES(1, 0, 13, 0, 100, 15800, 100, 1000, 4000000, 2);
+INSERT INTO hist(run, step, op, layer, count, sum_ns, min_ns, max_ns, bytes, errors) VALUES(1, 0, 13, 0, 100, 15800, 100, 1000, 4000000, 2);
 INSERT INTO hist_bins VALUES(1, 0, 13, 0, 100, 100, 50);
 INSERT INTO hist_bins VALUES(1, 0, 13, 0, 200, 200, 49);
 INSERT INTO hist_bins VALUES(1, 0, 13, 0, 1000, 1003, 1);
-INSERT INTO hist VALUES(1, 0, 13, 1, 100, 10000, 100, 100, 4000000, 2);
+INSERT INTO hist(run, step, op, layer, count, sum_ns, min_ns, max_ns, bytes, errors) VALUES(1, 0, 13, 1, 100, 10000, 100, 100, 4000000, 2);
 INSERT INTO hist_bins VALUES(1, 0, 13, 1, 100, 100, 100);
-INSERT INTO hist VALUES(1, 0, 13, 2, 100, 5800, 0, 900, 4000000, 2);
+INSERT INTO hist(run, step, op, layer, count, sum_ns, min_ns, max_ns, bytes, errors) VALUES(1, 0, 13, 2, 100, 5800, 0, 900, 4000000, 2);
 INSERT INTO hist_bins VALUES(1, 0, 13, 2, 0, 0, 50);
 INSERT INTO hist_bins VALUES(1, 0, 13, 2, 100, 100, 49);
 INSERT INTO hist_bins VALUES(1, 0, 13, 2, 900, 903, 1);
 -- getattr: one op of 5 us everywhere
-INSERT INTO hist VALUES(1, 0, 2, 0, 1, 5000, 5000, 5000, 0, 0);
+INSERT INTO hist(run, step, op, layer, count, sum_ns, min_ns, max_ns, bytes, errors) VALUES(1, 0, 2, 0, 1, 5000, 5000, 5000, 0, 0);
 INSERT INTO hist_bins VALUES(1, 0, 2, 0, 4992, 5023, 1);
-INSERT INTO hist VALUES(1, 0, 2, 1, 1, 5000, 5000, 5000, 0, 0);
+INSERT INTO hist(run, step, op, layer, count, sum_ns, min_ns, max_ns, bytes, errors) VALUES(1, 0, 2, 1, 1, 5000, 5000, 5000, 0, 0);
 INSERT INTO hist_bins VALUES(1, 0, 2, 1, 4992, 5023, 1);
-INSERT INTO hist VALUES(1, 0, 2, 2, 1, 0, 0, 0, 0, 0);
+INSERT INTO hist(run, step, op, layer, count, sum_ns, min_ns, max_ns, bytes, errors) VALUES(1, 0, 2, 2, 1, 0, 0, 0, 0, 0);
 INSERT INTO hist_bins VALUES(1, 0, 2, 2, 0, 0, 1);
 -- run 2: a job run with two labelled steps
 INSERT INTO runs(id, kind, backing_path, record_mode, started_ns, ended_ns)
   VALUES(2, 'run', '/dev/loop9', 'hist', 0, 10000000000);
 INSERT INTO steps(run, step, label, started_ns, ended_ns) VALUES(2, 1, 'qd1', 0, 4000000000);
 INSERT INTO steps(run, step, label, started_ns, ended_ns) VALUES(2, 2, 'qd32', 4000000000, 5000000000);
-INSERT INTO hist VALUES(2, 1, 13, 0, 10, 1000000, 100000, 100000, 40960, 0);
+INSERT INTO hist(run, step, op, layer, count, sum_ns, min_ns, max_ns, bytes, errors) VALUES(2, 1, 13, 0, 10, 1000000, 100000, 100000, 40960, 0);
 INSERT INTO hist_bins VALUES(2, 1, 13, 0, 99840, 100351, 10);
-INSERT INTO hist VALUES(2, 2, 13, 0, 20, 4000000, 200000, 200000, 81920, 0);
+INSERT INTO hist(run, step, op, layer, count, sum_ns, min_ns, max_ns, bytes, errors) VALUES(2, 2, 13, 0, 20, 4000000, 200000, 200000, 81920, 0);
 INSERT INTO hist_bins VALUES(2, 2, 13, 0, 199680, 200703, 20);
 -- as the engine stores them: backing = total, layer 0 (not a split)
-INSERT INTO hist VALUES(2, 1, 13, 1, 10, 1000000, 100000, 100000, 40960, 0);
+INSERT INTO hist(run, step, op, layer, count, sum_ns, min_ns, max_ns, bytes, errors) VALUES(2, 1, 13, 1, 10, 1000000, 100000, 100000, 40960, 0);
 INSERT INTO hist_bins VALUES(2, 1, 13, 1, 99840, 100351, 10);
-INSERT INTO hist VALUES(2, 1, 13, 2, 10, 0, 0, 0, 40960, 0);
+INSERT INTO hist(run, step, op, layer, count, sum_ns, min_ns, max_ns, bytes, errors) VALUES(2, 1, 13, 2, 10, 0, 0, 0, 40960, 0);
 INSERT INTO hist_bins VALUES(2, 1, 13, 2, 0, 0, 10);
 EOF
 } | sqlite3 "$DB" || not_ok "could not build the hand-made database"
@@ -95,15 +95,15 @@ expect_eq "table fits 120 columns" 0 "$wide"
 csv=$("$FSPRISM" stats "$DB" --run 1 --format csv)
 expect_eq "csv exits 0" 0 $?
 expect_eq "csv header" \
-	"run,step,op,layer,count,bytes,mb_per_s,errors,mean_us,p50_us,p90_us,p99_us,p999_us,max_us" \
+	"run,step,op,layer,count,bytes,mb_per_s,errors,mean_us,p50_us,p90_us,p99_us,p999_us,max_us,expected,step_label,target" \
 	"$(echo "$csv" | head -1)"
 expect_eq "csv rows: one per (step, op, layer)" 6 "$(echo "$csv" | tail -n +2 | wc -l)"
-expect_eq "csv read/total" "1,0,read,total,100,4000000,2.000,2,0.158,0.100,0.200,0.200,1.000,1.000" \
+expect_eq "csv read/total" "1,0,read,total,100,4000000,2.000,2,0.158,0.100,0.200,0.200,1.000,1.000,0,," \
 	"$(echo "$csv" | grep ',read,total,')"
-expect_eq "csv read/layer" "1,0,read,layer,100,4000000,2.000,2,0.058,0.000,0.100,0.100,0.900,0.900" \
+expect_eq "csv read/layer" "1,0,read,layer,100,4000000,2.000,2,0.058,0.000,0.100,0.100,0.900,0.900,0,," \
 	"$(echo "$csv" | grep ',read,layer,')"
 # 5000 ns sits in bucket [4992,5023]; a single value reads back exactly (clamped to min=max)
-expect_eq "csv getattr/total" "1,0,getattr,total,1,0,0.000,0,5.000,5.000,5.000,5.000,5.000,5.000" \
+expect_eq "csv getattr/total" "1,0,getattr,total,1,0,0.000,0,5.000,5.000,5.000,5.000,5.000,5.000,0,," \
 	"$(echo "$csv" | grep ',getattr,total,')"
 
 "$FSPRISM" stats "$DB" --run=1 --format=json > "$T/s.json"
@@ -134,6 +134,9 @@ echo "$out" | grep -q "total = the engine's submission to completion" &&
 	ok "engine run: the header says what total is" || not_ok "engine run: the header says what total is"
 expect_eq "engine run: csv has total rows only" "total total" \
 	"$("$FSPRISM" stats "$DB" --format csv | awk -F, 'NR > 1 && $1 == 2 { printf "%s%s", sep, $4; sep = " " }')"
+expect_eq "csv carries the step labels of a multi-step run" "qd1 qd32" \
+	"$("$FSPRISM" stats "$DB" --run 2 --format csv | awk -F, 'NR == 1 { for (i = 1; i <= NF; i++) if ($i == "step_label") k = i }
+		NR > 1 { printf "%s%s", sep, $k; sep = " " }')"
 expect_eq "engine run: json has the total layer only" "total;total" "$("$FSPRISM" stats "$DB" --format json |
 	python3 -c 'import json,sys; d = json.load(sys.stdin); print(";".join(",".join(r["layers"]) for r in d["ops"]))')"
 
@@ -258,7 +261,7 @@ PY
 	for l in 0:total_ns 1:backing_ns 2:layer_ns 3:emu_ns; do
 		c=${l#*:} n=${l%%:*}
 		echo "INSERT INTO hist SELECT run, step, op, $n, count(*), sum($c), min($c), max($c),"
-		echo "  sum(bytes), sum(result != 0) FROM ops GROUP BY run, step, op;"
+		echo "  sum(bytes), sum(result != 0), 0 FROM ops GROUP BY run, step, op;"
 		echo "INSERT INTO hist_bins SELECT run, step, op, $n, $c, $c, count(*) FROM ops"
 		echo "  GROUP BY run, step, op, $c;"
 	done
@@ -493,6 +496,55 @@ if "$FSPRISM" mount --help > /dev/null 2>&1; then
 			ok "mount: table prints dropped 0" || not_ok "mount: table prints dropped 0"
 	else
 		not_ok "fsprism mount for the stats test"
+	fi
+
+	# expected replies: a lookup of a missing name (ENOENT), a getxattr of a
+	# missing attribute (ENODATA) answer the question; they are not errors
+	mkdir -p "$T/xback" "$T/xmnt"
+	if fsp_mount "$T/xback" "$T/xmnt" --log "$T/x.db" --record full; then
+		echo data >"$T/xmnt/f"
+		for i in 1 2 3 4 5 6 7 8 9 10; do
+			stat "$T/xmnt/missing$i" >/dev/null 2>&1
+			getfattr -n user.missing$i "$T/xmnt/f" >/dev/null 2>&1
+		done
+		fsp_umount "$T/xmnt"
+		xcsv=$("$FSPRISM" stats "$T/x.db" --format csv)
+		col() { # the value of column $1 of op $2's total row
+			echo "$xcsv" | awk -F, -v c="$1" -v op="$2" '
+				NR == 1 { for (i = 1; i <= NF; i++) if ($i == c) k = i }
+				NR > 1 && $3 == op && $4 == "total" { print $k }'
+		}
+		expect_eq "expected replies: lookups of missing names are no errors" 0 \
+			"$(col errors lookup)"
+		expect_eq "expected replies: getxattr of missing attributes are no errors" 0 \
+			"$(col errors getxattr)"
+		n=$(col expected lookup)
+		check "expected replies: the 10 missing lookups counted as expected ($n)" \
+			[ "${n:-0}" -ge 10 ]
+		# (writing the file asks for security.capability too: also ENODATA)
+		n=$(col expected getxattr)
+		check "expected replies: the 10 missing getxattrs counted as expected ($n)" \
+			[ "${n:-0}" -ge 10 ]
+		expect_eq "expected replies: the histogram still counts them as ops" \
+			"$(sqlite3 "$T/x.db" "SELECT count(*) FROM ops WHERE op=(SELECT op FROM op_names WHERE name='getxattr')")" \
+			"$(col count getxattr)"
+		expect_eq "expected replies: the rows keep the errno (ENODATA)" "$n" \
+			"$(sqlite3 "$T/x.db" "SELECT count(*) FROM ops WHERE result=61 AND op=(SELECT op FROM op_names WHERE name='getxattr')")"
+		"$FSPRISM" stats "$T/x.db" --format json | python3 -c '
+import json, sys
+ops = {o["op"]: o for o in json.load(sys.stdin)["ops"]}
+g = ops["getxattr"]
+sys.exit(0 if g["errors"] == 0 and g["expected"] >= 10 else 1)' &&
+			ok "expected replies: json getxattr errors 0, expected >= 10" ||
+			not_ok "expected replies: json getxattr errors/expected"
+		"$FSPRISM" stats "$T/x.db" | grep -q "^getxattr .* 0/$n total" &&
+			ok "expected replies: the table shows getxattr 0/$n" ||
+			not_ok "expected replies: the table shows getxattr 0/$n"
+		# the ops table (the FUSE-transport section below is another's)
+		wide=$("$FSPRISM" stats "$T/x.db" | sed '/^(latencies/q' | awk 'length > 100' | wc -l)
+		expect_eq "expected replies: the ops table still fits 100 columns" 0 "$wide"
+	else
+		not_ok "fsprism mount for the expected-replies test"
 	fi
 else
 	echo "# fsprism mount not available yet: real-mount part not run"

@@ -17,6 +17,7 @@
 #include <stdint.h>
 #include <setjmp.h>
 #include <dirent.h>
+#include <errno.h>
 #include <fcntl.h>
 #include <ftw.h>
 #include <pthread.h>
@@ -611,6 +612,9 @@ static void sleep_ms(long ms)
  * of its own, then waits end_ms and dies without closing the log (as kill
  * -9 would).
  */
+/* lookups answering ENOENT that crash_child adds to its first burst */
+static unsigned crash_expected;
+
 static void crash_child(const char *name, enum fsp_record_mode mode, unsigned bursts,
 			unsigned per_burst, long pause_ms, long end_ms)
 {
@@ -631,6 +635,13 @@ static void crash_child(const char *name, enum fsp_record_mode mode, unsigned bu
 			for (unsigned i = 0; i < per_burst; i++) {
 				struct fsp_rec r;
 				make_rec(&r, 0, seq++);
+				fsp_oplog_add(log, &r);
+			}
+			for (unsigned i = 0; b == 0 && i < crash_expected; i++) {
+				struct fsp_rec r;
+				make_rec(&r, 0, seq++);
+				r.op = FSP_OP_LOOKUP;
+				r.result = ENOENT;
 				fsp_oplog_add(log, &r);
 			}
 			sleep_ms(pause_ms);
@@ -849,6 +860,90 @@ static void test_crash_hist_checkpoint(void **state)
 	fsp_store_close(st);
 }
 
+/*
+ * Rewrite a checkpoint of this build into an older build's (frame type 2,
+ * entries without the expected count): what a crash under that build left.
+ */
+static void ckpt_to_v1(const char *path)
+{
+	FILE *f = fopen(path, "rb");
+	assert_non_null(f);
+	unsigned char head[256], fh[64];
+	assert_int_equal(fread(head, 1, sizeof(head), f), sizeof(head));
+	assert_int_equal(fread(fh, 1, sizeof(fh), f), sizeof(fh));
+	uint32_t len;
+	memcpy(&len, fh + 8, 4);
+	unsigned char *pl = malloc(len ? len : 1), *out = malloc(len ? len : 1);
+	assert_non_null(pl);
+	assert_non_null(out);
+	assert_int_equal(fread(pl, 1, len, f), len);
+	fclose(f);
+	size_t at = 0, n = 0;
+	while (at < len) {
+		memcpy(out + n, pl + at, 24); /* step, op, bytes, errors */
+		n += 24;
+		at += 32;
+		for (int l = 0; l < FSP_LAYER__COUNT; l++) {
+			uint32_t nbins;
+			memcpy(&nbins, pl + at + 32, 4);
+			size_t part = 40 + (size_t)nbins * 16;
+			memcpy(out + n, pl + at, part);
+			n += part;
+			at += part;
+		}
+	}
+	uint16_t type = 2;
+	uint32_t nl = (uint32_t)n, crc = 0;
+	memcpy(fh + 4, &type, 2);
+	memcpy(fh + 8, &nl, 4);
+	memcpy(fh + 12, &crc, 4);
+	crc = (uint32_t)crc32(crc32(0L, fh, sizeof(fh)), out, nl);
+	memcpy(fh + 12, &crc, 4);
+	f = fopen(path, "wb");
+	assert_non_null(f);
+	fwrite(head, 1, sizeof(head), f);
+	fwrite(fh, 1, sizeof(fh), f);
+	fwrite(out, 1, n, f);
+	fclose(f);
+	free(pl);
+	free(out);
+}
+
+/* Expected replies (lookup ENOENT) are counted apart from the errors, also
+ * through a checkpoint; an older build's checkpoint is read as such: its
+ * histograms, its errors, nothing expected. */
+static void test_crash_expected_checkpoint(void **state)
+{
+	(void)state;
+	char sp[160], ck[176];
+	struct stat sb;
+	crash_expected = 7;
+	crash_child("exp-crash.db", FSP_RECORD_HIST, 1, 500, 60, 2300);
+	crash_child("exp-old.db", FSP_RECORD_HIST, 1, 500, 60, 2300);
+	crash_expected = 0;
+	spill_path(sp, sizeof(sp), "exp-old.db");
+	snprintf(ck, sizeof(ck), "%s-hist", sp);
+	assert_int_equal(stat(ck, &sb), 0);
+	ckpt_to_v1(ck);
+
+	struct fsp_store *st = reopen("exp-crash.db");
+	assert_int_equal(q_int(st, "SELECT sum(count) FROM hist WHERE run=1 AND layer=0"), 507);
+	/* seq 0, 101, ... 404 are the EIO replies; the 7 lookups are expected */
+	assert_int_equal(q_int(st, "SELECT sum(errors) FROM hist WHERE run=1 AND layer=0"), 5);
+	assert_int_equal(q_int(st, "SELECT sum(expected) FROM hist WHERE run=1 AND layer=0"), 7);
+	assert_int_equal(q_int(st, "SELECT expected FROM hist WHERE run=1 AND layer=0 AND op=%d",
+			       FSP_OP_LOOKUP), 7);
+	fsp_store_close(st);
+
+	st = reopen("exp-old.db");
+	assert_int_equal(q_int(st, "SELECT sum(count) FROM hist WHERE run=1 AND layer=0"), 507);
+	assert_int_equal(q_int(st, "SELECT sum(count) FROM hist_bins WHERE run=1 AND layer=2"), 507);
+	assert_int_equal(q_int(st, "SELECT sum(errors) FROM hist WHERE run=1 AND layer=0"), 5);
+	assert_int_equal(q_int(st, "SELECT sum(expected) FROM hist WHERE run=1 AND layer=0"), 0);
+	assert_attr(st, "run.end", "crashed");
+	fsp_store_close(st);
+}
+
 /* The spill of a log that is still open is not touched by another open. */
 static void test_live_spill_left_alone(void **state)
 {
@@ -916,6 +1011,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_crash_damaged_frame, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_crash_old_spill, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_crash_hist_checkpoint, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_crash_expected_checkpoint, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_live_spill_left_alone, setup, teardown),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);

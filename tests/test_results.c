@@ -363,7 +363,7 @@ static void save(struct fsp_store *st, int64_t run, int step, int op, int layer,
 	fsp_hist_init(h);
 	for (int i = 0; i < n; i++)
 		fsp_hist_add(h, ns[i]);
-	assert_int_equal(fsp_store_save_hist(st, run, step, op, layer, h, bytes, 0), 0);
+	assert_int_equal(fsp_store_save_hist(st, run, step, op, layer, h, bytes, 0, 0), 0);
 	free(h);
 }
 

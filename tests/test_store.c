@@ -573,10 +573,10 @@ static void test_hist_roundtrip(void **state)
 	fsp_hist_add(h, 1ull << 55); /* clamps into the last bucket */
 	assert_int_equal(fsp_store_tx_begin(st), 0);
 	assert_int_equal(fsp_store_save_hist(st, run, 3, FSP_OP_READ, FSP_LAYER_BACKING,
-					     h, 123456789, 42), 0);
+					     h, 123456789, 42, 0), 0);
 	/* saving again replaces, never duplicates */
 	assert_int_equal(fsp_store_save_hist(st, run, 3, FSP_OP_READ, FSP_LAYER_BACKING,
-					     h, 123456789, 42), 0);
+					     h, 123456789, 42, 0), 0);
 	assert_int_equal(fsp_store_tx_commit(st), 0);
 	fsp_store_close(st);
 

@@ -132,7 +132,8 @@ static void usage(FILE *f)
 "                       [--size SIZE] [--destroy-data] [--quiet]\n"
 "                       [--device-model SPEC] [--inject RULES]\n"
 "                       [--rounds N] [--replay] [--max-write SIZE]\n"
-"                       [--report FILE.html]\n"
+"                       [--report FILE.html] [--format table|json|csv] [--wide]\n"
+"                       [--record MODE] [--no-trace] [--status-interval SECS]\n"
 "                       [--PARAM=VALUE ...]\n"
 "\n"
 "Run one profile (default " DEFAULT_PROFILE ") on a raw block device, on a file of a\n"
@@ -143,8 +144,10 @@ static void usage(FILE *f)
 "system with those modes, using the whole device as its store (formatted\n"
 "after the native file system is unmounted); it also prints the device-level\n"
 "accounting of that mount.\n"
-"Every target's run records a row per IO (--record=full), and the report\n"
-"ends with each target's layers per IO (docs/prism.md).\n"
+"Every target's run and mount records a row per IO (--record=full), and the\n"
+"report ends with each target's layers per IO (docs/prism.md); --record MODE\n"
+"(full, sample:N, hist, off) is passed to every run and mount instead, and\n"
+"--no-trace to them all (no block-layer or FUSE-transport trace).\n"
 "\n"
 "Without --device, a temporary sparse image of --size (default 2G) in $TMPDIR\n"
 "(default /var/tmp) is attached with losetup --direct-io=on and removed again.\n"
@@ -163,7 +166,13 @@ static void usage(FILE *f)
 "overwrites what they left on the device.\n"
 "The diagnosis (fsprism diagnose) follows the table.\n"
 "Other --PARAM=VALUE options are passed to 'fsprism run' unchanged.\n"
-"On a terminal, progress is shown unless --quiet. See docs/compare.md.\n"
+"On a terminal, progress is shown unless --quiet, with the ETA of the whole\n"
+"compare; --status-interval SECS: a status line every SECS seconds on stderr\n"
+"instead (for a pipe or a log). See docs/compare.md.\n"
+"--format json|csv: print only the side-by-side table (per step and target)\n"
+"in that form, for a program; table (default): the whole report.\n"
+"--wide: the report's long lines uncut (without, up to the diagnosis it\n"
+"fits 100 columns).\n"
 "--report FILE.html: also write the charts of the compare (fsprism report).\n");
 }
 
@@ -683,9 +692,9 @@ static int prefill_raw(const char *dev, const struct fsp_params *p,
  * prints the joint table.
  */
 static int run_target(const struct opts *o, const char *db, int64_t parent,
-		      int t, const char *target, int show, int destroy)
+		      int t, const char *target, int show, int destroy, const char *part_of)
 {
-	char *argv[16 + MAX_PASS];
+	char *argv[24 + MAX_PASS];
 	char parent_s[32];
 	int n = 0;
 	snprintf(parent_s, sizeof parent_s, "%" PRId64, parent);
@@ -699,8 +708,13 @@ static int run_target(const struct opts *o, const char *db, int64_t parent,
 	argv[n++] = parent_s;
 	argv[n++] = "--label";
 	argv[n++] = (char *)target_label[t];
-	/* a row per IO: every target gets its layers per IO (docs/prism.md) */
-	argv[n++] = "--record=full";
+	/* a row per IO by default: every target gets its layers per IO
+	 * (docs/prism.md) */
+	char record[80];
+	snprintf(record, sizeof record, "--record=%s", o->record);
+	argv[n++] = record;
+	if (o->no_trace)
+		argv[n++] = "--no-trace";
 	if (t == T_RAW && (o->destroy_data || destroy))
 		argv[n++] = "--destroy-data";
 	char scale[80];
@@ -714,8 +728,16 @@ static int run_target(const struct opts *o, const char *db, int64_t parent,
 		argv[n++] = (char *)o->span_arg;
 	if (!show)
 		argv[n++] = "--quiet";
+	/* the progress's ETA covers every run of the compare */
+	char part[64], status[64];
+	snprintf(part, sizeof part, "--part-of=%s", part_of);
+	argv[n++] = part;
+	if (o->status_interval > 0) {
+		snprintf(status, sizeof status, "--status-interval=%g", o->status_interval);
+		argv[n++] = status;
+	}
 	argv[n] = NULL;
-	if (show)
+	if (show || o->status_interval > 0)
 		fprintf(stderr, "compare: %s target: %s\n", target_label[t], target);
 	int rc = spawn(argv, 1, 1, NULL, 0);
 	if (show) /* the child's progress line may be left standing */
@@ -755,7 +777,8 @@ static int parse_targets(const char *list, int want[T__COUNT])
 
 enum { OPT_PROFILE = 256, OPT_DEVICE, OPT_FS, OPT_TARGETS, OPT_DB, OPT_SCALE, OPT_SIZE,
        OPT_COW, OPT_JOURNAL, OPT_ALLOC, OPT_DESTROY, OPT_REPORT, OPT_DEVICE_MODEL, OPT_ROUNDS,
-       OPT_MAX_WRITE, OPT_INJECT, OPT_REPLAY };
+       OPT_MAX_WRITE, OPT_INJECT, OPT_REPLAY, OPT_RECORD, OPT_NO_TRACE, OPT_FORMAT,
+       OPT_WIDE, OPT_STATUS };
 
 /* Returns 0, 1 after --help, or -1 (usage error, said). */
 static int parse_args(int argc, char **argv, struct opts *o)
@@ -777,6 +800,11 @@ static int parse_args(int argc, char **argv, struct opts *o)
 		{ "max-write", required_argument, NULL, OPT_MAX_WRITE },
 		{ "inject", required_argument, NULL, OPT_INJECT },
 		{ "replay", no_argument, NULL, OPT_REPLAY },
+		{ "record", required_argument, NULL, OPT_RECORD },
+		{ "no-trace", no_argument, NULL, OPT_NO_TRACE },
+		{ "format", required_argument, NULL, OPT_FORMAT },
+		{ "wide", no_argument, NULL, OPT_WIDE },
+		{ "status-interval", required_argument, NULL, OPT_STATUS },
 		{ "quiet", no_argument, NULL, 'q' },
 		{ "report", required_argument, NULL, OPT_REPORT },
 		FSP_OPT_HELP,
@@ -788,7 +816,8 @@ static int parse_args(int argc, char **argv, struct opts *o)
 	o->db = DEFAULT_DB;
 	o->image_size = DEFAULT_IMAGE_SIZE;
 	o->rounds = 1;
-	const char *rounds = NULL;
+	o->record = "full";
+	const char *rounds = NULL, *format = NULL, *status = NULL;
 	o->want[T_RAW] = o->want[T_FS] = o->want[T_FSPRISM] = 1;
 	const char *size = NULL, *targets = NULL;
 	/* --bs=, --qd=, ...: one option per profile parameter, passed to run */
@@ -820,6 +849,11 @@ static int parse_args(int argc, char **argv, struct opts *o)
 		case OPT_MAX_WRITE: o->max_write = v; break;
 		case OPT_INJECT: o->inject = v; break;
 		case OPT_REPLAY: o->replay = 1; break;
+		case OPT_RECORD: o->record = v; break;
+		case OPT_NO_TRACE: o->no_trace = 1; break;
+		case OPT_FORMAT: format = v; break;
+		case OPT_WIDE: o->wide = 1; break;
+		case OPT_STATUS: status = v; break;
 		case 'q': o->quiet = 1; break;
 		case OPT_REPORT: o->report = v; break;
 		default: {
@@ -944,6 +978,35 @@ static int parse_args(int argc, char **argv, struct opts *o)
 		     "leaves out");
 		return -1;
 	}
+	{
+		enum fsp_record_mode mode;
+		unsigned sample_n;
+		if (fsp_record_mode_parse(o->record, &mode, &sample_n)) {
+			fail("invalid --record '%s' (full, sample:N, hist or off)", o->record);
+			return -1;
+		}
+	}
+	if (format) {
+		if (!strcmp(format, "table"))
+			o->format = CMP_TABLE;
+		else if (!strcmp(format, "json"))
+			o->format = CMP_JSON;
+		else if (!strcmp(format, "csv"))
+			o->format = CMP_CSV;
+		else {
+			fail("invalid --format '%s' (table, json or csv)", format);
+			return -1;
+		}
+	}
+	if (status) {
+		char *end;
+		double s = strtod(status, &end);
+		if (*end || end == status || !(s >= 0.1 && s <= 3600)) {
+			fail("bad --status-interval '%s' (seconds, 0.1 to 3600)", status);
+			return -1;
+		}
+		o->status_interval = s;
+	}
 	if (o->replay && !o->want[T_FS] && !o->want[T_EMU]) {
 		fail("--replay replays the device IO of the fs and emu targets, which "
 		     "--targets leaves out");
@@ -1039,7 +1102,16 @@ struct compare {
 	int device_written;       /* compare has written the device (mkfs, a store) */
 	int64_t engine_run[T__COUNT]; /* the newest engine run of each target */
 	int show;                 /* progress on a terminal */
+	int part, parts;          /* the engine run under way, of all (rounds x targets) */
+	char part_of[32];         /* "K/N" for run's --part-of */
 };
+
+/* The next engine run's "K/N" (counted once per run_target). */
+static const char *next_part(struct compare *c)
+{
+	snprintf(c->part_of, sizeof c->part_of, "%d/%d", ++c->part, c->parts);
+	return c->part_of;
+}
 
 /*
  * The layout of the passthrough target's backing file (FIEMAP cannot reach
@@ -1196,6 +1268,10 @@ static int measure_mount(struct compare *c, int t, int round)
 		extra[n++] = "--inject";
 		extra[n++] = (char *)c->o.inject;
 	}
+	extra[n++] = "--record";
+	extra[n++] = (char *)c->o.record;
+	if (c->o.no_trace)
+		extra[n++] = "--no-trace";
 	if (t == T_EMU) {
 		snprintf(m->backing, sizeof m->backing, "%s/emu-backing", su->workdir);
 		if (mkdir(m->backing, 0700)) {
@@ -1243,7 +1319,7 @@ static int measure_mount(struct compare *c, int t, int round)
 		fsp_store_adopt_run(c->st, c->mount_run[t], c->run, label);
 	char file[PATH_MAX + 16];
 	snprintf(file, sizeof file, "%s/target.dat", m->dir);
-	int r = run_target(&c->o, c->db, c->run, t, file, c->show, 0);
+	int r = run_target(&c->o, c->db, c->run, t, file, c->show, 0, next_part(c));
 	if (!r && t == T_FSPRISM)
 		store_backing_layout(c, t, m->backing);
 	/* the emu file stays until unmount, which records its extents; the
@@ -1303,7 +1379,7 @@ static int measure_target(struct compare *c, int t, int round)
 		 * the device (it passed the raw-write checks first) */
 		if (!stop_sig)
 			r = run_target(o, c->db, c->run, T_RAW, su->device, c->show,
-				       c->device_written);
+				       c->device_written, next_part(c));
 		break;
 	case T_FS: {
 		if (ensure_fs(c))
@@ -1311,7 +1387,7 @@ static int measure_target(struct compare *c, int t, int round)
 		char file[PATH_MAX + 16];
 		snprintf(file, sizeof file, "%s/target.dat", su->fsdir);
 		if (!stop_sig)
-			r = run_target(o, c->db, c->run, T_FS, file, c->show, 0);
+			r = run_target(o, c->db, c->run, T_FS, file, c->show, 0, next_part(c));
 		unlink(file); /* room for the fsprism target's file */
 		break;
 	}
@@ -1385,6 +1461,7 @@ static int measure(struct compare *c)
 	for (int t = 0; t < T__COUNT; t++)
 		if (c->o.want[t])
 			order[n++] = t;
+	c->parts = n * c->o.rounds;
 	for (int round = 0; round < c->o.rounds && !stop_sig; round++) {
 		if (c->show && c->o.rounds > 1)
 			fprintf(stderr, "compare: round %d of %d\n", round + 1, c->o.rounds);

@@ -38,7 +38,14 @@ struct opts {
 	const char *max_write; /* --max-write: passed to the fsprism and emu mounts */
 	const char *inject;   /* --inject: passed to the fsprism and emu mounts */
 	int replay;           /* --replay: the fs and emu targets' device IO on raw */
+	const char *record;   /* --record MODE for every run and mount [full] */
+	int no_trace;         /* --no-trace: passed to every run and mount */
+	int format;           /* --format: CMP_TABLE, CMP_JSON, CMP_CSV */
+	int wide;             /* --wide: the table's long lines uncut */
+	double status_interval; /* --status-interval SECS, 0: none */
 };
+
+enum { CMP_TABLE, CMP_JSON, CMP_CSV };
 
 /*
  * The side-by-side table of every step on every target of compare run
@@ -49,6 +56,23 @@ struct opts {
 void compare_report(FILE *out, struct fsp_store *st, const struct opts *o,
 		    const char *device, int64_t cmp_run,
 		    const int64_t mount_run[T__COUNT]);
+
+/*
+ * Only the side-by-side table of compare run cmp_run, per step and target,
+ * in format (CMP_TABLE, CMP_JSON, CMP_CSV); want: the targets it was to
+ * measure (NULL: those that have a run). Also `fsprism stats` on a compare
+ * run. 0, or -1 if no step was measured.
+ */
+int compare_print_table(FILE *out, struct fsp_store *st, int64_t cmp_run,
+			const int want[T__COUNT], int format);
+
+/*
+ * text[0..n) to out with every line longer than width broken at a space and
+ * indented under its text (the report without --wide). The diagnosis is
+ * printed as `fsprism diagnose` prints it, unfolded: diagnose may fold
+ * itself with this.
+ */
+void compare_fold(FILE *out, const char *text, size_t n, size_t width);
 
 /*
  * Replay the device IO of target t's round (the fs target's block rows of

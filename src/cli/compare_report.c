@@ -8,10 +8,12 @@
  */
 #include "config.h"
 #include <inttypes.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include "src/base/hist.h"
+#include "src/base/json.h"
 #include "src/base/ops.h"
 #include "src/base/units.h"
 #include "src/cli/compare.h"
@@ -21,6 +23,9 @@
 #include "src/db/decomp_rows.h"
 #include "src/db/results.h"
 #include "src/db/store.h"
+
+/* the report's width without --wide */
+#define COMPARE_COLS 100
 
 const char *const target_label[T__COUNT] = { "raw", "fs", "fsprism", "emu" };
 
@@ -108,62 +113,294 @@ static void print_us(FILE *out, double us)
 		fprintf(out, " %9.0f", us);
 }
 
-static void print_steps(FILE *out, const struct opts *o,
-			const struct target_result tr[T__COUNT])
+/* A run attribute into buf ("-" if absent). */
+static const char *run_attr(struct fsp_store *st, int64_t run, const char *key,
+			    char *buf, size_t len)
 {
-	/* the step list: of the first target that has one */
-	const struct target_result *ref = NULL;
-	for (int t = 0; t < T__COUNT && !ref; t++)
-		if (tr[t].nrows)
-			ref = &tr[t];
-	if (!ref) {
+	char *v = fsp_store_attr(st, run, key);
+	snprintf(buf, len, "%s", v ? v : "-");
+	free(v);
+	return buf;
+}
+
+/*
+ * The side-by-side table's content: per target its run and rows, which of
+ * its steps it finished (an interrupted run's last step stopped part way),
+ * and the steps every target finished, which the mean is over.
+ */
+struct cmp_table {
+	struct target_result tr[T__COUNT];
+	int want[T__COUNT];
+	char name[T__COUNT][32];   /* the fs target by its file system */
+	int interrupted[T__COUNT]; /* its engine run was interrupted */
+	int cmp_interrupted;       /* the compare was */
+	const struct target_result *ref; /* the step list */
+};
+
+static void table_load(struct cmp_table *ct, struct fsp_store *st, int64_t cmp_run,
+		       const int want[T__COUNT])
+{
+	struct fsp_hist *h = malloc(sizeof *h);
+	char fs[32];
+	memset(ct, 0, sizeof *ct);
+	run_attr(st, cmp_run, "fs", fs, sizeof fs);
+	char *v = fsp_store_attr(st, cmp_run, "interrupted");
+	ct->cmp_interrupted = v && !strcmp(v, "1");
+	free(v);
+	for (int t = 0; t < T__COUNT; t++) {
+		snprintf(ct->name[t], sizeof ct->name[t], "%s",
+			 t == T_FS && strcmp(fs, "-") ? fs : target_label[t]);
+		ct->tr[t].run = fsp_store_child_run(st, cmp_run, target_label[t]);
+		ct->want[t] = want ? want[t] : ct->tr[t].run > 0;
+		if (!ct->want[t] || !ct->tr[t].run)
+			continue;
+		if (h)
+			load_target(st, h, &ct->tr[t]);
+		v = fsp_store_attr(st, ct->tr[t].run, "interrupted");
+		ct->interrupted[t] = v && !strcmp(v, "1");
+		free(v);
+	}
+	free(h);
+	for (int t = 0; t < T__COUNT && !ct->ref; t++)
+		if (ct->tr[t].nrows)
+			ct->ref = &ct->tr[t];
+}
+
+static void table_free(struct cmp_table *ct)
+{
+	for (int t = 0; t < T__COUNT; t++)
+		free(ct->tr[t].rows);
+}
+
+/* Did target t finish step? (an interrupted run's last step did not) */
+static int step_finished(const struct cmp_table *ct, int t, int step)
+{
+	const struct target_result *tr = &ct->tr[t];
+	if (!find_step(tr, step))
+		return 0;
+	return !(ct->interrupted[t] && tr->rows[tr->nrows - 1].step == step);
+}
+
+/* Did every wanted target finish step? */
+static int step_common(const struct cmp_table *ct, int step)
+{
+	for (int t = 0; t < T__COUNT; t++)
+		if (ct->want[t] && !step_finished(ct, t, step))
+			return 0;
+	return 1;
+}
+
+/* Target t's mean MB/s over the steps every target finished; n of them. */
+static double table_mean(const struct cmp_table *ct, int t, int *n)
+{
+	double sum = 0;
+	*n = 0;
+	for (int i = 0; ct->ref && i < ct->ref->nrows; i++) {
+		int step = ct->ref->rows[i].step;
+		if (!step_common(ct, step))
+			continue;
+		sum += find_step(&ct->tr[t], step)->mbps;
+		(*n)++;
+	}
+	return *n ? sum / *n : 0;
+}
+
+/* r's throughput against raw's in the same step; < 0 without one. */
+static double x_raw(const struct cmp_table *ct, const struct step_row *r)
+{
+	const struct step_row *raw = find_step(&ct->tr[T_RAW], r->step);
+	return raw && raw->mbps > 0 ? r->mbps / raw->mbps : -1;
+}
+
+static void print_steps(FILE *out, const struct cmp_table *ct)
+{
+	if (!ct->ref) {
 		fprintf(out, "no steps were measured\n");
 		return;
 	}
-	double sum[T__COUNT] = { 0 };
-	int cnt[T__COUNT] = { 0 };
-	for (int i = 0; i < ref->nrows; i++) {
-		const struct step_row *r0 = &ref->rows[i];
+	int said_stop[T__COUNT] = { 0 };
+	for (int i = 0; i < ct->ref->nrows; i++) {
+		const struct step_row *r0 = &ct->ref->rows[i];
 		fprintf(out, "\nstep %d  %s  (%s, %" PRId64 " KiB, QD%" PRId64
 			", %" PRId64 "%% reads)\n", r0->step, r0->label, r0->access,
 			r0->bs / 1024, r0->qd, r0->read_pct);
 		fprintf(out, "  %-8s %9s %7s %9s %9s %9s %9s   (latency in us)\n",
 			"target", "MB/s", "x raw", "read p50", "read p99",
 			"write p50", "write p99");
-		const struct step_row *raw = find_step(&tr[T_RAW], r0->step);
 		for (int t = 0; t < T__COUNT; t++) {
-			if (!tr[t].run)
+			if (!ct->want[t])
 				continue;
-			const struct step_row *r = find_step(&tr[t], r0->step);
-			const char *name = t == T_FS ? o->fs : target_label[t];
+			const struct step_row *r = find_step(&ct->tr[t], r0->step);
+			const char *name = ct->name[t];
 			if (!r) {
-				fprintf(out, "  %-8s %9s\n", name, "(not run)");
+				/* where an interrupted compare stopped: said once */
+				int here = ct->cmp_interrupted && !said_stop[t];
+				said_stop[t] = 1;
+				fprintf(out, "  %-8s %9s\n", name,
+					here ? "interrupted" : "(not run)");
 				continue;
 			}
-			sum[t] += r->mbps;
-			cnt[t]++;
 			fprintf(out, "  %-8s %9.1f", name, r->mbps);
-			if (raw && raw->mbps > 0)
-				fprintf(out, " %7.2f", r->mbps / raw->mbps);
+			double x = x_raw(ct, r);
+			if (x >= 0)
+				fprintf(out, " %7.2f", x);
 			else
 				fprintf(out, " %7s", "-");
 			print_us(out, r->p50r);
 			print_us(out, r->p99r);
 			print_us(out, r->p50w);
 			print_us(out, r->p99w);
+			if (!step_finished(ct, t, r0->step)) {
+				said_stop[t] = 1;
+				fprintf(out, "  interrupted");
+			}
 			fputc('\n', out);
 		}
 	}
-	fprintf(out, "\nmean over steps (MB/s):");
+	int n = 0;
+	double raw_mean = ct->want[T_RAW] ? table_mean(ct, T_RAW, &n) : 0;
+	int nall = 0;
+	for (int t = 0; t < T__COUNT && !nall; t++)
+		if (ct->want[t])
+			table_mean(ct, t, &nall);
+	if (!nall) {
+		fprintf(out, "\nno step was finished by every target: no mean\n");
+		return;
+	}
+	if (nall < ct->ref->nrows)
+		fprintf(out, "\nmean over the %d steps every target finished (MB/s):", nall);
+	else
+		fprintf(out, "\nmean over steps (MB/s):");
 	for (int t = 0; t < T__COUNT; t++) {
-		if (!cnt[t])
+		if (!ct->want[t])
 			continue;
-		double m = sum[t] / cnt[t];
-		fprintf(out, "  %s %.1f", t == T_FS ? o->fs : target_label[t], m);
-		if (t != T_RAW && cnt[T_RAW] && sum[T_RAW] > 0)
-			fprintf(out, " (x%.2f)", m / (sum[T_RAW] / cnt[T_RAW]));
+		double m = table_mean(ct, t, &n);
+		fprintf(out, "  %s %.1f", ct->name[t], m);
+		if (t != T_RAW && ct->want[T_RAW] && raw_mean > 0)
+			fprintf(out, " (x%.2f)", m / raw_mean);
 	}
 	fputc('\n', out);
+}
+
+/* A value, or the empty CSV field / JSON null where there is none. */
+static void csv_num(FILE *out, double v)
+{
+	if (v >= 0)
+		fprintf(out, ",%.3f", v);
+	else
+		fputc(',', out);
+}
+
+static void json_num(FILE *out, const char *key, double v)
+{
+	fprintf(out, ", \"%s\": ", key);
+	fsp_json_num(out, v >= 0 ? v : NAN);
+}
+
+/* One row per step and target: what the table prints, at full precision. */
+static void print_steps_csv(FILE *out, const struct cmp_table *ct, int64_t cmp_run)
+{
+	fprintf(out, "compare_run,step,step_label,access,block_size,qd,read_pct,target,"
+		"name,run,finished,mb_per_s,x_raw,read_p50_us,read_p99_us,write_p50_us,"
+		"write_p99_us\n");
+	for (int i = 0; ct->ref && i < ct->ref->nrows; i++) {
+		const struct step_row *r0 = &ct->ref->rows[i];
+		for (int t = 0; t < T__COUNT; t++) {
+			const struct step_row *r = find_step(&ct->tr[t], r0->step);
+			if (!ct->want[t] || !r)
+				continue;
+			fprintf(out, "%" PRId64 ",%d,%s,%s,%" PRId64 ",%" PRId64 ",%" PRId64
+				",%s,%s,%" PRId64 ",%d,%.3f", cmp_run, r->step, r->label,
+				r->access, r->bs, r->qd, r->read_pct, target_label[t],
+				ct->name[t], ct->tr[t].run, step_finished(ct, t, r->step),
+				r->mbps);
+			csv_num(out, x_raw(ct, r));
+			csv_num(out, r->p50r);
+			csv_num(out, r->p99r);
+			csv_num(out, r->p50w);
+			csv_num(out, r->p99w);
+			fputc('\n', out);
+		}
+	}
+}
+
+static void print_steps_json(FILE *out, struct fsp_store *st, const struct cmp_table *ct,
+			     int64_t cmp_run)
+{
+	char profile[256], device[PATH_MAX];
+	fprintf(out, "{\n  \"compare_run\": %" PRId64 ", \"profile\": ", cmp_run);
+	fsp_json_str(out, run_attr(st, cmp_run, "profile", profile, sizeof profile));
+	fputs(", \"fs\": ", out);
+	fsp_json_str(out, ct->name[T_FS]);
+	fputs(", \"device\": ", out);
+	fsp_json_str(out, run_attr(st, cmp_run, "device", device, sizeof device));
+	fprintf(out, ", \"interrupted\": %s,\n  \"targets\": [",
+		ct->cmp_interrupted ? "true" : "false");
+	int first = 1;
+	for (int t = 0; t < T__COUNT; t++) {
+		if (!ct->want[t])
+			continue;
+		fprintf(out, "%s\n    {\"target\": \"%s\", \"name\": ", first ? "" : ",",
+			target_label[t]);
+		first = 0;
+		fsp_json_str(out, ct->name[t]);
+		fprintf(out, ", \"run\": ");
+		if (ct->tr[t].run)
+			fprintf(out, "%" PRId64, ct->tr[t].run);
+		else
+			fputs("null", out);
+		int n;
+		double m = table_mean(ct, t, &n);
+		fputs(", \"mean_mb_per_s\": ", out);
+		fsp_json_num(out, n ? m : NAN);
+		fprintf(out, ", \"mean_steps\": %d}", n);
+	}
+	fputs("\n  ],\n  \"steps\": [", out);
+	for (int i = 0; ct->ref && i < ct->ref->nrows; i++) {
+		const struct step_row *r0 = &ct->ref->rows[i];
+		fprintf(out, "%s\n    {\"step\": %d, \"step_label\": ", i ? "," : "", r0->step);
+		fsp_json_str(out, r0->label);
+		fputs(", \"access\": ", out);
+		fsp_json_str(out, r0->access);
+		fprintf(out, ", \"block_size\": %" PRId64 ", \"qd\": %" PRId64
+			", \"read_pct\": %" PRId64 ", \"targets\": {", r0->bs, r0->qd,
+			r0->read_pct);
+		first = 1;
+		for (int t = 0; t < T__COUNT; t++) {
+			const struct step_row *r = find_step(&ct->tr[t], r0->step);
+			if (!ct->want[t] || !r)
+				continue;
+			fprintf(out, "%s\n      \"%s\": {\"run\": %" PRId64 ", \"finished\": %s",
+				first ? "" : ",", target_label[t], ct->tr[t].run,
+				step_finished(ct, t, r->step) ? "true" : "false");
+			first = 0;
+			json_num(out, "mb_per_s", r->mbps);
+			json_num(out, "x_raw", x_raw(ct, r));
+			json_num(out, "read_p50_us", r->p50r);
+			json_num(out, "read_p99_us", r->p99r);
+			json_num(out, "write_p50_us", r->p50w);
+			json_num(out, "write_p99_us", r->p99w);
+			fputc('}', out);
+		}
+		fputs("}}", out);
+	}
+	fputs(ct->ref && ct->ref->nrows ? "\n  ]\n}\n" : "]\n}\n", out);
+}
+
+int compare_print_table(FILE *out, struct fsp_store *st, int64_t cmp_run,
+			const int want[T__COUNT], int format)
+{
+	struct cmp_table ct;
+	table_load(&ct, st, cmp_run, want);
+	if (format == CMP_JSON)
+		print_steps_json(out, st, &ct, cmp_run);
+	else if (format == CMP_CSV)
+		print_steps_csv(out, &ct, cmp_run);
+	else
+		print_steps(out, &ct);
+	int measured = ct.ref != NULL;
+	table_free(&ct);
+	return measured ? 0 : -1;
 }
 
 static void print_hist_row(FILE *out, int op, const char *name,
@@ -261,16 +498,6 @@ done:
 	free(h);
 }
 
-/* A run attribute into buf ("-" if absent). */
-static const char *run_attr(struct fsp_store *st, int64_t run, const char *key,
-			    char *buf, size_t len)
-{
-	char *v = fsp_store_attr(st, run, key);
-	snprintf(buf, len, "%s", v ? v : "-");
-	free(v);
-	return buf;
-}
-
 /* "x.xxx", or "-" without a denominator; the format `fsprism stats` uses. */
 static void print_ratio(FILE *out, uint64_t a, uint64_t b)
 {
@@ -352,15 +579,90 @@ static void print_layers_per_io(FILE *out, struct fsp_store *st,
 			fsp_stats_layers_target(st, target_label[t], tr[t].run, mount_run[t], out);
 }
 
+/*
+ * Where a folded line goes on: after the last gap of two or more spaces in
+ * its first 60 columns (the column its text starts in), else its own
+ * indentation and two more.
+ */
+static size_t fold_indent(const char *line, size_t len)
+{
+	size_t lead = 0, at = 0;
+	while (lead < len && line[lead] == ' ')
+		lead++;
+	for (size_t i = lead; i + 2 < len && i < 60; i++)
+		if (line[i] == ' ' && line[i + 1] == ' ' && line[i + 2] != ' ')
+			at = i + 2;
+	if (lead >= 40) /* a continuation line already */
+		return lead;
+	return at ? at : lead + 2;
+}
+
+void compare_fold(FILE *out, const char *text, size_t n, size_t width)
+{
+	const char *end = text + n;
+	while (text < end) {
+		const char *nl = memchr(text, '\n', (size_t)(end - text));
+		size_t len = nl ? (size_t)(nl - text) : (size_t)(end - text);
+		size_t indent = fold_indent(text, len), col = 0;
+		const char *p = text, *stop = text + len;
+		while ((size_t)(stop - p) + col > width) {
+			const char *cut = NULL;
+			for (const char *q = p + (width - col); q > p; q--)
+				if (*q == ' ' && (size_t)(q - p) + col > indent) {
+					cut = q;
+					break;
+				}
+			if (!cut)
+				break; /* one word longer than the line: left long */
+			fwrite(p, 1, (size_t)(cut - p), out);
+			fprintf(out, "\n%*s", (int)indent, "");
+			col = indent;
+			p = cut;
+			while (p < stop && *p == ' ')
+				p++;
+		}
+		fwrite(p, 1, (size_t)(stop - p), out);
+		if (nl)
+			fputc('\n', out);
+		text += len + (nl != NULL);
+	}
+}
+
+static int report_body(FILE *out, struct fsp_store *st, const struct opts *o,
+		       const char *device, int64_t cmp_run,
+		       const int64_t mount_run[T__COUNT]);
+
 void compare_report(FILE *out, struct fsp_store *st, const struct opts *o,
 		    const char *device, int64_t cmp_run,
-		   const int64_t mount_run[T__COUNT])
+		    const int64_t mount_run[T__COUNT])
+{
+	char *text = NULL;
+	size_t n = 0;
+	int measured;
+	FILE *mem = o->wide || o->format != CMP_TABLE ? NULL : open_memstream(&text, &n);
+	if (!mem) { /* as it is */
+		measured = report_body(out, st, o, device, cmp_run, mount_run);
+	} else {
+		measured = report_body(mem, st, o, device, cmp_run, mount_run);
+		fclose(mem);
+		compare_fold(out, text, n, COMPARE_COLS);
+		free(text);
+	}
+	/* as `fsprism diagnose` prints it, line for line */
+	if (measured && o->format == CMP_TABLE)
+		compare_report_diagnosis(out, st, cmp_run);
+}
+
+/* Everything but the diagnosis; 0 if nothing was measured (then nothing). */
+static int report_body(FILE *out, struct fsp_store *st, const struct opts *o,
+		       const char *device, int64_t cmp_run,
+		       const int64_t mount_run[T__COUNT])
 {
 	struct target_result tr[T__COUNT];
 	struct fsp_hist *h = malloc(sizeof *h);
 	memset(tr, 0, sizeof tr);
 	if (!h)
-		return;
+		return 0;
 	for (int t = 0; t < T__COUNT; t++) {
 		if (!o->want[t])
 			continue;
@@ -373,7 +675,14 @@ void compare_report(FILE *out, struct fsp_store *st, const struct opts *o,
 		measured += tr[t].nrows;
 	if (!measured) { /* failed or interrupted before any step */
 		free(h);
-		return;
+		return 0;
+	}
+	if (o->format != CMP_TABLE) { /* the table alone, for a program */
+		compare_print_table(out, st, cmp_run, o->want, o->format);
+		for (int t = 0; t < T__COUNT; t++)
+			free(tr[t].rows);
+		free(h);
+		return 1;
 	}
 	char sz[32];
 	fsp_format_bytes(o->image_size, sz, sizeof sz);
@@ -402,7 +711,7 @@ void compare_report(FILE *out, struct fsp_store *st, const struct opts *o,
 			run_attr(st, mount_run[T_EMU], "emu.alloc", alloc, sizeof alloc),
 			device);
 	}
-	print_steps(out, o, tr);
+	compare_print_table(out, st, cmp_run, o->want, CMP_TABLE);
 	for (int t = T_FSPRISM; t <= T_EMU; t++)
 		if (tr[t].run && mount_run[t])
 			print_layers(out, st, t, tr[t].run, mount_run[t]);
@@ -412,7 +721,7 @@ void compare_report(FILE *out, struct fsp_store *st, const struct opts *o,
 	for (int t = 0; t < T__COUNT; t++)
 		free(tr[t].rows);
 	free(h);
-	compare_report_diagnosis(out, st, cmp_run);
+	return 1;
 }
 
 /* The verdicts (src/cli/diagnose.c), after the table and the splits. */

@@ -57,6 +57,8 @@ struct run_opts {
 	int quiet;
 	int no_trace;
 	const char *report;       /* --report FILE.html, or NULL */
+	uint64_t status_ns;       /* --status-interval: a status line that often, 0 none */
+	unsigned part, parts;     /* --part-of K/N: run K of N of one compare, 0 0 none */
 	enum fsp_record_mode record;
 	unsigned sample_n;
 	const char *record_text;
@@ -85,7 +87,11 @@ static void run_usage(FILE *f)
 "  --quiet                no summary table, only the run number line\n"
 "  --no-trace             do not trace the block layer (traced by default when\n"
 "                         eBPF is available: block_ios rows, docs/schema.md)\n"
-"  --report FILE.html     also write the run's charts (as fsprism report)\n");
+"  --report FILE.html     also write the run's charts (as fsprism report)\n"
+"  --status-interval SECS a one-line status on stderr every SECS seconds, also\n"
+"                         on a pipe or in a log (on a terminal: a progress line)\n"
+"  --part-of K/N          this run is run K of N of the same job (used by\n"
+"                         compare): progress shows the ETA of all N\n");
 	/* the parameters, from the one list of their names */
 	fprintf(f, "parameters (override the profile; see fsprism-run(1)):\n");
 	int col = fprintf(f, " ");
@@ -100,7 +106,7 @@ static void run_usage(FILE *f)
 }
 
 enum { OPT_DB = 256, OPT_SCALE, OPT_DESTROY, OPT_PARENT, OPT_LABEL, OPT_RECORD, OPT_NO_TRACE,
-       OPT_REPORT };
+       OPT_REPORT, OPT_STATUS, OPT_PART_OF };
 
 /* Returns 0, 1 after --help, or 2 (usage error, said). */
 static int parse_args(int argc, char **argv, struct run_opts *o)
@@ -115,6 +121,8 @@ static int parse_args(int argc, char **argv, struct run_opts *o)
 		{ "quiet", no_argument, NULL, 'q' },
 		{ "no-trace", no_argument, NULL, OPT_NO_TRACE },
 		{ "report", required_argument, NULL, OPT_REPORT },
+		{ "status-interval", required_argument, NULL, OPT_STATUS },
+		{ "part-of", required_argument, NULL, OPT_PART_OF },
 		FSP_OPT_HELP,
 		{ NULL, 0, NULL, 0 },
 	};
@@ -146,6 +154,21 @@ static int parse_args(int argc, char **argv, struct run_opts *o)
 			break;
 		case OPT_REPORT:
 			o->report = v;
+			break;
+		case OPT_STATUS: {
+			char *end;
+			double secs = strtod(v, &end);
+			if (*end || end == v || !(secs >= 0.1 && secs <= 3600))
+				return fsp_usage_error("run", "bad --status-interval '%s' "
+						       "(seconds, 0.1 to 3600)", v);
+			o->status_ns = (uint64_t)(secs * 1e9);
+			break;
+		}
+		case OPT_PART_OF:
+			if (sscanf(v, "%u/%u", &o->part, &o->parts) != 2 || !o->part ||
+			    o->part > o->parts)
+				return fsp_usage_error("run", "bad --part-of '%s' (K/N, "
+						       "1 <= K <= N)", v);
 			break;
 		case OPT_DB:
 			o->db = v;
@@ -505,7 +528,11 @@ static double mbps(uint64_t bytes, uint64_t ns)
 	return ns ? (double)bytes * 1e3 / (double)ns : 0.0;
 }
 
-/* Progress on a terminal: profile, step, elapsed, ETA. */
+/*
+ * Progress: profile, step (numbered as stats and compare number them),
+ * elapsed, ETA; with --part-of also the ETA of the whole job. On a terminal
+ * one line redrawn; with --status-interval a line every so often.
+ */
 struct progress {
 	const char *profile;
 	const struct fsp_params *p;
@@ -514,6 +541,10 @@ struct progress {
 	uint64_t run_start_ns;
 	uint64_t done_steps_ns; /* busy+idle of finished steps */
 	int shown;
+	int tty;                /* redraw one line (else: status lines) */
+	uint64_t status_ns, last_status_ns;
+	const char *run_label;  /* --label: the compare target */
+	unsigned part, parts;
 };
 
 static uint64_t step_estimate_ns(const struct fsp_params *p, uint64_t busy_ns,
@@ -542,10 +573,24 @@ static void show_progress(void *arg, uint64_t busy_ns, uint64_t bytes)
 	if (pr->p->duty < 100 && !pr->p->burst)
 		per_step += fsp_duty_idle_ns(this_est, pr->p->duty);
 	uint64_t eta = this_left + (uint64_t)(pr->nsteps - 1 - pr->step) * per_step;
-	fprintf(stderr, "\r%s: step %u/%u %s  %.1f MB/s  elapsed %.1fs  ETA %.0fs   ",
-		pr->profile, pr->step + 1, pr->nsteps, pr->label,
-		mbps(bytes, busy_ns), (double)elapsed / 1e9, (double)eta / 1e9);
-	pr->shown = 1;
+	if (!pr->tty) {
+		if (pr->last_status_ns && now - pr->last_status_ns < pr->status_ns)
+			return;
+		pr->last_status_ns = now;
+	}
+	char part[96] = "", all[64] = "";
+	if (pr->parts) {
+		/* the runs after this one: the same job, about as long each */
+		uint64_t rest = (uint64_t)(pr->parts - pr->part) * (elapsed + eta);
+		snprintf(part, sizeof(part), "%s %u/%u, ", pr->run_label ? pr->run_label : "run",
+			 pr->part, pr->parts);
+		snprintf(all, sizeof(all), ", all %.0fs", (double)(eta + rest) / 1e9);
+	}
+	fprintf(stderr, "%s%s%s: step %u (%u of %u) %s  %.1f MB/s  elapsed %.1fs  ETA %.0fs%s%s",
+		pr->tty ? "\r" : "", part, pr->profile, pr->step, pr->step + 1, pr->nsteps,
+		pr->label, mbps(bytes, busy_ns), (double)elapsed / 1e9, (double)eta / 1e9, all,
+		pr->tty ? "   " : "\n");
+	pr->shown = pr->tty;
 }
 
 /* ---- storing ---------------------------------------------------------------------- */
@@ -969,9 +1014,13 @@ static int run_steps(const struct run_opts *o, const struct fsp_params *p,
 		     const struct target *t, struct fsp_oplog *log, struct step *steps,
 		     unsigned nsteps, struct layout_set *lay)
 {
+	int tty = !o->quiet && isatty(2);
 	struct progress pr = { .profile = o->profile, .p = p, .nsteps = nsteps,
-			       .run_start_ns = fsp_now_ns() };
-	int show = !o->quiet && isatty(2);
+			       .run_start_ns = fsp_now_ns(), .tty = tty,
+			       .status_ns = o->status_ns, .run_label = o->label,
+			       .part = o->part, .parts = o->parts };
+	/* the status lines also under --quiet, as fio's */
+	int show = tty || o->status_ns;
 	for (unsigned i = 0; i < nsteps && !run_stop; i++) {
 		struct step *s = &steps[i];
 		char err[ERRLEN];
@@ -991,12 +1040,16 @@ static int run_steps(const struct run_opts *o, const struct fsp_params *p,
 			.segments_max = FSP_SEGMENTS_MAX / nsteps,
 			.log = log, .stop = &run_stop,
 			.progress = show ? show_progress : NULL,
-			.progress_arg = &pr, .progress_ns = 500000000ull,
+			.progress_arg = &pr,
+			/* status lines: looked at often, printed every status_ns */
+			.progress_ns = tty ? 500000000ull : 100000000ull,
 		};
 		pr.step = i;
 		pr.label = s->label;
 		int rc = fsp_engine_step(&spec, &s->res, err, sizeof(err));
 		s->ran = s->res.started_ns != 0;
+		if (!tty && o->status_ns && s->ran) /* a step shorter than the interval */
+			show_progress(&pr, s->res.busy_ns, s->res.read_bytes + s->res.write_bytes);
 		if (s->ran && (p->fill || s->read_pct < 100))
 			layout_read(lay, (int)i);
 		if (rc != 0) {
@@ -1009,9 +1062,9 @@ static int run_steps(const struct run_opts *o, const struct fsp_params *p,
 			uint64_t idle = p->idle_ns;
 			if (!p->burst && p->duty < 100)
 				idle += fsp_duty_idle_ns(s->res.busy_ns, p->duty);
-			if (show && idle)
-				fprintf(stderr, "\r%s: step %u/%u %s done, idle %.1fs%30s",
-					o->profile, i + 1, nsteps, s->label, (double)idle / 1e9, "");
+			if (tty && idle)
+				fprintf(stderr, "\r%s: step %u (%u of %u) %s done, idle %.1fs%30s",
+					o->profile, i, i + 1, nsteps, s->label, (double)idle / 1e9, "");
 			fsp_engine_idle(idle, &run_stop);
 		}
 	}

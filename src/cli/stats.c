@@ -23,6 +23,7 @@
 #include "src/base/json.h"
 #include "src/base/ops.h"
 #include "src/base/units.h"
+#include "src/cli/compare.h"
 #include "src/cli/stats.h"
 #include "src/db/results.h"
 #include "src/cli/stats_block.h"
@@ -48,6 +49,7 @@ struct view {
 	int emulation;      /* the Emulation section / "emulation" key */
 	unsigned flags;     /* FSP_STATS_* */
 	int op_width;       /* width of the op column in the table */
+	int show_expected;  /* some op had expected replies: errors/expected */
 };
 
 static int layer_shown(const struct view *v, int l)
@@ -67,6 +69,7 @@ struct op_row {
 	int step, op;
 	char *step_label;
 	uint64_t count, bytes, errors;
+	uint64_t expected;           /* replies that answer, not fail (not in errors) */
 	double secs;                 /* duration the throughput is over; 0 unknown */
 	struct layer_stat layer[FSP_LAYER__COUNT];
 };
@@ -168,6 +171,8 @@ static int add_row(void *arg, int step, int op)
 			r->count = ld->h->count;
 			r->bytes = bytes;
 			r->errors = errors;
+			r->expected = fsp_store_expected_replies(ld->st, ld->hdr->id,
+								 r->step, r->op);
 		}
 	}
 	return 0;
@@ -260,8 +265,10 @@ static void print_table(const struct fsp_run_row *h, const struct op_row *rows,
 			"extra work)\n  + layer (fsprism's own work)\n");
 	else
 		fprintf(out, "latencies in microseconds; total = backing + layer (fsprism's own work)\n");
-	fprintf(out, "\n%-*s %9s %10s %8s %6s %-7s", w, "op", "count", "bytes", "MB/s",
-		"errors", "layer");
+	/* with expected replies: "failed/expected" in a wider column */
+	int ew = vw->show_expected ? 8 : 6;
+	fprintf(out, "\n%-*s %9s %10s %8s %*s %-7s", w, "op", "count", "bytes", "MB/s",
+		ew, vw->show_expected ? "err/exp" : "errors", "layer");
 	fprintf(out, " %8s", "mean");
 	for (int i = 0; i < NQUANT; i++)
 		if (quant_shown(vw, i))
@@ -293,16 +300,20 @@ static void print_table(const struct fsp_run_row *h, const struct op_row *rows,
 					snprintf(t, sizeof(t), "-");
 				else
 					snprintf(t, sizeof(t), "%.2f", mbs);
-				snprintf(e, sizeof(e), "%" PRIu64, r->errors);
+				if (vw->show_expected)
+					snprintf(e, sizeof(e), "%" PRIu64 "/%" PRIu64, r->errors,
+						 r->expected);
+				else
+					snprintf(e, sizeof(e), "%" PRIu64, r->errors);
 				const char *name = fsp_op_name(r->op);
 				if ((int)strlen(name) > w) {
 					fprintf(out, "%s\n", name);
 					name = "";
 				}
-				fprintf(out, "%-*s %9s %10s %8s %6s", w, name, c,
-					r->bytes ? b : "-", r->bytes ? t : "-", e);
+				fprintf(out, "%-*s %9s %10s %8s %*s", w, name, c,
+					r->bytes ? b : "-", r->bytes ? t : "-", ew, e);
 			} else {
-				fprintf(out, "%-*s %9s %10s %8s %6s", w, "", "", "", "", "");
+				fprintf(out, "%-*s %9s %10s %8s %*s", w, "", "", "", "", ew, "");
 			}
 			fprintf(out, " %-7s", fsp_layer_name(l));
 			if (!ls->present) {
@@ -323,6 +334,26 @@ static void print_table(const struct fsp_run_row *h, const struct op_row *rows,
 	}
 	fprintf(out, "(latencies in microseconds; MB/s = bytes / %s duration)\n",
 		vw->show_steps ? "step" : "run");
+	if (vw->show_expected)
+		fprintf(out, "(err/exp: failed replies / replies that answer the question: "
+			"lookup ENOENT,\n getxattr and listxattr ENODATA; both are in count)\n");
+}
+
+/* ",field", quoted where it holds a comma, a quote or a line break. */
+static void csv_field(FILE *out, const char *v)
+{
+	fputc(',', out);
+	if (!v || !v[strcspn(v, ",\"\n")]) {
+		fputs(v ? v : "", out);
+		return;
+	}
+	fputc('"', out);
+	for (; *v; v++) {
+		if (*v == '"')
+			fputc('"', out);
+		fputc(*v, out);
+	}
+	fputc('"', out);
 }
 
 static void print_csv(const struct fsp_run_row *h, const struct op_row *rows, size_t n,
@@ -331,7 +362,8 @@ static void print_csv(const struct fsp_run_row *h, const struct op_row *rows, si
 	fprintf(out, "run,step,op,layer,count,bytes,mb_per_s,errors,mean_us");
 	for (int q = 0; q < NQUANT; q++)
 		fprintf(out, ",%s_us", quant_keys[q]);
-	fprintf(out, ",max_us\n");
+	/* added at the end: the columns before keep their places */
+	fprintf(out, ",max_us,expected,step_label,target\n");
 	for (size_t i = 0; i < n; i++) {
 		const struct op_row *r = &rows[i];
 		double mbs = mb_per_s(r);
@@ -348,7 +380,10 @@ static void print_csv(const struct fsp_run_row *h, const struct op_row *rows, si
 			fprintf(out, ",%" PRIu64 ",%.3f", r->errors, ls->mean);
 			for (int q = 0; q < NQUANT; q++)
 				fprintf(out, ",%.3f", ls->q[q]);
-			fprintf(out, ",%.3f\n", ls->max);
+			fprintf(out, ",%.3f,%" PRIu64, ls->max, r->expected);
+			csv_field(out, r->step_label);
+			csv_field(out, h->label);
+			fputc('\n', out);
 		}
 	}
 }
@@ -393,7 +428,8 @@ static void print_json(const struct fsp_run_row *h, const struct op_row *rows, s
 		fprintf(out, ", \"count\": %" PRIu64 ", \"bytes\": %" PRIu64
 			", \"mb_per_s\": ", r->count, r->bytes);
 		fsp_json_num(out, mb_per_s(r));
-		fprintf(out, ", \"errors\": %" PRIu64 ", \"layers\": {", r->errors);
+		fprintf(out, ", \"errors\": %" PRIu64 ", \"expected\": %" PRIu64
+			", \"layers\": {", r->errors, r->expected);
 		int first = 1;
 		for (int k = 0; k < FSP_LAYER__COUNT; k++) {
 			int l = layer_order[k];
@@ -857,6 +893,20 @@ int fsp_stats_print(struct fsp_store *st, int64_t run, const char *format, unsig
 		return -1;
 	}
 	rc = -1;
+	if (hdr.kind && !strcmp(hdr.kind, "compare")) {
+		/* its numbers are its targets' runs: the side-by-side table */
+		int f = !strcmp(format, "csv") ? CMP_CSV : !strcmp(format, "json") ? CMP_JSON
+									  : CMP_TABLE;
+		if (f == CMP_TABLE)
+			fprintf(out, "run %" PRId64 " (compare)  device %s (%s)  started %s\n"
+				"the side-by-side table of its targets' runs, as fsprism "
+				"compare printed it:\n", hdr.id, or_dash(hdr.device),
+				or_dash(hdr.fstype), or_dash(hdr.started_at));
+		if (compare_print_table(out, st, run, NULL, f) && f == CMP_TABLE)
+			fprintf(out, "(no step of any target was measured)\n");
+		rc = 0;
+		goto out;
+	}
 	if (load_rows(st, &hdr, &rows, &n) == 0) {
 		struct view vw = { .flags = flags, .op_width = 6 };
 		struct fsp_emu_acct acct;
@@ -868,6 +918,7 @@ int fsp_stats_print(struct fsp_store *st, int64_t run, const char *format, unsig
 		/* the engine stores its latency as total = backing, layer 0: not a split */
 		vw.engine = hdr.kind && !strcmp(hdr.kind, "run");
 		for (size_t i = 0; i < n; i++) {
+			vw.show_expected |= rows[i].expected > 0;
 			int len = (int)strlen(fsp_op_name(rows[i].op));
 			if (len > vw.op_width && (len <= OP_COLS || (flags & FSP_STATS_WIDE)))
 				vw.op_width = len;
@@ -927,8 +978,9 @@ static void stats_usage(FILE *f)
 	fprintf(f,
 "usage: fsprism stats DB [--run N] [--format table|csv|json] [--extents] [--wide]\n"
 "\n"
-"Per operation: count, bytes, throughput, errors, and the mean, p50, p90,\n"
-"p99, p99.9 and max latency (microseconds) of each layer: total (whole\n"
+"Per operation: count, bytes, throughput, errors (and apart from them the\n"
+"expected replies: lookup ENOENT, getxattr/listxattr ENODATA), and the mean,\n"
+"p50, p90, p99, p99.9 and max latency (microseconds) of each layer: total (whole\n"
 "handler), backing (inside backing-store system calls, or with the\n"
 "emulation the store IO that moves the user's data), emu (the emulation's\n"
 "extra work; shown for emulated mounts), layer (the rest: fsprism itself).\n"

@@ -73,7 +73,8 @@
 struct opstat {
 	struct fsp_hist hist[FSP_LAYER__COUNT];
 	uint64_t bytes;
-	uint64_t errors;
+	uint64_t errors;   /* failed replies */
+	uint64_t expected; /* the replies of fsp_rec_expected: not failures */
 };
 
 /* Per-step table of per-op stats, allocated lazily, two levels deep. */
@@ -306,7 +307,7 @@ static struct opstat *opstat_get(struct steptab *t, unsigned step, unsigned op)
 			return NULL;
 		for (int l = 0; l < FSP_LAYER__COUNT; l++)
 			fsp_hist_init(&s->hist[l]);
-		s->bytes = s->errors = 0;
+		s->bytes = s->errors = s->expected = 0;
 		*sp = s;
 	}
 	return *sp;
@@ -332,8 +333,12 @@ static int stats_add(struct steptab *t, const struct fsp_rec *rec)
 	fsp_hist_add(&s->hist[FSP_LAYER_EMU], rec->emu_ns);
 	fsp_hist_add(&s->hist[FSP_LAYER_LAYER], fsp_rec_layer_ns(rec));
 	s->bytes += rec->bytes;
-	if (rec->result != 0)
-		s->errors++;
+	if (rec->result != 0) {
+		if (fsp_rec_expected(rec->op, rec->result))
+			s->expected++;
+		else
+			s->errors++;
+	}
 	return 0;
 }
 
@@ -408,7 +413,8 @@ static size_t ctx_drain(struct ctx *c, struct fsp_rec *out, size_t max)
 #define SPILL_MAGIC "FSPRISM SPILL 1\n"
 #define FRAME_MAGIC 0x46525046u /* "FPRF" */
 #define FRAME_ROWS 1
-#define FRAME_CKPT 2
+#define FRAME_CKPT_V1 2 /* an older build's checkpoint: no expected count */
+#define FRAME_CKPT 3
 #define FRAME_MAX (64u << 20)   /* a longer length can only be torn */
 
 struct spill_head {
@@ -439,8 +445,10 @@ struct spill_frame {
 _Static_assert(sizeof(struct spill_frame) == 64, "spill frame layout");
 
 /* A checkpoint: per (step, op) a ckpt_entry, then per layer a ckpt_layer
- * followed by its non-empty buckets. */
-struct ckpt_entry { uint32_t step, op; uint64_t bytes, errors; };
+ * followed by its non-empty buckets. An older build's (FRAME_CKPT_V1) has
+ * entries without `expected`: read as such, its errors as it counted them. */
+struct ckpt_entry { uint32_t step, op; uint64_t bytes, errors, expected; };
+struct ckpt_entry_v1 { uint32_t step, op; uint64_t bytes, errors; };
 struct ckpt_layer { uint64_t count, sum, min, max; uint32_t nbins, reserved; };
 struct ckpt_bin { uint32_t bucket, reserved; uint64_t count; };
 
@@ -552,7 +560,8 @@ static size_t ckpt_build(const struct steptab *t, char *out)
 				const struct opstat *s = (*t->pages[page])[slot][op];
 				if (!s)
 					continue;
-				struct ckpt_entry e = { page * STEP_PAGE + slot, op, s->bytes, s->errors };
+				struct ckpt_entry e = { page * STEP_PAGE + slot, op, s->bytes,
+							s->errors, s->expected };
 				if (out)
 					memcpy(out + len, &e, sizeof(e));
 				len += sizeof(e);
@@ -580,24 +589,28 @@ static size_t ckpt_build(const struct steptab *t, char *out)
 	return len;
 }
 
-/* Replace t by the checkpoint p[0..len). 0, or -1 if it does not parse. */
-static int ckpt_load(struct steptab *t, const char *p, size_t len)
+/* Replace t by the checkpoint p[0..len) of frame type `type`. 0, or -1 if
+ * it does not parse. */
+static int ckpt_load(struct steptab *t, uint16_t type, const char *p, size_t len)
 {
 	size_t at = 0;
+	size_t elen = type == FRAME_CKPT_V1 ? sizeof(struct ckpt_entry_v1)
+					    : sizeof(struct ckpt_entry);
 	steptab_free(t);
 	memset(t, 0, sizeof(*t));
 	while (at < len) {
-		struct ckpt_entry e;
-		if (len - at < sizeof(e))
+		struct ckpt_entry e = { 0 };
+		if (len - at < elen)
 			return -1;
-		memcpy(&e, p + at, sizeof(e));
-		at += sizeof(e);
+		memcpy(&e, p + at, elen); /* the v1 entry is the same fields, fewer */
+		at += elen;
 		struct opstat *s = e.step < 65536 && e.op < FSP_OP__COUNT ?
 				   opstat_get(t, e.step, e.op) : NULL;
 		if (!s)
 			return -1;
 		s->bytes = e.bytes;
 		s->errors = e.errors;
+		s->expected = e.expected;
 		for (int l = 0; l < FSP_LAYER__COUNT; l++) {
 			struct ckpt_layer cl;
 			if (len - at < sizeof(cl))
@@ -859,7 +872,7 @@ static int frame_read(int fd, uint64_t *off, uint64_t end, int64_t seq, uint32_t
 		return 0;
 	if (f->magic != FRAME_MAGIC || (seq >= 0 && f->seq != (uint64_t)seq) ||
 	    f->len > FRAME_MAX ||
-	    (f->type != FRAME_ROWS && f->type != FRAME_CKPT) ||
+	    (f->type != FRAME_ROWS && f->type != FRAME_CKPT && f->type != FRAME_CKPT_V1) ||
 	    (f->type == FRAME_ROWS && f->len % rec_len) ||
 	    *off + sizeof(*f) + f->len > end)
 		return 0;
@@ -1079,6 +1092,7 @@ static int steptab_merge(struct steptab *dst, const struct steptab *src)
 					fsp_hist_merge(&d->hist[l], &s->hist[l]);
 				d->bytes += s->bytes;
 				d->errors += s->errors;
+				d->expected += s->expected;
 			}
 		}
 	}
@@ -1102,7 +1116,8 @@ static int save_hists(struct fsp_store *store, int64_t run, const struct steptab
 				*ops += m->hist[FSP_LAYER_TOTAL].count;
 				for (int l = 0; l < FSP_LAYER__COUNT; l++)
 					if (fsp_store_save_hist(store, run, step, (int)op, l,
-								&m->hist[l], m->bytes, m->errors) != 0)
+								&m->hist[l], m->bytes, m->errors,
+								m->expected) != 0)
 						return -1;
 			}
 		}
@@ -1207,7 +1222,8 @@ static int ckpt_read(const char *ckpt, const struct spill_head *h, struct stepta
 	int ok = fstat(fd, &sb) == 0 && pread_full(fd, &ch, sizeof(ch), 0) == 0 &&
 		 !memcmp(&ch, h, sizeof(ch)) &&
 		 frame_read(fd, &off, (uint64_t)sb.st_size, -1, h->rec_len, ck, buf, cap) &&
-		 ck->type == FRAME_CKPT && ckpt_load(t, *buf, ck->len) == 0;
+		 (ck->type == FRAME_CKPT || ck->type == FRAME_CKPT_V1) &&
+		 ckpt_load(t, ck->type, *buf, ck->len) == 0;
 	close(fd);
 	if (!ok) {
 		steptab_free(t);

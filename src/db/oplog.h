@@ -18,6 +18,7 @@
 #ifndef FSP_OPLOG_H
 #define FSP_OPLOG_H
 
+#include <errno.h>
 #include <stddef.h>
 #include <stdint.h>
 #include "src/base/hist.h"
@@ -53,6 +54,18 @@ struct fsp_rec {
 };
 /* The record before fuse_unique and recv_ns: spill files of older builds. */
 #define FSP_REC_V1_LEN 80
+
+/*
+ * Is a failed reply of op one that answers the question asked rather than a
+ * failure: a lookup of a name that is not there (ENOENT), a getxattr or
+ * listxattr of an attribute that is not there (ENODATA)? Counted as
+ * `expected`, not under errors (the histograms count them as operations).
+ */
+static inline int fsp_rec_expected(unsigned op, int32_t result)
+{
+	return (op == FSP_OP_LOOKUP && result == ENOENT) ||
+	       ((op == FSP_OP_GETXATTR || op == FSP_OP_LISTXATTR) && result == ENODATA);
+}
 
 enum fsp_record_mode {
 	FSP_RECORD_OFF = 0, /* nothing at all: no histograms, no rows */

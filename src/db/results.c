@@ -321,6 +321,24 @@ int fsp_store_load_hist_merged(struct fsp_store *st, int64_t run, int op, int la
 	return 0;
 }
 
+uint64_t fsp_store_expected_replies(struct fsp_store *st, int64_t run, int step, int op)
+{
+	sqlite3_stmt *s;
+	uint64_t n = 0;
+	/* an older database has no such column: its prepare fails, 0 */
+	if (sqlite3_prepare_v2(st->db, "SELECT coalesce(expected, 0) FROM hist WHERE run=?"
+			       " AND step=? AND op=? AND layer=?", -1, &s, NULL) != SQLITE_OK)
+		return 0;
+	sqlite3_bind_int64(s, 1, run);
+	sqlite3_bind_int(s, 2, step);
+	sqlite3_bind_int(s, 3, op);
+	sqlite3_bind_int(s, 4, FSP_LAYER_TOTAL);
+	if (sqlite3_step(s) == SQLITE_ROW)
+		n = (uint64_t)sqlite3_column_int64(s, 0);
+	sqlite3_finalize(s);
+	return n;
+}
+
 int fsp_store_op_totals(struct fsp_store *st, int64_t run, int op, uint64_t *count,
 			uint64_t *bytes)
 {

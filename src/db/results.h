@@ -92,6 +92,12 @@ int fsp_store_load_hist_merged(struct fsp_store *st, int64_t run, int op, int la
 /* count and bytes of op (total layer) over all steps of run; 0, 0 if absent. 0 or -1. */
 int fsp_store_op_totals(struct fsp_store *st, int64_t run, int op, uint64_t *count,
 			uint64_t *bytes);
+/*
+ * How many of op's replies in one step of run answered rather than failed
+ * (the hist column expected: lookup ENOENT, getxattr ENODATA, ...); 0 where
+ * a database from before that column counted them under errors.
+ */
+uint64_t fsp_store_expected_replies(struct fsp_store *st, int64_t run, int step, int op);
 /* Has run an emu-layer histogram that is not all zero? 1, 0, -1 on error. */
 int fsp_store_emu_layer_used(struct fsp_store *st, int64_t run);
 

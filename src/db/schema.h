@@ -65,6 +65,7 @@
 "  run INTEGER NOT NULL, step INTEGER NOT NULL, op INTEGER NOT NULL,\n" \
 "  layer INTEGER NOT NULL, count INTEGER, sum_ns INTEGER, min_ns INTEGER,\n" \
 "  max_ns INTEGER, bytes INTEGER, errors INTEGER,\n" \
+"  expected INTEGER,             -- replies that answer, not fail: lookup ENOENT, ...\n" \
 "  PRIMARY KEY(run, step, op, layer));\n" \
 "CREATE TABLE IF NOT EXISTS hist_bins(\n" \
 "  run INTEGER NOT NULL, step INTEGER NOT NULL, op INTEGER NOT NULL,\n" \

@@ -188,6 +188,7 @@ static int migrate_v3(sqlite3 *db)
 		{ "ops", "inject_ns" }, { "ops", "model_ns" },
 		{ "ops", "fuse_unique" }, { "ops", "recv_ns" },
 		{ "block_ios", "tid" },
+		{ "hist", "expected" },
 	};
 	int rc = exec_sql(db, FSP_SCHEMA_SQL); /* the new tables: IF NOT EXISTS */
 	for (size_t i = 0; rc == SQLITE_OK && i < sizeof(added) / sizeof(added[0]); i++) {
@@ -785,11 +786,11 @@ static void bind_hist_key(sqlite3_stmt *s, int64_t run, int step, int op, int la
 
 int fsp_store_save_hist(struct fsp_store *st, int64_t run, int step, int op,
 			int layer, const struct fsp_hist *h, uint64_t bytes,
-			uint64_t errors)
+			uint64_t errors, uint64_t expected)
 {
 	if (prepare_once(st, &st->hist_ins,
 		"INSERT OR REPLACE INTO hist(run, step, op, layer, count, sum_ns,"
-		" min_ns, max_ns, bytes, errors) VALUES(?,?,?,?,?,?,?,?,?,?)") < 0 ||
+		" min_ns, max_ns, bytes, errors, expected) VALUES(?,?,?,?,?,?,?,?,?,?,?)") < 0 ||
 	    prepare_once(st, &st->hist_del_bins,
 		"DELETE FROM hist_bins WHERE run=? AND step=? AND op=? AND layer=?") < 0 ||
 	    prepare_once(st, &st->bin_ins,
@@ -805,6 +806,7 @@ int fsp_store_save_hist(struct fsp_store *st, int64_t run, int step, int op,
 	sqlite3_bind_int64(s, 8, (int64_t)h->max);
 	sqlite3_bind_int64(s, 9, (int64_t)bytes);
 	sqlite3_bind_int64(s, 10, (int64_t)errors);
+	sqlite3_bind_int64(s, 11, (int64_t)expected);
 	if (step_reset(st, s) < 0)
 		return -1;
 

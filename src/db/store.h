@@ -109,10 +109,11 @@ static inline uint64_t fsp_rec_layer_ns(const struct fsp_rec *r)
 int fsp_store_insert_recs(struct fsp_store *st, int64_t run,
 			  const struct fsp_rec *recs, size_t n);
 
-/* Store one histogram (hist row + its non-empty hist_bins). */
+/* Store one histogram (hist row + its non-empty hist_bins); errors: failed
+ * replies, expected: those that answer (fsp_rec_expected). */
 int fsp_store_save_hist(struct fsp_store *st, int64_t run, int step, int op,
 			int layer, const struct fsp_hist *h, uint64_t bytes,
-			uint64_t errors);
+			uint64_t errors, uint64_t expected);
 
 /*
  * Load one histogram back (the bins reassemble it exactly, since each bin
