@@ -122,8 +122,10 @@ fsp_umount "$T/m"
 recent=$(p50_where "$DB" "offset >= 4194304 AND offset < 8388608" total_ns)
 old=$(p50_where "$DB" "offset < 4194304" total_ns)
 echo "# read p50: data written just before $recent ns, written 3 s before $old ns"
+# one measurement: -17%..+20% of the penalty (a spin ends late, never early;
+# the old reads' p50 can be the one a preemption raised)
 check "recent reads are slower by about the penalty ($old -> $recent ns)" \
-	test $((recent - old)) -ge 250000 -a $((recent - old)) -le 350000
+	test $((recent - old)) -ge 250000 -a $((recent - old)) -le 360000
 m50=$(p50_where "$DB" "offset >= 4194304 AND offset < 8388608" model_ns)
 check "their model_ns p50: the 300 us penalty +-5% ($m50 ns)" \
 	test "$m50" -ge 285000 -a "$m50" -le 315000
