@@ -2,9 +2,11 @@
 # it_inject.sh - fault and latency injection (`fsprism mount --inject`) on
 # real FUSE mounts of a tmpfs directory.
 #
-# A 100 us read delay raises the daemon's read p50 by 100 us +-5% against
-# the same directory mounted without injection, side by side in alternating
-# rounds, and leaves writes alone; the delay is the rows' inject_ns and the
+# A 100 us read delay raises the daemon's read p50 by the delay (-5%..+20%:
+# a spin ends late on a loaded machine, never early) against the same
+# directory mounted without injection, side by side in alternating rounds,
+# and leaves writes alone (their p50 within a fifth of the delay; exactly:
+# no inject_ns); the delay is the rows' inject_ns and the
 # rules a run attribute. An errno with a probability reaches the
 # application at the seeded rate (within a binomial bound), the same
 # requests fail again with the same seed on one thread, and a path pattern
@@ -102,14 +104,22 @@ side_by_side() {
 	wp=$(p50 "$T/plain.db" write); wi=$(p50 "$T/inj.db" write)
 	echo "# attempt $1: read p50: plain ${rp} ns, injected ${ri} ns; write p50: plain ${wp} ns, injected ${wi} ns"
 }
+# End to end, judged against the delay, not in absolute microseconds of a
+# loaded machine. Measured on this 2-core machine at load 6.3-6.9 (12
+# attempts): the read p50 rose +100.7..+113.2 us, the write p50 moved
+# -0.6..+12.1 us (from ~5 us: a small p50 doubles when a worker is
+# preempted once). A spin ends late, never early: reads -5%..+20% of the
+# delay; writes within a fifth of the delay (a delayed write would rise by
+# all of it). The first attempt of three where both hold counts.
+DELAY=100000
+read_ok() { [ $((ri - rp)) -ge $((DELAY * 95 / 100)) ] && [ $((ri - rp)) -le $((DELAY * 120 / 100)) ]; }
+write_ok() { [ $((wi - wp)) -le $((DELAY / 5)) ] && [ $((wp - wi)) -le $((DELAY / 5)) ]; }
 for attempt in 1 2 3; do
 	side_by_side $attempt
-	[ $((ri - rp)) -ge 95000 ] && [ $((ri - rp)) -le 105000 ] && break
+	read_ok && write_ok && break
 done
-check "read p50 rises by 100 us +-5% ($rp -> $ri ns)" \
-	test $((ri - rp)) -ge 95000 -a $((ri - rp)) -le 105000
-check "write p50 does not rise (+-5 us: $wp -> $wi ns)" \
-	test $((wi - wp)) -le 5000 -a $((wp - wi)) -le 5000
+check "read p50 rises by 100 us -5%..+20% ($rp -> $ri ns)" read_ok
+check "write p50 does not rise (within a fifth of the delay: $wp -> $wi ns)" write_ok
 check "injected reads carry inject_ns >= 100 us" test "$(sqlite3 "$T/inj.db" \
 	"SELECT count(*) FROM ops WHERE op=(SELECT op FROM op_names WHERE name='read')
 	 AND (inject_ns < 100000 OR inject_ns > total_ns)")" = 0

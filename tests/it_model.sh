@@ -3,8 +3,10 @@
 # tmpfs directory, and under every target of `fsprism compare`.
 #
 # A stream-switch penalty makes two interleaved sequential read streams
-# slower by the penalty per IO (the daemon's read p50, +-5%) while one
-# stream is not; a read-after-write penalty hits only the reads of data
+# slower by the penalty per IO while one stream is not: exactly in what the
+# model charged (model_ns, model.*), and end to end (the daemon's read p50)
+# within a share of the penalty that this loaded machine's noise allows; a
+# read-after-write penalty hits only the reads of data
 # written less than AGE ago; the model's time is each row's model_ns and
 # its counts the run's model.* attributes. compare --device-model on the
 # embedded default runs with the image on a model mount (raw's IO reaches
@@ -72,18 +74,29 @@ switch_side_by_side() {
 	two_m=$(p50_where "$T/switch.db" "node=$two_ino" total_ns)
 	echo "# attempt $1: read p50 plain / model: one stream $one_p / $one_m ns, two interleaved $two_p / $two_m ns"
 }
+# End to end, the interleaved reads' p50 rises by the penalty and one
+# stream's does not move; both judged against the penalty, not in absolute
+# microseconds of a loaded machine. Measured on this 2-core machine at load
+# 4.6-8 (20 attempts): two streams +199.7..+231.8 us, one stream -12.6..+11.9
+# us (a p50 of 400 reads jumps by ~10 us when the worker changes CPU).
+# Preemption only adds to a spin: -5%..+20% of the penalty for two streams,
+# and one stream within a tenth of the penalty (20 us), the first attempt
+# of three where both hold.
+PENALTY=200000
+two_ok() { [ $((two_m - two_p)) -ge $((PENALTY * 95 / 100)) ] &&
+	[ $((two_m - two_p)) -le $((PENALTY * 120 / 100)) ]; }
+one_ok() { [ $((one_m - one_p)) -le $((PENALTY / 10)) ] &&
+	[ $((one_p - one_m)) -le $((PENALTY / 10)) ]; }
 for attempt in 1 2 3; do
 	switch_side_by_side $attempt
-	[ $((two_m - two_p)) -ge 190000 ] && [ $((two_m - two_p)) -le 230000 ] && break
+	two_ok && one_ok && break
 done
 DB=$T/switch.db
-# -5%..+15%: preemption only adds, and a worker that has just spun 200 us
-# is the first the scheduler takes the CPU from on a loaded machine (the
-# model's own time, model_ns, is held to +-5% below)
-check "two interleaved streams: read p50 +200 us -5%..+15% ($two_p -> $two_m ns)" \
-	test $((two_m - two_p)) -ge 190000 -a $((two_m - two_p)) -le 230000
-check "one stream: read p50 unaffected (+-10 us: $one_p -> $one_m ns)" \
-	test $((one_m - one_p)) -le 10000 -a $((one_p - one_m)) -le 10000
+check "two interleaved streams: read p50 +200 us -5%..+20% ($two_p -> $two_m ns)" two_ok
+check "one stream: read p50 within a tenth of the penalty ($one_p -> $one_m ns)" one_ok
+# exact: what the model charged, not what the machine let the spin take
+expect_eq "the run's model.switch_ns: 403 switches x 200 us" 80600000 "$(sqlite3 "$DB" \
+	"SELECT value FROM run_attrs WHERE key='model.switch_ns'")"
 expect_eq "one stream is not charged: model_ns only on the jump to 0 of rounds 2-4" \
 	3 "$(sqlite3 "$DB" "SELECT count(*) FROM ops WHERE op=13 AND model_ns > 0 AND node=$one_ino")"
 expect_eq "every interleaved read is charged" 400 "$(sqlite3 "$DB" \
@@ -109,8 +122,10 @@ fsp_umount "$T/m"
 recent=$(p50_where "$DB" "offset >= 4194304 AND offset < 8388608" total_ns)
 old=$(p50_where "$DB" "offset < 4194304" total_ns)
 echo "# read p50: data written just before $recent ns, written 3 s before $old ns"
+# one measurement: -17%..+20% of the penalty (a spin ends late, never early;
+# the old reads' p50 can be the one a preemption raised)
 check "recent reads are slower by about the penalty ($old -> $recent ns)" \
-	test $((recent - old)) -ge 250000 -a $((recent - old)) -le 350000
+	test $((recent - old)) -ge 250000 -a $((recent - old)) -le 360000
 m50=$(p50_where "$DB" "offset >= 4194304 AND offset < 8388608" model_ns)
 check "their model_ns p50: the 300 us penalty +-5% ($m50 ns)" \
 	test "$m50" -ge 285000 -a "$m50" -le 315000
