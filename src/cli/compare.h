@@ -68,10 +68,10 @@ int compare_print_table(FILE *out, struct fsp_store *st, int64_t cmp_run,
 
 /*
  * text[0..n) to out with every line longer than width broken at a space and
- * indented under its text (the report without --wide). The diagnosis is
- * printed as `fsprism diagnose` prints it, unfolded: diagnose may fold
- * itself with this.
+ * indented under its text (the report without --wide; the diagnosis folds
+ * itself with this, so that compare prints it as `fsprism diagnose` does).
  */
+#define COMPARE_COLS 100 /* the width of compare's and diagnose's tables */
 void compare_fold(FILE *out, const char *text, size_t n, size_t width);
 
 /*
@@ -89,6 +89,6 @@ int compare_replay(struct fsp_store *st, const char *device, int64_t cmp_run, in
  * The diagnosis of compare run cmp_run (src/cli/diagnose.c), printed after
  * the report.
  */
-void compare_report_diagnosis(FILE *out, struct fsp_store *st, int64_t cmp_run);
+void compare_report_diagnosis(FILE *out, struct fsp_store *st, int64_t cmp_run, int wide);
 
 #endif

@@ -25,7 +25,6 @@
 #include "src/db/store.h"
 
 /* the report's width without --wide */
-#define COMPARE_COLS 100
 
 const char *const target_label[T__COUNT] = { "raw", "fs", "fsprism", "emu" };
 
@@ -650,7 +649,7 @@ void compare_report(FILE *out, struct fsp_store *st, const struct opts *o,
 	}
 	/* as `fsprism diagnose` prints it, line for line */
 	if (measured && o->format == CMP_TABLE)
-		compare_report_diagnosis(out, st, cmp_run);
+		compare_report_diagnosis(out, st, cmp_run, o->wide);
 }
 
 /* Everything but the diagnosis; 0 if nothing was measured (then nothing). */
@@ -725,9 +724,10 @@ static int report_body(FILE *out, struct fsp_store *st, const struct opts *o,
 }
 
 /* The verdicts (src/cli/diagnose.c), after the table and the splits. */
-void compare_report_diagnosis(FILE *out, struct fsp_store *st, int64_t cmp_run)
+void compare_report_diagnosis(FILE *out, struct fsp_store *st, int64_t cmp_run, int wide)
 {
-	if (fsp_diagnose_print(out, st, cmp_run, 0, "compare"))
+	if (fsp_diagnose_print(out, st, cmp_run, wide ? FSP_DIAGNOSE_WIDE : FSP_DIAGNOSE_TABLE,
+			       "compare"))
 		fprintf(out, "\n(no diagnosis: see the message above)\n");
 }
 

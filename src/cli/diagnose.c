@@ -15,6 +15,7 @@
 #include "src/base/hist.h"
 #include "src/base/ops.h"
 #include "src/cli/cli.h"
+#include "src/cli/compare.h"
 #include "src/cli/diagnose.h"
 #include "src/cli/opt.h"
 #include "src/cli/stats.h"
@@ -723,7 +724,7 @@ static void print_json(FILE *out, const struct dx_run *d, const struct dx_result
 	fprintf(out, "\n]}\n");
 }
 
-int fsp_diagnose_print(FILE *out, struct fsp_store *st, int64_t cmp_run, int json,
+int fsp_diagnose_print(FILE *out, struct fsp_store *st, int64_t cmp_run, int format,
 		       const char *cmd)
 {
 	struct dx_run *d = malloc(sizeof *d);
@@ -744,10 +745,19 @@ int fsp_diagnose_print(FILE *out, struct fsp_store *st, int64_t cmp_run, int jso
 		goto out;
 	}
 	judge_all(d, res);
-	if (json)
+	char *text = NULL;
+	size_t n = 0;
+	FILE *mem = format == FSP_DIAGNOSE_TABLE ? open_memstream(&text, &n) : NULL;
+	if (format == FSP_DIAGNOSE_JSON) {
 		print_json(out, d, res);
-	else
+	} else if (!mem) {
 		print_table(out, d, res);
+	} else { /* folded as compare's report is (compare_fold) */
+		print_table(mem, d, res);
+		fclose(mem);
+		compare_fold(out, text, n, COMPARE_COLS);
+		free(text);
+	}
 	rc = 0;
 out:
 	free(d);
@@ -760,29 +770,31 @@ out:
 static void usage(FILE *f)
 {
 	fprintf(f,
-"usage: fsprism diagnose DB [--run N] [--format table|json]\n"
+"usage: fsprism diagnose DB [--run N] [--format table|json] [--wide]\n"
 "\n"
 "The verdicts of a compare run (default: the newest): for each step and each\n"
 "pair of neighbouring targets (raw -> native fs -> fsprism -> emu), the\n"
 "difference in MB/s and p50/p99, judged against the round-to-round spread\n"
 "(compare --rounds N), the one part that owns it and its evidence in numbers;\n"
-"and a collapse of the mixed steps (a bathtub) as a shape. See docs/diagnose.md.\n");
+"and a collapse of the mixed steps (a bathtub) as a shape. See docs/diagnose.md.\n"
+"The table fits 100 columns (long lines folded); --wide prints them whole.\n");
 }
 
-enum { OPT_RUN = 256, OPT_FORMAT };
+enum { OPT_RUN = 256, OPT_FORMAT, OPT_WIDE };
 
 int cmd_diagnose(int argc, char **argv)
 {
 	static const struct option longopts[] = {
 		{ "run", required_argument, NULL, OPT_RUN },
 		{ "format", required_argument, NULL, OPT_FORMAT },
+		{ "wide", no_argument, NULL, OPT_WIDE },
 		FSP_OPT_HELP,
 		{ NULL, 0, NULL, 0 },
 	};
 	struct fsp_opt g;
 	fsp_opt_init(&g, "diagnose", usage, longopts, "h", argc, argv);
 	const char *run_arg = NULL, *format = "table";
-	int c;
+	int c, wide = 0;
 	while ((c = fsp_opt_next(&g)) != FSP_OPT_END) {
 		if (c == FSP_OPT_EXIT)
 			return g.status;
@@ -790,6 +802,8 @@ int cmd_diagnose(int argc, char **argv)
 			run_arg = g.arg;
 		else if (c == OPT_FORMAT)
 			format = g.arg;
+		else if (c == OPT_WIDE)
+			wide = 1;
 	}
 	if (g.npos == 0)
 		return fsp_usage_error("diagnose", "missing the database");
@@ -838,7 +852,8 @@ int cmd_diagnose(int argc, char **argv)
 		}
 		fsp_run_row_free(&r);
 	}
-	if (!fsp_diagnose_print(stdout, st, run, json, "diagnose"))
+	if (!fsp_diagnose_print(stdout, st, run, json ? FSP_DIAGNOSE_JSON :
+			       wide ? FSP_DIAGNOSE_WIDE : FSP_DIAGNOSE_TABLE, "diagnose"))
 		rc = 0;
 out:
 	fsp_store_close(st);

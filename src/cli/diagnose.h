@@ -13,10 +13,13 @@ struct fsp_store;
 /*
  * Read the evidence of compare run cmp_run (every round of every target,
  * its device rows, its mounts' FUSE rows, its replays) and print the
- * verdicts as a table or (json) one JSON object. 0, or -1 with the reason
+ * verdicts as a table or one JSON object (format FSP_DIAGNOSE_*). 0, or -1 with the reason
  * printed on stderr as "fsprism CMD: ...".
  */
-int fsp_diagnose_print(FILE *out, struct fsp_store *st, int64_t cmp_run, int json,
+#define FSP_DIAGNOSE_TABLE 0 /* the table, folded to 100 columns */
+#define FSP_DIAGNOSE_JSON 1
+#define FSP_DIAGNOSE_WIDE 2  /* the table, lines as long as they are */
+int fsp_diagnose_print(FILE *out, struct fsp_store *st, int64_t cmp_run, int format,
 		       const char *cmd);
 
 #endif

@@ -113,7 +113,7 @@ static char *analysis_members(struct fsp_store *st, int64_t run, const char *kin
 	FILE *mem = open_memstream(&dx, &len);
 	if (!mem)
 		return NULL;
-	int rc = fsp_diagnose_print(mem, st, run, 1, "report");
+	int rc = fsp_diagnose_print(mem, st, run, FSP_DIAGNOSE_JSON, "report");
 	if (fclose(mem) != 0)
 		rc = -1;
 	if (rc == 0 && dx && len) {
