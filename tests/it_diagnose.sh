@@ -56,7 +56,8 @@ scenario() {
 	name=$1 db=$2
 	shift 2
 	# shellcheck disable=SC2086
-	"$FSPRISM" compare --db "$db" $SIZES "$@" >"$T/$name.out" 2>"$T/$name.err"
+	# --wide: whole evidence lines for the checks below (the folding is checked apart)
+	"$FSPRISM" compare --db "$db" $SIZES --wide "$@" >"$T/$name.out" 2>"$T/$name.err"
 	rc=$?
 	expect_eq "$name: compare exits 0" 0 "$rc"
 	[ "$rc" -eq 0 ] || cat "$T/$name.err"
@@ -90,8 +91,12 @@ order=$(q "$T/plain.db" "SELECT r.label FROM runs r JOIN run_attrs a ON a.run=r.
 expect_eq "plain: the order rotates per round" "fs fsprism fsprism fs" "$order"
 check "plain: the table says which round it shows" \
 	grep -q "the table shows round 3 of 3" "$T/plain.out"
-"$FSPRISM" diagnose "$T/plain.db" >"$T/plain.all"
+"$FSPRISM" diagnose "$T/plain.db" --wide >"$T/plain.all"
 expect_eq "plain: fsprism diagnose exits 0" 0 "$?"
+expect_eq "plain: diagnose's table fits 100 columns (without --wide)" "" \
+	"$("$FSPRISM" diagnose "$T/plain.db" | awk 'length($0) > 100')"
+check "plain: ... and folds what --wide prints whole" [ "$("$FSPRISM" diagnose "$T/plain.db" |
+	wc -l)" -ge "$(wc -l <"$T/plain.all")" ]
 sed -n '/^diagnosis of compare run/,$p' "$T/plain.all" >"$T/plain.dx"
 sed -n '/^diagnosis of compare run/,$p' "$T/plain.out" >"$T/plain.cmp"
 check "plain: diagnose prints what compare printed" cmp -s "$T/plain.cmp" "$T/plain.dx"
