@@ -143,7 +143,7 @@ if "$FSPRISM" compare --cow=always --size 1G --db "$T/cmp.db" --time=300ms --mix
 	expect_eq "compare --report says where the report is" "report written to $T/cmp.html" \
 		"$(grep '^report written' "$T/cmp.out")"
 	look compare "$T/cmp.html" "$T/cmp.db" 12 curve-total curve-rw lat- cdf-read cdf-write wa- \
-		blocktimes- block- heatmap- timeline- diagnosis-1 diagnosis-1-table layers-mid- layers-tail- \
+		blocktimes- block- pattern- heatmap- timeline- diagnosis-1 diagnosis-1-table layers-mid- layers-tail- \
 		layers-attr-
 	# every engine target has its split, and the diagnosis is the page's first section
 	for r in $(sqlite3 "$T/cmp.db" "SELECT id FROM runs WHERE parent=1 AND kind='run'"); do

@@ -194,6 +194,8 @@ def numbers(dom_path, stats_dir, required):
                         want = quant(run, 0, c["labels"][k], f["key"])
                 elif cid.startswith("wa-") and k == 0:
                     want = st(run)["emulation"]["write_amplification"][f["key"].split(".")[1]]
+                elif cid.startswith("pattern-"):
+                    want = st(run)["block"]["pattern"][k]["sequential"][f["dir"]]["seq_share"]
                 elif cid.startswith("blocktimes-"):
                     part = st(run)["block"]["steps"][k][f["part"]]
                     want = part[f["key"]] if part else None

@@ -658,6 +658,35 @@
       } else if (bl && !bl.traced) {
         note(s, T.label + ": block layer not traced: " + bl.reason);
       }
+      // the access pattern the device saw (stats' block.pattern): sequential share per
+      // step and direction, with streams, read-after-write recency, flushes and FUA
+      if (bl && bl.traced && bl.pattern && bl.pattern.length) {
+        any = true;
+        var id4 = "pattern-" + T.run;
+        var pcats = bl.pattern.map(function (p) { return "step " + p.step; });
+        var pds = ["read", "write"].map(function (dir, i) {
+          return { label: dir, backgroundColor: color(i),
+            data: bl.pattern.map(function (p) { return p.sequential[dir].seq_share; }),
+            fsp: { run: T.run, dir: dir } };
+        });
+        chart(s, id4, T.label + ": sequential share of the block requests (0..1), per step",
+          { type: "bar", data: { labels: pcats, datasets: pds },
+            options: { scales: { y: { min: 0, max: 1 } } } });
+        var rows = [];
+        bl.pattern.forEach(function (p) {
+          ["read", "write"].forEach(function (dir) {
+            var q = p.sequential[dir];
+            if (!q.ios) return;
+            var rc = p.recency;
+            rows.push([p.step, dir, q.ios, q.seq_share, q.streams].concat(dir === "read" ?
+              [rc.lt_1ms, rc.lt_10ms, rc.lt_100ms, rc.lt_1s, rc.ge_1s, rc.never] :
+              [null, null, null, null, null, null]).concat([p.flushes, p.fua_writes]));
+          });
+        });
+        numbers(s, id4 + "-table", ["step", "dir", "requests", "sequential share", "streams",
+          "reads of data written < 1 ms", "< 10 ms", "< 100 ms", "< 1 s", ">= 1 s", "never written",
+          "flushes", "FUA writes"], rows);
+      }
       var em = T.stats.emulation;
       if (em) {
         any = true;
