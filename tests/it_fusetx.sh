@@ -113,6 +113,8 @@ if [ "$TRACED" = 1 ]; then
 	"$FSPRISM" stats "$DB" --run "$RUN" >"$T/stats" 2>&1
 	check "stats: a FUSE transport section" grep -q "^FUSE transport: connection" "$T/stats"
 	check "stats: reads 512 joined, 0 unjoined" grep -Eq "^read +512 +0 " "$T/stats"
+	expect_eq "stats: the FUSE transport section fits 100 columns" "" \
+		"$(sed -n '/^FUSE transport/,/^$/p' "$T/stats" | awk 'length($0) > 100')"
 	"$FSPRISM" stats "$DB" --run "$RUN" --format json >"$T/stats.json"
 	expect_eq "stats json: fuse_transport reads joined" "512 0" "$(python3 -c "
 import json,sys; t=json.load(open(sys.argv[1]))['fuse_transport']

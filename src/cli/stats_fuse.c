@@ -56,13 +56,14 @@ static void load_summary(struct fsp_store *st, int64_t run, struct summary *s)
 
 static void print_table(const struct summary *s, struct fsp_fuse_transport *x, FILE *out)
 {
+	/* 100 columns, as stats' other tables: a longer op name stands above its numbers */
 	fprintf(out, "\nFUSE transport: connection %s, %" PRIu64 " requests traced, %" PRIu64
-		" missed; %" PRIu64 " daemon rows joined, %" PRIu64 " not, %" PRIu64
+		" missed;\n%" PRIu64 " daemon rows joined, %" PRIu64 " not, %" PRIu64
 		" traced requests without a daemon row\n", s->conn ? s->conn : "?", s->requests,
 		s->missed, x->joined, x->daemon_unjoined, x->trace_unjoined);
 	fprintf(out, "queue = sent by the kernel to read by a worker, reply = the daemon's reply"
-		" to the kernel's completion (microseconds)\n");
-	fprintf(out, "%-15s %8s %8s", "op", "joined", "unjoined");
+		" to the\nkernel's completion (microseconds)\n");
+	fprintf(out, "%-10s %8s %8s", "op", "joined", "unjoined");
 	for (int part = 0; part < 2; part++)
 		for (int k = 0; k < FSP_PART_NQ; k++) {
 			char h[32];
@@ -74,8 +75,12 @@ static void print_table(const struct summary *s, struct fsp_fuse_transport *x, F
 	for (int op = 0; op < FSP_OP__COUNT; op++) {
 		if (!op_parts(x, op, &q, &r))
 			continue;
-		fprintf(out, "%-15s %8zu %8" PRIu64, fsp_op_name(op), x->op[op].n,
-			x->op[op].unjoined);
+		const char *name = fsp_op_name(op);
+		if (strlen(name) > 10) {
+			fprintf(out, "%s\n", name);
+			name = "";
+		}
+		fprintf(out, "%-10s %8zu %8" PRIu64, name, x->op[op].n, x->op[op].unjoined);
 		fsp_stats_part_table(out, &q);
 		fsp_stats_part_table(out, &r);
 		fputc('\n', out);
