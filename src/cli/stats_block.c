@@ -103,7 +103,7 @@ int fsp_stats_block_table(struct fsp_store *st, int64_t run, FILE *out)
 		return 0;
 	}
 	fprintf(out, "queue = queued to issued, device = issued to completed (microseconds)\n");
-	fprintf(out, "%-5s %-6s %9s %9s", "step", "dir", "requests", "mean KiB");
+	fprintf(out, "%-4s %-5s %8s %8s", "step", "dir", "requests", "mean KiB");
 	for (int part = 0; part < 2; part++)
 		for (int k = 0; k < FSP_PART_NQ; k++) {
 			char h[32];
@@ -113,7 +113,7 @@ int fsp_stats_block_table(struct fsp_store *st, int64_t run, FILE *out)
 	fputc('\n', out);
 	for (int i = 0; i < n; i++) {
 		const struct block_row *r = &rows[i];
-		fprintf(out, "%-5d %-6s %9zu %9.1f", r->step, fsp_block_op_name(r->op),
+		fprintf(out, "%-4d %-5s %8zu %8.1f", r->step, fsp_block_op_name(r->op),
 			r->requests, (double)r->bytes / (double)r->requests / 1024.0);
 		fsp_stats_part_table(out, &r->queue);
 		fsp_stats_part_table(out, &r->device);
