@@ -196,8 +196,10 @@ sraw=$(switched raw) semu=$(switched emu)
 echo "# % of IO the model charged a switch, read_pct|%: raw $sraw; emu $semu"
 check "cow: on raw the model charged a switch on under 5% of any step's IO" \
 	sh -c "echo '$sraw' | tr ' ' '\n' | awk -F'|' 'NF == 2 && \$2 >= 5 {bad = 1} END {exit bad}'"
-check "cow: on emu on over 25% of every step from 80/20 to 10/90" \
-	sh -c "echo '$semu' | tr ' ' '\n' | awk -F'|' 'NF == 2 && \$1 >= 10 && \$1 <= 80 && \$2 <= 25 {bad = 1} END {exit bad}'"
+# a mix can switch at most twice per IO of its rarer direction (there and back): 20% at
+# 10/90; relocation on emu makes it switch on well over half of that, raw (above) on none
+check "cow: on emu on over 10% of every step from 80/20 to 10/90" \
+	sh -c "echo '$semu' | tr ' ' '\n' | awk -F'|' 'NF == 2 && \$1 >= 10 && \$1 <= 80 && \$2 <= 10 {bad = 1} END {exit bad}'"
 
 # a read-after-write penalty: raw's mixed steps collapse too, so the drive
 # owns the bathtub on every target that has one
