@@ -3,8 +3,9 @@
 # the same RAM-backed loop device, alternating the two tools round by round
 # so that drift (thermal, other load) hits both alike.
 #
-# Jobs: 4 KiB random read QD1 and QD32, 128 KiB sequential read QD1,
-# 50/50 mixed sequential 128 KiB QD1, each against fio as people run it.
+# Jobs: 4 KiB random read QD1 and QD32, 128 KiB sequential read and write
+# QD1 (seqwrite-128k-qd1, not in the default set: it overwrites the RAM disk
+# only), 50/50 mixed sequential 128 KiB QD1, each against fio as people run it.
 # Two kinds of variant compare against fio told to do what fsprism does:
 # QD32-batch (every free slot in one io_submit; fio's default is one IO per
 # call) and the -huge jobs (fio's buffers in 2 MiB pages, --mem=mmaphuge,
@@ -119,6 +120,7 @@ fio_args() {
 	randread-4k-qd32-batch) echo "--rw=randread --bs=4k --iodepth=32 --norandommap" \
 		"--iodepth_batch_submit=32 --iodepth_batch_complete_max=32" ;;
 	seqread-128k-qd1) echo "--rw=read --bs=128k --iodepth=1" ;;
+	seqwrite-128k-qd1) echo "--rw=write --bs=128k --iodepth=1 --scramble_buffers=0" ;;
 	# fio scrambles each write buffer by default (scramble_buffers=1, inside
 	# its latency); fsprism stamps its buffers outside the clock. Neither
 	# touches the data here (fio scramble_buffers=0, fsprism random,fixed).
@@ -130,6 +132,7 @@ fsp_args() {
 	randread-4k-qd1)  echo "sustained-randread --qd=1" ;;
 	randread-4k-qd32*) echo "sustained-randread --qd=32" ;;
 	seqread-128k-qd1) echo "sustained-seqread --qd=1" ;;
+	seqwrite-128k-qd1) echo "sustained-seqwrite --qd=1 --pattern=random,fixed" ;;
 	# fio's rw=rw: reads and writes each advance their own offset, and each
 	# IO's direction is drawn at random (see docs/profiles.md)
 	mixseq-128k-qd1)  echo "mixed-seq --mix=50 --duty=100 --offsets=per-direction" \
