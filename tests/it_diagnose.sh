@@ -12,7 +12,8 @@
 # --cow=always on a drive that charges a stream switch, collapses on emu and
 # not on raw, and that is the relocation, confirmed by the replay, not the
 # drive; a read-after-write penalty is the drive (raw degrades too); --journal=data with costly writes and flushes is
-# the extra IO.
+# the extra IO; copy-on-write's holes scattering a pure-write step's device
+# writes after a mix are the relocation, by the writes, not the drive.
 . "$TESTS_SRCDIR/lib.sh"
 
 # Every compare's image in a tmpfs: the loop device (direct IO) then has no
@@ -184,8 +185,8 @@ check "cow: the replay on raw reproduces the relocation's verdicts ($nrep)" test
 expect_eq "cow: no relocation verdict the replay refutes" 0 "$nsoft"
 # the mechanism itself, from the model's rows: the share of the IO it
 # charged a switch in each step's window, per target
-switched() {
-	sqlite3 "$T/cow.db" "SELECT s.read_pct, round(100.0 * sum(o.model_ns > 0) / count(*))
+switched() { # TARGET [DB]
+	sqlite3 "${2:-$T/cow.db}" "SELECT s.read_pct, round(100.0 * sum(o.model_ns > 0) / count(*))
 		FROM steps s JOIN runs r ON r.id = s.run
 		JOIN ops o ON o.run = (SELECT value FROM run_attrs WHERE key = 'model_run')
 		AND o.op IN (SELECT op FROM op_names WHERE name IN ('read', 'write'))
@@ -246,5 +247,30 @@ for bad in "--rounds 0" "--rounds 17" "--rounds x" "--max-write 1k" "--inject op
 	expect_eq "compare $bad: one line" 1 "$(wc -l <"$T/e")"
 done
 nothing_left "bad input"
+
+# ---- copy-on-write's holes scatter a sequential writer's device writes ----
+# Once a mix with --cow=always has relocated blocks, next-fit allocation
+# fills the holes the relocations left: the pure-write step's application
+# stream stays sequential, its device writes do not, and on a drive that
+# charges a stream switch that costs. The pair fsprism -> emu (its device
+# base: raw's) must name the relocation by the device writes, not the drive.
+SIZES="@SIZES@"
+scenario holes "$T/holes.db" --targets raw,fsprism,emu --cow=always @ARGS@ \
+	--device-model switch=300us
+SIZES=$TINY
+has() { printf '%s\n' "$1" | grep -q -e "$2"; }
+w=$("$FSPRISM" diagnose "$T/holes.db" --format json | grep '"read_pct": 0, "a": "fsprism", "b": "emu"')
+expect_eq "holes: the pure-write step's fsprism -> emu is the relocation" "cow-relocation" \
+	"$(printf '%s\n' "$w" | sed 's/.*"owner": "\([^"]*\)".*/\1/')"
+check "holes: by the device writes' sequentiality" \
+	has "$w" "application stream sequential, device writes sequential [0-9]*% -> [0-9]*%"
+lacks() { ! has "$@"; }
+check "holes: ... and not the reads (the step has none)" lacks "$w" "device reads"
+shole=$(switched emu "$T/holes.db") sraw=$(switched raw "$T/holes.db")
+echo "# % of IO the model charged a switch, read_pct|%: raw $sraw; emu $shole"
+check "holes: the model charged emu's pure writes a switch on over 20% of them" \
+	sh -c "echo '$shole' | tr ' ' '\n' | awk -F'|' '\$1 == 0 && \$2 > 20 {found = 1} END {exit !found}'"
+check "holes: and raw's on under 5%" \
+	sh -c "echo '$sraw' | tr ' ' '\n' | awk -F'|' '\$1 == 0 && \$2 < 5 {found = 1} END {exit !found}'"
 
 fsp_done

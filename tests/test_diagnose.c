@@ -2,7 +2,8 @@
  * test_diagnose.c - diagnose's rules on synthetic numbers (src/prism/diagnose.h):
  * the noise rule (inside the spread, outside it, one round), the bathtub on
  * synthetic curves (found, too shallow, one low step only, inside the spread,
- * no pure step), each mechanism on evidence made to show it and only it, and
+ * no pure step), each mechanism on evidence made to show it and only it (the
+ * relocation on the device reads and on the device writes), and
  * the verdict's choice of one owner, the replay moving a device-side owner
  * to software.
  */
@@ -142,8 +143,8 @@ static void plain(struct fsp_dx_step *s, double mbps, double lat_us)
 		s->p99[i] = 2 * lat_us;
 	}
 	s->lat_us = lat_us;
-	s->read_seq = -1;
-	s->read_next = -1;
+	for (int d = 0; d < FSP_DX__DIRS; d++)
+		s->dev_seq[d] = s->dev_next[d] = s->dev_streams[d] = -1;
 	s->recent_reads = -1;
 }
 
@@ -154,8 +155,11 @@ static void dev(struct fsp_dx_step *s, double dev_us)
 	s->dev_bytes = 128 << 10;
 	s->amp = 1;
 	s->dev_us = dev_us;
-	s->read_seq = 0.98;
-	s->read_next = 0.97;
+	for (int d = 0; d < FSP_DX__DIRS; d++) {
+		s->dev_seq[d] = 0.98;
+		s->dev_next[d] = 0.97;
+		s->dev_streams[d] = 1.0;
+	}
 	s->recent_reads = 0;
 }
 
@@ -168,12 +172,36 @@ static void fuse(struct fsp_dx_step *s, double transport, double daemon, double 
 	s->backing_us = backing;
 }
 
+/*
+ * The three targets of a pair fsprism -> emu: raw (the base of the device
+ * view, the passthrough having none), the passthrough over it, and an
+ * emulated store at emu_mbps whose device takes emu_dev_us per IO.
+ */
+static void emu_targets(struct fsp_dx_step *raw, struct fsp_dx_step *fsp,
+			struct fsp_dx_step *emu, double emu_mbps, double emu_lat_us,
+			double emu_dev_us)
+{
+	plain(raw, 300, 400);
+	dev(raw, 380);
+	plain(fsp, 280, 430);
+	fuse(fsp, 40, 1, 380);
+	plain(emu, emu_mbps, emu_lat_us);
+	dev(emu, emu_dev_us);
+	fuse(emu, 40, 1, emu_dev_us);
+}
+
+static struct fsp_dx_pair pair_of(struct fsp_dx_step *a, struct fsp_dx_step *b,
+				  struct fsp_dx_step *raw, int ta, int tb)
+{
+	return (struct fsp_dx_pair){ .ta = ta, .tb = tb, .a = a, .b = b, .raw = raw,
+				     .delta_us = b->lat_us - a->lat_us };
+}
+
 static enum fsp_dx_owner verdict(struct fsp_dx_step *a, struct fsp_dx_step *b,
 				 struct fsp_dx_step *raw, int ta, int tb,
 				 struct fsp_dx_verdict *v)
 {
-	struct fsp_dx_pair p = { .ta = ta, .tb = tb, .a = a, .b = b, .raw = raw,
-				 .delta_us = b->lat_us - a->lat_us };
+	struct fsp_dx_pair p = pair_of(a, b, raw, ta, tb);
 	fsp_dx_pair_verdict(&p, v);
 	return v->owner;
 }
@@ -182,8 +210,7 @@ static enum fsp_dx_owner verdict(struct fsp_dx_step *a, struct fsp_dx_step *b,
 static unsigned claims(struct fsp_dx_step *a, struct fsp_dx_step *b,
 		       struct fsp_dx_step *raw, int ta, int tb)
 {
-	struct fsp_dx_pair p = { .ta = ta, .tb = tb, .a = a, .b = b, .raw = raw,
-				 .delta_us = b->lat_us - a->lat_us };
+	struct fsp_dx_pair p = pair_of(a, b, raw, ta, tb);
 	static const struct { fsp_dx_mechanism fn; enum fsp_dx_owner o; } m[] = {
 		{ fsp_dx_mech_relocation, FSP_DX_COW_RELOCATION },
 		{ fsp_dx_mech_extra_io, FSP_DX_EXTRA_IO },
@@ -196,7 +223,7 @@ static unsigned claims(struct fsp_dx_step *a, struct fsp_dx_step *b,
 		{ fsp_dx_mech_fs_cpu, FSP_DX_FS_CPU },
 	};
 	unsigned set = 0;
-	char why[256];
+	char why[FSP_DX_EVIDENCE];
 	for (size_t i = 0; i < sizeof m / sizeof m[0]; i++)
 		if (m[i].fn(&p, why, sizeof why) > 0)
 			set |= 1u << m[i].o;
@@ -243,14 +270,8 @@ static void test_mech_relocation(void **state)
 {
 	struct fsp_dx_step raw, fsp, emu;
 	struct fsp_dx_verdict v;
-	plain(&raw, 300, 400);
-	dev(&raw, 380);
-	plain(&fsp, 280, 430);
-	fuse(&fsp, 40, 1, 380);
-	plain(&emu, 120, 1000);
-	dev(&emu, 900);
-	fuse(&emu, 40, 1, 900);
-	emu.read_seq = 0.35;
+	emu_targets(&raw, &fsp, &emu, 120, 1000, 900);
+	emu.dev_seq[FSP_DX_READS] = 0.35;
 	assert_int_equal(claims(&fsp, &emu, &raw, FSP_DX_FSPRISM, FSP_DX_EMU),
 			 1u << FSP_DX_COW_RELOCATION);
 	assert_int_equal(verdict(&fsp, &emu, &raw, FSP_DX_FSPRISM, FSP_DX_EMU, &v),
@@ -258,15 +279,15 @@ static void test_mech_relocation(void **state)
 	assert_non_null(strstr(v.evidence[1], "98% -> 35%"));
 	/* every read continues a stream, but not the IO before it: one
 	 * application stream split into interleaved device streams */
-	emu.read_seq = 0.95;
-	emu.read_next = 0.10;
+	emu.dev_seq[FSP_DX_READS] = 0.95;
+	emu.dev_next[FSP_DX_READS] = 0.10;
 	assert_int_equal(verdict(&fsp, &emu, &raw, FSP_DX_FSPRISM, FSP_DX_EMU, &v),
 			 FSP_DX_COW_RELOCATION);
 	assert_non_null(strstr(v.evidence[1], "continuing the IO before them 97% -> 10%"));
-	emu.read_next = 0.97;
+	emu.dev_next[FSP_DX_READS] = 0.97;
 	assert_int_equal(verdict(&fsp, &emu, &raw, FSP_DX_FSPRISM, FSP_DX_EMU, &v),
 			 FSP_DX_DRIVE);
-	emu.read_seq = 0.35;
+	emu.dev_seq[FSP_DX_READS] = 0.35;
 	/* a random application stream: not relocation */
 	emu.seq = 0;
 	assert_false(claims(&fsp, &emu, &raw, FSP_DX_FSPRISM, FSP_DX_EMU) &
@@ -290,17 +311,93 @@ static void test_mech_relocation(void **state)
 	assert_non_null(strstr(v.evidence[1], "not reproduced"));
 }
 
+/* Copy-on-write's holes scatter the writes of a sequential writer: device
+ * writes lose their sequentiality, the reads keep theirs (or there are
+ * none). The same rule as the reads', the same threshold. */
+static void test_mech_relocation_writes(void **state)
+{
+	struct fsp_dx_step raw, fsp, emu;
+	struct fsp_dx_verdict v;
+	/* a pure-write step: no reads on any target */
+	emu_targets(&raw, &fsp, &emu, 150, 900, 800);
+	raw.read_pct = fsp.read_pct = emu.read_pct = 0;
+	raw.dev_seq[FSP_DX_READS] = emu.dev_seq[FSP_DX_READS] = -1;
+	raw.dev_next[FSP_DX_READS] = emu.dev_next[FSP_DX_READS] = -1;
+	emu.dev_seq[FSP_DX_WRITES] = 0.62;
+	emu.dev_next[FSP_DX_WRITES] = 0.60;
+	emu.dev_streams[FSP_DX_WRITES] = 4.2;
+	assert_int_equal(claims(&fsp, &emu, &raw, FSP_DX_FSPRISM, FSP_DX_EMU),
+			 1u << FSP_DX_COW_RELOCATION);
+	assert_int_equal(verdict(&fsp, &emu, &raw, FSP_DX_FSPRISM, FSP_DX_EMU, &v),
+			 FSP_DX_COW_RELOCATION);
+	assert_non_null(strstr(v.evidence[1], "application stream sequential, device writes "
+			       "sequential 98% -> 62%, continuing the IO before them 97% -> "
+			       "60%, streams 1.0 -> 4.2; device time per IO 380 -> 800 us"));
+	assert_null(strstr(v.evidence[1], "reads"));
+	/* the streams alone: every write continues a stream, but one write
+	 * stream became several interleaved */
+	emu.dev_seq[FSP_DX_WRITES] = 0.97;
+	assert_int_equal(verdict(&fsp, &emu, &raw, FSP_DX_FSPRISM, FSP_DX_EMU, &v),
+			 FSP_DX_COW_RELOCATION);
+	/* the writes stayed sequential: the drive, and no relocation claimed */
+	emu.dev_next[FSP_DX_WRITES] = 0.96;
+	emu.dev_streams[FSP_DX_WRITES] = 1.1;
+	assert_int_equal(claims(&fsp, &emu, &raw, FSP_DX_FSPRISM, FSP_DX_EMU),
+			 1u << FSP_DX_DRIVE);
+	assert_int_equal(verdict(&fsp, &emu, &raw, FSP_DX_FSPRISM, FSP_DX_EMU, &v),
+			 FSP_DX_DRIVE);
+	assert_non_null(strstr(v.evidence[1], "writes 97% sequential"));
+	/* a drop inside the threshold (SEQ_DROP, 20 points) is not one */
+	emu.dev_seq[FSP_DX_WRITES] = 0.80;
+	emu.dev_next[FSP_DX_WRITES] = 0.79;
+	assert_int_equal(verdict(&fsp, &emu, &raw, FSP_DX_FSPRISM, FSP_DX_EMU, &v),
+			 FSP_DX_DRIVE);
+	/* a random writer has no sequentiality to lose */
+	emu.dev_seq[FSP_DX_WRITES] = 0.10;
+	emu.dev_next[FSP_DX_WRITES] = 0.05;
+	emu.seq = 0;
+	assert_false(claims(&fsp, &emu, &raw, FSP_DX_FSPRISM, FSP_DX_EMU) &
+		     (1u << FSP_DX_COW_RELOCATION));
+	emu.seq = 1;
+	/* the drive's own: raw's writes are as scattered as emu's (raw
+	 * degrades too), so the pattern did not change between the two */
+	raw.dev_seq[FSP_DX_WRITES] = 0.12;
+	raw.dev_next[FSP_DX_WRITES] = 0.06;
+	assert_int_equal(claims(&fsp, &emu, &raw, FSP_DX_FSPRISM, FSP_DX_EMU),
+			 1u << FSP_DX_DRIVE);
+	assert_int_equal(verdict(&fsp, &emu, &raw, FSP_DX_FSPRISM, FSP_DX_EMU, &v),
+			 FSP_DX_DRIVE);
+
+	/* a mixed step whose writes lost their sequentiality and whose reads
+	 * did not: relocation, with the writes' evidence only */
+	emu_targets(&raw, &fsp, &emu, 120, 1000, 900);
+	emu.dev_seq[FSP_DX_WRITES] = 0.55;
+	assert_int_equal(claims(&fsp, &emu, &raw, FSP_DX_FSPRISM, FSP_DX_EMU),
+			 1u << FSP_DX_COW_RELOCATION);
+	assert_int_equal(verdict(&fsp, &emu, &raw, FSP_DX_FSPRISM, FSP_DX_EMU, &v),
+			 FSP_DX_COW_RELOCATION);
+	assert_non_null(strstr(v.evidence[1], "device writes sequential 98% -> 55%"));
+	assert_null(strstr(v.evidence[1], "device reads"));
+	/* both lost it: both named, reads first */
+	emu.dev_next[FSP_DX_READS] = 0.05;
+	assert_int_equal(verdict(&fsp, &emu, &raw, FSP_DX_FSPRISM, FSP_DX_EMU, &v),
+			 FSP_DX_COW_RELOCATION);
+	assert_non_null(strstr(v.evidence[1], "device reads sequential 98% -> 98%, "
+			       "continuing the IO before them 97% -> 5%"));
+	assert_non_null(strstr(v.evidence[1], "; device writes sequential 98% -> 55%"));
+	/* a pure-read step judges no writes */
+	emu.read_pct = 100;
+	emu.dev_next[FSP_DX_READS] = 0.97;
+	assert_false(claims(&fsp, &emu, &raw, FSP_DX_FSPRISM, FSP_DX_EMU) &
+		     (1u << FSP_DX_COW_RELOCATION));
+}
+
 static void test_mech_extra_io(void **state)
 {
 	struct fsp_dx_step raw, fsp, emu;
 	struct fsp_dx_verdict v;
-	plain(&raw, 300, 400);
-	dev(&raw, 380);
-	plain(&fsp, 280, 430);
-	fuse(&fsp, 40, 1, 380);
-	plain(&emu, 100, 1200);
-	dev(&emu, 1100);
-	fuse(&emu, 40, 1, 380);
+	emu_targets(&raw, &fsp, &emu, 100, 1200, 1100);
+	emu.backing_us = 380;
 	emu.emu_us = 720;
 	emu.amp = 2.05;       /* --journal=data: every block twice */
 	emu.dev_per_io = 2.1;
@@ -399,6 +496,7 @@ int main(void)
 		cmocka_unit_test(test_noise_verdict),
 		cmocka_unit_test(test_mech_drive_and_fs_cpu),
 		cmocka_unit_test(test_mech_relocation),
+		cmocka_unit_test(test_mech_relocation_writes),
 		cmocka_unit_test(test_mech_extra_io),
 		cmocka_unit_test(test_mech_request_size),
 		cmocka_unit_test(test_mech_recency),
