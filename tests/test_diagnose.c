@@ -173,21 +173,24 @@ static void fuse(struct fsp_dx_step *s, double transport, double daemon, double 
 }
 
 /*
- * The three targets of a pair fsprism -> emu: raw (the base of the device
+ * A pair fsprism -> emu with its three targets: raw (the base of the device
  * view, the passthrough having none), the passthrough over it, and an
  * emulated store at emu_mbps whose device takes emu_dev_us per IO.
  */
-static void emu_targets(struct fsp_dx_step *raw, struct fsp_dx_step *fsp,
-			struct fsp_dx_step *emu, double emu_mbps, double emu_lat_us,
-			double emu_dev_us)
+struct emu_case {
+	struct fsp_dx_step raw, fsp, emu;
+	struct fsp_dx_verdict v;
+};
+
+static void emu_case(struct emu_case *c, double emu_mbps, double emu_lat_us, double emu_dev_us)
 {
-	plain(raw, 300, 400);
-	dev(raw, 380);
-	plain(fsp, 280, 430);
-	fuse(fsp, 40, 1, 380);
-	plain(emu, emu_mbps, emu_lat_us);
-	dev(emu, emu_dev_us);
-	fuse(emu, 40, 1, emu_dev_us);
+	plain(&c->raw, 300, 400);
+	dev(&c->raw, 380);
+	plain(&c->fsp, 280, 430);
+	fuse(&c->fsp, 40, 1, 380);
+	plain(&c->emu, emu_mbps, emu_lat_us);
+	dev(&c->emu, emu_dev_us);
+	fuse(&c->emu, 40, 1, emu_dev_us);
 }
 
 static struct fsp_dx_pair pair_of(struct fsp_dx_step *a, struct fsp_dx_step *b,
@@ -230,6 +233,31 @@ static unsigned claims(struct fsp_dx_step *a, struct fsp_dx_step *b,
 	return set;
 }
 
+static enum fsp_dx_owner emu_owner(struct emu_case *c)
+{
+	return verdict(&c->fsp, &c->emu, &c->raw, FSP_DX_FSPRISM, FSP_DX_EMU, &c->v);
+}
+
+static unsigned emu_claims(struct emu_case *c)
+{
+	return claims(&c->fsp, &c->emu, &c->raw, FSP_DX_FSPRISM, FSP_DX_EMU);
+}
+
+/* A target's device sequentiality in one direction: the share continuing a
+ * stream, and the share continuing the IO just before. */
+static void set_seq(struct fsp_dx_step *s, int dir, double seq, double next)
+{
+	s->dev_seq[dir] = seq;
+	s->dev_next[dir] = next;
+}
+
+/* o is the verdict's owner and the only mechanism that claims anything. */
+static void sole_owner(struct emu_case *c, enum fsp_dx_owner o)
+{
+	assert_int_equal(emu_claims(c), 1u << o);
+	assert_int_equal(emu_owner(c), o);
+}
+
 static void test_noise_verdict(void **state)
 {
 	struct fsp_dx_step a, b;
@@ -268,148 +296,114 @@ static void test_mech_drive_and_fs_cpu(void **state)
 
 static void test_mech_relocation(void **state)
 {
-	struct fsp_dx_step raw, fsp, emu;
-	struct fsp_dx_verdict v;
-	emu_targets(&raw, &fsp, &emu, 120, 1000, 900);
-	emu.dev_seq[FSP_DX_READS] = 0.35;
-	assert_int_equal(claims(&fsp, &emu, &raw, FSP_DX_FSPRISM, FSP_DX_EMU),
-			 1u << FSP_DX_COW_RELOCATION);
-	assert_int_equal(verdict(&fsp, &emu, &raw, FSP_DX_FSPRISM, FSP_DX_EMU, &v),
-			 FSP_DX_COW_RELOCATION);
-	assert_non_null(strstr(v.evidence[1], "98% -> 35%"));
+	struct emu_case c;
+	emu_case(&c, 120, 1000, 900);
+	c.emu.dev_seq[FSP_DX_READS] = 0.35;
+	sole_owner(&c, FSP_DX_COW_RELOCATION);
+	assert_non_null(strstr(c.v.evidence[1], "98% -> 35%"));
 	/* every read continues a stream, but not the IO before it: one
 	 * application stream split into interleaved device streams */
-	emu.dev_seq[FSP_DX_READS] = 0.95;
-	emu.dev_next[FSP_DX_READS] = 0.10;
-	assert_int_equal(verdict(&fsp, &emu, &raw, FSP_DX_FSPRISM, FSP_DX_EMU, &v),
-			 FSP_DX_COW_RELOCATION);
-	assert_non_null(strstr(v.evidence[1], "continuing the IO before them 97% -> 10%"));
-	emu.dev_next[FSP_DX_READS] = 0.97;
-	assert_int_equal(verdict(&fsp, &emu, &raw, FSP_DX_FSPRISM, FSP_DX_EMU, &v),
-			 FSP_DX_DRIVE);
-	emu.dev_seq[FSP_DX_READS] = 0.35;
+	set_seq(&c.emu, FSP_DX_READS, 0.95, 0.10);
+	assert_int_equal(emu_owner(&c), FSP_DX_COW_RELOCATION);
+	assert_non_null(strstr(c.v.evidence[1], "continuing the IO before them 97% -> 10%"));
+	c.emu.dev_next[FSP_DX_READS] = 0.97;
+	assert_int_equal(emu_owner(&c), FSP_DX_DRIVE);
+	c.emu.dev_seq[FSP_DX_READS] = 0.35;
 	/* a random application stream: not relocation */
-	emu.seq = 0;
-	assert_false(claims(&fsp, &emu, &raw, FSP_DX_FSPRISM, FSP_DX_EMU) &
-		     (1u << FSP_DX_COW_RELOCATION));
-	emu.seq = 1;
+	c.emu.seq = 0;
+	assert_false(emu_claims(&c) & (1u << FSP_DX_COW_RELOCATION));
+	c.emu.seq = 1;
 	/* the replay on raw reproduces it: stays, and says so */
-	emu.have_replay = 1;
-	emu.replay_rounds = 3;
+	c.emu.have_replay = 1;
+	c.emu.replay_rounds = 3;
 	for (int i = 0; i < 3; i++)
-		emu.replay_mbps[i] = 130 + i;
-	assert_int_equal(verdict(&fsp, &emu, &raw, FSP_DX_FSPRISM, FSP_DX_EMU, &v),
-			 FSP_DX_COW_RELOCATION);
-	assert_non_null(strstr(v.evidence[1], "drive's response"));
+		c.emu.replay_mbps[i] = 130 + i;
+	assert_int_equal(emu_owner(&c), FSP_DX_COW_RELOCATION);
+	assert_non_null(strstr(c.v.evidence[1], "drive's response"));
 	/* it does not: software, here the emulation's own time */
 	for (int i = 0; i < 3; i++)
-		emu.replay_mbps[i] = 299 + i;
-	emu.emu_us = 300;
-	emu.backing_us = 380;
-	assert_int_equal(verdict(&fsp, &emu, &raw, FSP_DX_FSPRISM, FSP_DX_EMU, &v),
-			 FSP_DX_EMULATION);
-	assert_non_null(strstr(v.evidence[1], "not reproduced"));
+		c.emu.replay_mbps[i] = 299 + i;
+	c.emu.emu_us = 300;
+	c.emu.backing_us = 380;
+	assert_int_equal(emu_owner(&c), FSP_DX_EMULATION);
+	assert_non_null(strstr(c.v.evidence[1], "not reproduced"));
 }
 
-/* Copy-on-write's holes scatter the writes of a sequential writer: device
- * writes lose their sequentiality, the reads keep theirs (or there are
- * none). The same rule as the reads', the same threshold. */
+/* Copy-on-write scatters or splits the device writes of a sequential
+ * writer: they lose their sequentiality, the reads keep theirs (or there
+ * are none). The same rule as the reads', the same threshold. */
 static void test_mech_relocation_writes(void **state)
 {
-	struct fsp_dx_step raw, fsp, emu;
-	struct fsp_dx_verdict v;
+	struct emu_case c;
 	/* a pure-write step: no reads on any target */
-	emu_targets(&raw, &fsp, &emu, 150, 900, 800);
-	raw.read_pct = fsp.read_pct = emu.read_pct = 0;
-	raw.dev_seq[FSP_DX_READS] = emu.dev_seq[FSP_DX_READS] = -1;
-	raw.dev_next[FSP_DX_READS] = emu.dev_next[FSP_DX_READS] = -1;
-	emu.dev_seq[FSP_DX_WRITES] = 0.62;
-	emu.dev_next[FSP_DX_WRITES] = 0.60;
-	emu.dev_streams[FSP_DX_WRITES] = 4.2;
-	assert_int_equal(claims(&fsp, &emu, &raw, FSP_DX_FSPRISM, FSP_DX_EMU),
-			 1u << FSP_DX_COW_RELOCATION);
-	assert_int_equal(verdict(&fsp, &emu, &raw, FSP_DX_FSPRISM, FSP_DX_EMU, &v),
-			 FSP_DX_COW_RELOCATION);
-	assert_non_null(strstr(v.evidence[1], "application stream sequential, device writes "
+	emu_case(&c, 150, 900, 800);
+	c.raw.read_pct = c.fsp.read_pct = c.emu.read_pct = 0;
+	set_seq(&c.raw, FSP_DX_READS, -1, -1);
+	set_seq(&c.emu, FSP_DX_READS, -1, -1);
+	set_seq(&c.emu, FSP_DX_WRITES, 0.62, 0.60);
+	c.emu.dev_streams[FSP_DX_WRITES] = 4.2;
+	sole_owner(&c, FSP_DX_COW_RELOCATION);
+	assert_non_null(strstr(c.v.evidence[1], "application stream sequential, device writes "
 			       "sequential 98% -> 62%, continuing the IO before them 97% -> "
 			       "60%, streams 1.0 -> 4.2; device time per IO 380 -> 800 us"));
-	assert_null(strstr(v.evidence[1], "reads"));
+	assert_null(strstr(c.v.evidence[1], "reads"));
 	/* the streams alone: every write continues a stream, but one write
 	 * stream became several interleaved */
-	emu.dev_seq[FSP_DX_WRITES] = 0.97;
-	assert_int_equal(verdict(&fsp, &emu, &raw, FSP_DX_FSPRISM, FSP_DX_EMU, &v),
-			 FSP_DX_COW_RELOCATION);
+	c.emu.dev_seq[FSP_DX_WRITES] = 0.97;
+	assert_int_equal(emu_owner(&c), FSP_DX_COW_RELOCATION);
 	/* the writes stayed sequential: the drive, and no relocation claimed */
-	emu.dev_next[FSP_DX_WRITES] = 0.96;
-	emu.dev_streams[FSP_DX_WRITES] = 1.1;
-	assert_int_equal(claims(&fsp, &emu, &raw, FSP_DX_FSPRISM, FSP_DX_EMU),
-			 1u << FSP_DX_DRIVE);
-	assert_int_equal(verdict(&fsp, &emu, &raw, FSP_DX_FSPRISM, FSP_DX_EMU, &v),
-			 FSP_DX_DRIVE);
-	assert_non_null(strstr(v.evidence[1], "writes 97% sequential"));
+	c.emu.dev_next[FSP_DX_WRITES] = 0.96;
+	c.emu.dev_streams[FSP_DX_WRITES] = 1.1;
+	sole_owner(&c, FSP_DX_DRIVE);
+	assert_non_null(strstr(c.v.evidence[1], "writes 97% sequential"));
 	/* a drop inside the threshold (SEQ_DROP, 20 points) is not one */
-	emu.dev_seq[FSP_DX_WRITES] = 0.80;
-	emu.dev_next[FSP_DX_WRITES] = 0.79;
-	assert_int_equal(verdict(&fsp, &emu, &raw, FSP_DX_FSPRISM, FSP_DX_EMU, &v),
-			 FSP_DX_DRIVE);
+	set_seq(&c.emu, FSP_DX_WRITES, 0.80, 0.79);
+	assert_int_equal(emu_owner(&c), FSP_DX_DRIVE);
 	/* a random writer has no sequentiality to lose */
-	emu.dev_seq[FSP_DX_WRITES] = 0.10;
-	emu.dev_next[FSP_DX_WRITES] = 0.05;
-	emu.seq = 0;
-	assert_false(claims(&fsp, &emu, &raw, FSP_DX_FSPRISM, FSP_DX_EMU) &
-		     (1u << FSP_DX_COW_RELOCATION));
-	emu.seq = 1;
+	set_seq(&c.emu, FSP_DX_WRITES, 0.10, 0.05);
+	c.emu.seq = 0;
+	assert_false(emu_claims(&c) & (1u << FSP_DX_COW_RELOCATION));
+	c.emu.seq = 1;
 	/* the drive's own: raw's writes are as scattered as emu's (raw
 	 * degrades too), so the pattern did not change between the two */
-	raw.dev_seq[FSP_DX_WRITES] = 0.12;
-	raw.dev_next[FSP_DX_WRITES] = 0.06;
-	assert_int_equal(claims(&fsp, &emu, &raw, FSP_DX_FSPRISM, FSP_DX_EMU),
-			 1u << FSP_DX_DRIVE);
-	assert_int_equal(verdict(&fsp, &emu, &raw, FSP_DX_FSPRISM, FSP_DX_EMU, &v),
-			 FSP_DX_DRIVE);
+	set_seq(&c.raw, FSP_DX_WRITES, 0.12, 0.06);
+	sole_owner(&c, FSP_DX_DRIVE);
 
 	/* a mixed step whose writes lost their sequentiality and whose reads
 	 * did not: relocation, with the writes' evidence only */
-	emu_targets(&raw, &fsp, &emu, 120, 1000, 900);
-	emu.dev_seq[FSP_DX_WRITES] = 0.55;
-	assert_int_equal(claims(&fsp, &emu, &raw, FSP_DX_FSPRISM, FSP_DX_EMU),
-			 1u << FSP_DX_COW_RELOCATION);
-	assert_int_equal(verdict(&fsp, &emu, &raw, FSP_DX_FSPRISM, FSP_DX_EMU, &v),
-			 FSP_DX_COW_RELOCATION);
-	assert_non_null(strstr(v.evidence[1], "device writes sequential 98% -> 55%"));
-	assert_null(strstr(v.evidence[1], "device reads"));
+	emu_case(&c, 120, 1000, 900);
+	c.emu.dev_seq[FSP_DX_WRITES] = 0.55;
+	sole_owner(&c, FSP_DX_COW_RELOCATION);
+	assert_non_null(strstr(c.v.evidence[1], "device writes sequential 98% -> 55%"));
+	assert_null(strstr(c.v.evidence[1], "device reads"));
 	/* both lost it: both named, reads first */
-	emu.dev_next[FSP_DX_READS] = 0.05;
-	assert_int_equal(verdict(&fsp, &emu, &raw, FSP_DX_FSPRISM, FSP_DX_EMU, &v),
-			 FSP_DX_COW_RELOCATION);
-	assert_non_null(strstr(v.evidence[1], "device reads sequential 98% -> 98%, "
+	c.emu.dev_next[FSP_DX_READS] = 0.05;
+	assert_int_equal(emu_owner(&c), FSP_DX_COW_RELOCATION);
+	assert_non_null(strstr(c.v.evidence[1], "device reads sequential 98% -> 98%, "
 			       "continuing the IO before them 97% -> 5%"));
-	assert_non_null(strstr(v.evidence[1], "; device writes sequential 98% -> 55%"));
+	assert_non_null(strstr(c.v.evidence[1], "; device writes sequential 98% -> 55%"));
 	/* a pure-read step judges no writes */
-	emu.read_pct = 100;
-	emu.dev_next[FSP_DX_READS] = 0.97;
-	assert_false(claims(&fsp, &emu, &raw, FSP_DX_FSPRISM, FSP_DX_EMU) &
-		     (1u << FSP_DX_COW_RELOCATION));
+	c.emu.read_pct = 100;
+	c.emu.dev_next[FSP_DX_READS] = 0.97;
+	assert_false(emu_claims(&c) & (1u << FSP_DX_COW_RELOCATION));
 }
 
 static void test_mech_extra_io(void **state)
 {
-	struct fsp_dx_step raw, fsp, emu;
-	struct fsp_dx_verdict v;
-	emu_targets(&raw, &fsp, &emu, 100, 1200, 1100);
-	emu.backing_us = 380;
-	emu.emu_us = 720;
-	emu.amp = 2.05;       /* --journal=data: every block twice */
-	emu.dev_per_io = 2.1;
-	emu.flush_per_io = 0.3;
-	emu.flush_us = 300;
-	unsigned set = claims(&fsp, &emu, &raw, FSP_DX_FSPRISM, FSP_DX_EMU);
+	struct emu_case c;
+	emu_case(&c, 100, 1200, 1100);
+	c.emu.backing_us = 380;
+	c.emu.emu_us = 720;
+	c.emu.amp = 2.05;       /* --journal=data: every block twice */
+	c.emu.dev_per_io = 2.1;
+	c.emu.flush_per_io = 0.3;
+	c.emu.flush_us = 300;
+	unsigned set = emu_claims(&c);
 	assert_true(set & (1u << FSP_DX_EXTRA_IO));
 	assert_false(set & ((1u << FSP_DX_COW_RELOCATION) | (1u << FSP_DX_DRIVE) |
 			    (1u << FSP_DX_REQUEST_SIZE)));
-	assert_int_equal(verdict(&fsp, &emu, &raw, FSP_DX_FSPRISM, FSP_DX_EMU, &v),
-			 FSP_DX_EXTRA_IO);
-	assert_non_null(strstr(v.evidence[1], "flushes per user IO"));
+	assert_int_equal(emu_owner(&c), FSP_DX_EXTRA_IO);
+	assert_non_null(strstr(c.v.evidence[1], "flushes per user IO"));
 }
 
 static void test_mech_request_size(void **state)
