@@ -35,7 +35,7 @@ compare_case() {
 	rc=$?
 	expect_eq "$name: compare exits 0" 0 "$rc"
 	[ "$rc" -eq 0 ] || cat "$T/$name.err"
-	fsp_nothing_left "$TMPDIR" "$name"
+	fsp_nothing_left "$TMPDIR/" "$name"
 }
 
 # ---- QD8: the fs target's requests overlap, and so does their replay ----
@@ -52,7 +52,7 @@ check "qd8: the replay never deeper than the recording ($rep_max <= $rec_max)" \
 check "qd8: the depth means are numbers" sh -c "[ -n '$(attr "$db" replay-fs replay.qd_mean)' ] &&
 	[ -n '$(attr "$db" replay-fs replay.recorded_qd_mean)' ]"
 fs_run=$(q "$db" "SELECT id FROM runs WHERE label='fs' AND kind='run'")
-blocks=$(q "$db" "SELECT count(*) FROM block_ios WHERE run=$fs_run AND op IN (0, 1)
+blocks=$(q "$db" "SELECT count(*) FROM block_ios WHERE run=$fs_run AND op IN ('read', 'write')
 	AND step IS NOT NULL")
 expect_eq "qd8: every recorded read and write replayed ($blocks)" "$blocks" \
 	"$(attr "$db" replay-fs replay.ios)"
@@ -61,21 +61,21 @@ expect_eq "qd8: the replay of the fs run" "$fs_run" "$(attr "$db" replay-fs repl
 # per step: the replay's reads and writes are the recording's, its depth
 # (steps.qd) never above the recording's
 expect_eq "qd8: per step, the replay's reads and writes are the recorded ones" \
-	"$(q "$db" "SELECT group_concat(n, ' ') FROM (SELECT step, sum(op=0) || '/' || sum(op=1) AS n
+	"$(q "$db" "SELECT group_concat(n, ' ') FROM (SELECT step, sum(op='read') || '/' || sum(op='write') AS n
 	   FROM block_ios WHERE run=$fs_run AND step IS NOT NULL GROUP BY step ORDER BY step)")" \
 	"$(q "$db" "SELECT group_concat(n, ' ') FROM (SELECT s.step, s.read_ios || '/' || s.write_ios
 	   AS n FROM steps s JOIN runs r ON r.id=s.run WHERE r.label='replay-fs' ORDER BY s.step)")"
 expect_eq "qd8: every replay step's depth within the run's" 0 \
 	"$(q "$db" "SELECT count(*) FROM steps s JOIN runs r ON r.id=s.run WHERE r.label='replay-fs'
 	   AND (s.qd < 1 OR s.qd > ${rep_max:-0})")"
-flushes=$(q "$db" "SELECT sum(op=2) || ' flushes, ' || sum(op=1 AND flags & 4) || ' FUA writes'
+flushes=$(q "$db" "SELECT sum(op='flush') || ' flushes, ' || sum(op='write' AND flags & 4) || ' FUA writes'
 	FROM block_ios WHERE run=$fs_run AND step IS NOT NULL")
 echo "# qd8: the recording has $flushes"
 
 # ---- QD1: the emulation's device IO, one at a time, replays at QD1 ----
 db=$T/qd1.db
 compare_case qd1 "$db" --targets fs,emu --cow=always --profile sustained-randread --qd=1 \
-	--mix=100 --replay
+	--mix=100,0 --replay
 expect_eq "qd1: the emu recording at depth 1" 1 "$(attr "$db" replay-emu replay.recorded_qd_max)"
 expect_eq "qd1: its replay at depth exactly 1" "1 1.00" \
 	"$(attr "$db" replay-emu replay.qd_max) $(attr "$db" replay-emu replay.qd_mean)"
