@@ -1,11 +1,12 @@
 #!/bin/sh
 # it_replay.sh - compare --replay keeps the recording's order and queue
 # depth: on the embedded default, the fs target at QD8 (a read step and a
-# write step, whose journal brings flushes and FUA writes) is replayed on
-# the raw device with its IOs overlapping, at a depth of at least 2 and
-# never above the recorded one, every recorded read and write replayed and
-# none skipped; at QD1 the emu target's device IO (one at a time) replays
-# at depth exactly 1, and the fs target's never deeper than recorded.
+# write step) is replayed on the raw device with its IOs overlapping, at a
+# depth of at least 2 and never above the recorded one, every recorded read
+# and write replayed, step by step, and none skipped; at QD1 the emu
+# target's device IO (one at a time; --journal=data brings flushes into
+# the steps) replays at depth exactly 1 with every read, write and flush,
+# and the fs target's never deeper than recorded.
 . "$TESTS_SRCDIR/lib.sh"
 
 # the image in a tmpfs: no host disk stalls under the loop device
@@ -74,12 +75,26 @@ echo "# qd8: the recording has $flushes"
 
 # ---- QD1: the emulation's device IO, one at a time, replays at QD1 ----
 db=$T/qd1.db
-compare_case qd1 "$db" --targets fs,emu --cow=always --profile sustained-randread --qd=1 \
+compare_case qd1 "$db" --targets fs,emu --journal=data --profile sustained-randread --qd=1 \
 	--mix=100,0 --replay
 expect_eq "qd1: the emu recording at depth 1" 1 "$(attr "$db" replay-emu replay.recorded_qd_max)"
 expect_eq "qd1: its replay at depth exactly 1" "1 1.00" \
 	"$(attr "$db" replay-emu replay.qd_max) $(attr "$db" replay-emu replay.qd_mean)"
-check "qd1: the emu replay moved IO" ge "$(attr "$db" replay-emu replay.ios)" 1
+emu_run=$(q "$db" "SELECT id FROM runs WHERE label='emu' AND kind='run'")
+mount_run=$(q "$db" "SELECT id FROM runs WHERE label='emu-fuse'")
+# the store's device rows in the steps' windows (36 dev_read .. 41 dev_flush)
+devrows() {
+	q "$db" "SELECT count(*) FROM ops o JOIN steps s ON s.run=$emu_run AND o.start_ns
+	    BETWEEN s.started_ns AND s.ended_ns WHERE o.run=$mount_run AND $1"
+}
+dev_ios=$(devrows "o.op BETWEEN 36 AND 40")
+dev_flushes=$(devrows "o.op = 41")
+echo "# qd1: the emu recording has $dev_ios device reads and writes, $dev_flushes flushes"
+expect_eq "qd1: every recorded device read and write of emu replayed" "$dev_ios" \
+	"$(attr "$db" replay-emu replay.ios)"
+check "qd1: the emu recording has flushes ($dev_flushes)" ge "$dev_flushes" 1
+expect_eq "qd1: every recorded flush replayed" "$dev_flushes" \
+	"$(attr "$db" replay-emu replay.flushes)"
 rec_max=$(attr "$db" replay-fs replay.recorded_qd_max)
 rep_max=$(attr "$db" replay-fs replay.qd_max)
 echo "# qd1: the fs recording's depth max $rec_max, its replay's $rep_max"

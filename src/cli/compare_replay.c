@@ -185,7 +185,7 @@ int compare_replay(struct fsp_store *st, const char *device, int64_t cmp_run, in
 	snprintf(v, sizeof v, "%" PRId64, t == T_EMU ? mount_run : engine_run);
 	fsp_store_set_attr(st, run, "replay.of", v);
 	fsp_store_set_attr(st, run, "replay.source", t == T_EMU ? "dev rows" : "block_ios");
-	uint64_t ios = 0, skipped = 0;
+	uint64_t ios = 0, flushes = 0, skipped = 0;
 	struct depth recorded = { 0 }, replayed = { 0 };
 	rc = 0;
 	for (int i = 0; i < steps->n && !rc && !*stop; i++) {
@@ -239,10 +239,13 @@ int compare_replay(struct fsp_store *st, const char *device, int64_t cmp_run, in
 		row.busy_ns = res.ended_ns - res.started_ns;
 		row.qd = res.depth_max; /* the depth the replay reached in this step */
 		ios += res.read_ios + res.write_ios;
+		flushes += res.flushes;
 		fsp_store_add_step(st, run, &row);
 	}
 	snprintf(v, sizeof v, "%" PRIu64, ios);
 	fsp_store_set_attr(st, run, "replay.ios", v);
+	snprintf(v, sizeof v, "%" PRIu64, flushes);
+	fsp_store_set_attr(st, run, "replay.flushes", v);
 	snprintf(v, sizeof v, "%" PRIu64, skipped);
 	fsp_store_set_attr(st, run, "replay.skipped", v);
 	set_depth(st, run, "replay.recorded_qd", &recorded);

@@ -1,22 +1,36 @@
 /*
- * test_replay_order.c - the order and depth of a recorded device IO
- * sequence (bench/engine/replay_order.h), on synthetic recordings with
- * known answers: serial QD1, fully overlapped QD32, completions out of
- * order, a flush that waits for the writes before it (and a read issued
- * while it was in flight that does not wait for it), equal timestamps,
- * a completion stamped before its issue, none at all; and on random
- * recordings, replayed with random completion orders, against a
- * brute-force count: every IO waits for what completed before its issue,
- * and the replay's depth never exceeds the recorded one.
+ * test_replay.c - a recorded device IO sequence replayed in its order and
+ * at most at its depth (bench/engine/replay_order.h, replay.h).
+ *
+ * The order and depth, on synthetic recordings with known answers: serial
+ * QD1, fully overlapped QD32, completions out of order, a flush that waits
+ * for the writes before it (and a read issued while it was in flight that
+ * does not wait for it), equal timestamps, a completion stamped before its
+ * issue, none at all; and on random recordings, replayed with random
+ * completion orders, against a brute-force count: every IO waits for what
+ * completed before its issue, and the replay's depth never exceeds the
+ * recorded one.
+ *
+ * The replay itself, with real libaio on an O_DIRECT file: a serial
+ * recording (reads, writes, a FUA write, flushes) at depth 1 with its
+ * counts and its data on the file, an overlapped one at its full depth,
+ * an IO off the block size skipped without holding up what waits for it,
+ * a failed IO named with its errno, a stop before anything went out.
  */
+#define _GNU_SOURCE /* O_DIRECT, nftw */
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <setjmp.h>
 #include <stdlib.h>
+#include <errno.h>
 #include <string.h>
+#include <fcntl.h>
+#include <unistd.h>
 #include <cmocka.h>
+#include "bench/engine/replay.h"
 #include "bench/engine/replay_order.h"
+#include "tests/testdir.h"
 
 static struct fsp_replay_io rec(int dir, uint64_t issue, uint64_t complete)
 {
@@ -239,6 +253,173 @@ static void test_random_against_brute_force(void **state)
 	}
 }
 
+/* ---- the replay, through libaio on an O_DIRECT file ---- */
+
+struct file {
+	char dir[64], path[128];
+	int fd;
+};
+
+/* A 1 MiB O_DIRECT file in a fresh directory (skips where there is no O_DIRECT). */
+static void file_open(struct file *f, int flags)
+{
+	assert_int_equal(test_dir_make(f->dir, sizeof f->dir, "/var/tmp", "replay"), 0);
+	test_dir_path(f->path, sizeof f->path, f->dir, "dev");
+	f->fd = open(f->path, O_RDWR | O_CREAT | O_DIRECT, 0600);
+	if (f->fd < 0) {
+		test_dir_remove(f->dir);
+		skip();
+	}
+	assert_int_equal(ftruncate(f->fd, 1 << 20), 0);
+	if (flags != O_RDWR) {
+		close(f->fd);
+		f->fd = open(f->path, flags | O_DIRECT);
+		assert_true(f->fd >= 0);
+	}
+}
+
+static void file_close(struct file *f)
+{
+	close(f->fd);
+	assert_int_equal(test_dir_remove(f->dir), 0);
+}
+
+static void test_run_serial(void **state)
+{
+	(void)state;
+	struct file f;
+	file_open(&f, O_RDWR);
+	char err[256];
+	struct fsp_replayer *r = fsp_replayer_new(f.fd, 4096, err, sizeof err);
+	assert_non_null(r);
+	/* write, read, FUA write, flush, read, 8 KiB write, flush: one at a time */
+	struct fsp_replay_io io[7] = {
+		rec(FSP_REPLAY_WRITE, 0, 10), rec(FSP_REPLAY_READ, 20, 30),
+		rec(FSP_REPLAY_WRITE, 40, 50), rec(FSP_REPLAY_FLUSH, 60, 70),
+		rec(FSP_REPLAY_READ, 80, 90), rec(FSP_REPLAY_WRITE, 100, 110),
+		rec(FSP_REPLAY_FLUSH, 120, 130),
+	};
+	io[2].fua = 1;
+	io[5].len = 8192;
+	struct fsp_replay_order o;
+	assert_int_equal(fsp_replay_order_init(&o, io, 7), 0);
+	volatile sig_atomic_t stop = 0;
+	struct fsp_replay_result res = { 0 };
+	assert_int_equal(fsp_replay_run(r, io, &o, &stop, &res, err, sizeof err), 0);
+	assert_int_equal(res.read_ios, 2);
+	assert_int_equal(res.write_ios, 3);
+	assert_int_equal(res.flushes, 2);
+	assert_int_equal(res.read_bytes, 2 * 4096);
+	assert_int_equal(res.write_bytes, 4096 + 4096 + 8192);
+	assert_int_equal(res.skipped, 0);
+	assert_int_equal(res.submitted, 7);
+	assert_int_equal(res.depth_max, 1);
+	assert_int_equal(res.depth_sum, 7);
+	assert_true(res.ended_ns >= res.started_ns);
+	assert_int_equal(o.done_prefix, 7);
+	fsp_replay_order_free(&o);
+	fsp_replayer_free(r);
+	/* the writes reached the file (at issue * 4096: 0, 40, 100 blocks) */
+	int fd = open(f.path, O_RDONLY);
+	unsigned char b[8192];
+	assert_int_equal(pread(fd, b, 4096, 40 * 4096), 4096);
+	assert_int_equal(b[0], 0x5a);
+	assert_int_equal(b[4095], 0x5a);
+	assert_int_equal(pread(fd, b, 8192, 100 * 4096), 8192);
+	assert_int_equal(b[8191], 0x5a);
+	assert_int_equal(pread(fd, b, 4096, 20 * 4096), 4096);
+	assert_int_equal(b[0], 0); /* read, never written */
+	close(fd);
+	file_close(&f);
+}
+
+static void test_run_overlapped(void **state)
+{
+	(void)state;
+	struct file f;
+	file_open(&f, O_RDWR);
+	char err[256];
+	struct fsp_replayer *r = fsp_replayer_new(f.fd, 4096, err, sizeof err);
+	assert_non_null(r);
+	/* 32 reads all in flight together, then a write after them all */
+	struct fsp_replay_io io[33];
+	for (int i = 0; i < 32; i++)
+		io[i] = rec(FSP_REPLAY_READ, (uint64_t)i, 1000);
+	io[32] = rec(FSP_REPLAY_WRITE, 2000, 2100);
+	struct fsp_replay_order o;
+	assert_int_equal(fsp_replay_order_init(&o, io, 33), 0);
+	assert_int_equal(o.depth_max, 32);
+	volatile sig_atomic_t stop = 0;
+	struct fsp_replay_result res = { 0 };
+	assert_int_equal(fsp_replay_run(r, io, &o, &stop, &res, err, sizeof err), 0);
+	/* nothing holds the reads back: one batch, at the recorded depth */
+	assert_int_equal(res.depth_max, 32);
+	assert_int_equal(res.read_ios, 32);
+	assert_int_equal(res.write_ios, 1);
+	assert_int_equal(res.depth_sum, 32 * 33 / 2 + 1); /* the write alone */
+	fsp_replay_order_free(&o);
+	/* the replayer serves a second sequence */
+	struct fsp_replay_io again[2] = { rec(FSP_REPLAY_READ, 0, 5),
+					  rec(FSP_REPLAY_READ, 1, 5) };
+	assert_int_equal(fsp_replay_order_init(&o, again, 2), 0);
+	memset(&res, 0, sizeof res);
+	assert_int_equal(fsp_replay_run(r, again, &o, &stop, &res, err, sizeof err), 0);
+	assert_int_equal(res.read_ios, 2);
+	assert_int_equal(res.depth_max, 2);
+	fsp_replay_order_free(&o);
+	fsp_replayer_free(r);
+	file_close(&f);
+}
+
+static void test_run_skip_error_stop(void **state)
+{
+	(void)state;
+	struct file f;
+	file_open(&f, O_RDWR);
+	char err[256];
+	struct fsp_replayer *r = fsp_replayer_new(f.fd, 4096, err, sizeof err);
+	assert_non_null(r);
+	/* an IO off the block size, and one that waits for it */
+	struct fsp_replay_io io[2] = { rec(FSP_REPLAY_READ, 0, 10), rec(FSP_REPLAY_READ, 20, 30) };
+	io[0].offset = 512;
+	struct fsp_replay_order o;
+	assert_int_equal(fsp_replay_order_init(&o, io, 2), 0);
+	volatile sig_atomic_t stop = 0;
+	struct fsp_replay_result res = { 0 };
+	assert_int_equal(fsp_replay_run(r, io, &o, &stop, &res, err, sizeof err), 0);
+	assert_int_equal(res.skipped, 1);
+	assert_int_equal(res.read_ios, 1);
+	assert_int_equal(res.submitted, 1);
+	fsp_replay_order_free(&o);
+	/* stopped before: nothing goes out */
+	struct fsp_replay_io more[2] = { rec(FSP_REPLAY_READ, 0, 10), rec(FSP_REPLAY_READ, 1, 10) };
+	assert_int_equal(fsp_replay_order_init(&o, more, 2), 0);
+	stop = 1;
+	memset(&res, 0, sizeof res);
+	assert_int_equal(fsp_replay_run(r, more, &o, &stop, &res, err, sizeof err), 0);
+	assert_int_equal(res.submitted + res.read_ios, 0);
+	fsp_replay_order_free(&o);
+	fsp_replayer_free(r);
+	file_close(&f);
+	/* a write on a descriptor opened for reading fails, named with its errno */
+	file_open(&f, O_RDONLY);
+	r = fsp_replayer_new(f.fd, 4096, err, sizeof err);
+	assert_non_null(r);
+	struct fsp_replay_io w[2] = { rec(FSP_REPLAY_READ, 0, 10), rec(FSP_REPLAY_WRITE, 20, 30) };
+	assert_int_equal(fsp_replay_order_init(&o, w, 2), 0);
+	stop = 0;
+	memset(&res, 0, sizeof res);
+	err[0] = 0;
+	assert_int_equal(fsp_replay_run(r, w, &o, &stop, &res, err, sizeof err), -1);
+	assert_non_null(strstr(err, "write"));
+	assert_non_null(strstr(err, strerror(EBADF)));
+	assert_int_equal(res.read_ios, 1);
+	assert_int_equal(res.write_ios, 0);
+	fsp_replay_order_free(&o);
+	fsp_replayer_free(r);
+	file_close(&f);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -249,6 +430,9 @@ int main(void)
 		cmocka_unit_test(test_equal_timestamps),
 		cmocka_unit_test(test_edges),
 		cmocka_unit_test(test_random_against_brute_force),
+		cmocka_unit_test(test_run_serial),
+		cmocka_unit_test(test_run_overlapped),
+		cmocka_unit_test(test_run_skip_error_stop),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
