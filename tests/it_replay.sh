@@ -101,7 +101,23 @@ echo "# qd1: the fs recording's depth max $rec_max, its replay's $rep_max"
 check "qd1: the fs replay never deeper than its recording ($rep_max <= $rec_max)" \
 	sh -c "[ -n '$rep_max' ] && [ '$rep_max' -ge 1 ] && [ '$rep_max' -le '${rec_max:-0}' ]"
 
-# ---- diagnose says the depth the replay ran at (when it prints a replay) ----
-check "diagnose still reads the replays" "$FSPRISM" diagnose "$T/qd1.db" --wide
+check "qd1: diagnose reads the replays" "$FSPRISM" diagnose "$db" --wide
+
+# ---- diagnose says the depth the replay ran at ----
+# The seed's finding in small (it_diagnose.sh has it whole): on a drive
+# that charges a stream switch, copy-on-write's relocation is judged by
+# its replay on raw, and the evidence names the depth the replay reached:
+# the emulation's device IO at QD1 replays at QD1.
+db=$T/model.db
+SIZES="--size=512M --time=500ms --span=64M"
+compare_case model "$db" --targets raw,emu --cow=always --profile mixed-seq --mix=50,30 \
+	--rounds 3 --replay --device-model switch=300us --wide
+lines=$(grep -o "replayed on raw [^(]*" "$T/model.out" || true)
+echo "$lines" | sed 's/^/# /'
+check "model: a verdict judged by its replay" [ -n "$lines" ]
+expect_eq "model: each says the replay's depth, QD1 as stored" "" \
+	"$(echo "$lines" | grep -v "MB/s at QD up to 1 \$" || true)"
+expect_eq "model: the replays' steps at depth 1" 1 \
+	"$(q "$db" "SELECT max(s.qd) FROM steps s JOIN runs r ON r.id=s.run WHERE r.label='replay-emu'")"
 
 fsp_done
