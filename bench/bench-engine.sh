@@ -4,11 +4,11 @@
 # so that drift (thermal, other load) hits both alike.
 #
 # Jobs: 4 KiB random read QD1 and QD32, 128 KiB sequential read and write
-# QD1 (seqwrite-128k-qd1, not in the default set: it overwrites the RAM disk
-# only), 50/50 mixed sequential 128 KiB QD1, each against fio as people run it.
+# QD1, 4 KiB random write QD32 (seqwrite-128k-qd1 and randwrite-4k-qd32 are
+# not in the default set; they overwrite the RAM disk only), 50/50 mixed sequential 128 KiB QD1, each against fio as people run it.
 # Two kinds of variant compare against fio told to do what fsprism does:
-# QD32-batch (every free slot in one io_submit; fio's default is one IO per
-# call) and the -huge jobs (fio's buffers in 2 MiB pages, --mem=mmaphuge,
+# QD32-batch (up to two IOs per io_submit, as fsprism submits; fio's default
+# is one IO per call) and the -huge jobs (fio's buffers in 2 MiB pages, --mem=mmaphuge,
 # as fsprism's are; fio's default is malloc'd 4 KiB pages, and the kernel
 # pins every page of a buffer for each O_DIRECT IO). The -huge jobs reserve
 # hugetlb pages for fio while they run (vm.nr_hugepages, restored after).
@@ -116,11 +116,12 @@ fio_args() {
 	case ${1%-huge} in
 	randread-4k-qd1)  echo "--rw=randread --bs=4k --iodepth=1 --norandommap" ;;
 	randread-4k-qd32) echo "--rw=randread --bs=4k --iodepth=32 --norandommap" ;;
-	# fio submitting like fsprism does: every free slot in one io_submit
+	# fio submitting like fsprism does: up to two IOs per io_submit
 	randread-4k-qd32-batch) echo "--rw=randread --bs=4k --iodepth=32 --norandommap" \
-		"--iodepth_batch_submit=32 --iodepth_batch_complete_max=32" ;;
+		"--iodepth_batch_submit=2 --iodepth_batch_complete_max=32" ;;
 	seqread-128k-qd1) echo "--rw=read --bs=128k --iodepth=1" ;;
 	seqwrite-128k-qd1) echo "--rw=write --bs=128k --iodepth=1 --scramble_buffers=0" ;;
+	randwrite-4k-qd32) echo "--rw=randwrite --bs=4k --iodepth=32 --norandommap --scramble_buffers=0" ;;
 	# fio scrambles each write buffer by default (scramble_buffers=1, inside
 	# its latency); fsprism stamps its buffers outside the clock. Neither
 	# touches the data here (fio scramble_buffers=0, fsprism random,fixed).
@@ -133,6 +134,7 @@ fsp_args() {
 	randread-4k-qd32*) echo "sustained-randread --qd=32" ;;
 	seqread-128k-qd1) echo "sustained-seqread --qd=1" ;;
 	seqwrite-128k-qd1) echo "sustained-seqwrite --qd=1 --pattern=random,fixed" ;;
+	randwrite-4k-qd32) echo "sustained-randwrite --qd=32 --pattern=random,fixed" ;;
 	# fio's rw=rw: reads and writes each advance their own offset, and each
 	# IO's direction is drawn at random (see docs/profiles.md)
 	mixseq-128k-qd1)  echo "mixed-seq --mix=50 --duty=100 --offsets=per-direction" \

@@ -10,7 +10,15 @@
 # per queue depth the median IOPS on and off and the median of the per-pair
 # ratios on/off, and the drops of the traced runs. Needs root.
 #
+# With --pin, each queue depth runs at each placement of the tool and the
+# loop device's workers (as bench/bench-engine.sh places them): none (the
+# scheduler's choice), same (both on CPU 1), split (tool on CPU 0, workers
+# on CPU 1). On a small virtual machine the placement alone moves QD1 IOPS
+# by 4x (a wake-up across vCPUs costs tens of microseconds), so unpinned
+# pairs measure the placement as much as the trace; pinned ones do not.
+#
 # usage: bench/trace-cost.sh [--rounds N] [--runtime S] [--qd "1 32"] [--bs BS]
+#                            [--pin "none same split"]
 #   FSPRISM=path/to/fsprism overrides the binary (default ./build/fsprism).
 set -euo pipefail
 
@@ -18,21 +26,41 @@ ROUNDS=6
 RUNTIME=3
 QDS="1 32"
 BS=4k
+PINS=none
 while [ $# -gt 0 ]; do
 	case "$1" in
 	--rounds) ROUNDS=$2; shift 2 ;;
 	--runtime) RUNTIME=$2; shift 2 ;;
 	--qd) QDS=$2; shift 2 ;;
 	--bs) BS=$2; shift 2 ;;
+	--pin) PINS=$2; shift 2 ;;
 	*) echo "trace-cost: unknown option $1" >&2; exit 2 ;;
 	esac
 done
 FSPRISM=${FSPRISM:-./build/fsprism}
 [ "$(id -u)" = 0 ] || { echo "trace-cost: run as root" >&2; exit 1; }
 
+for pin in $PINS; do
+	case $pin in none | same | split) ;;
+	*) echo "trace-cost: unknown placement $pin (none, same, split)" >&2; exit 2 ;;
+	esac
+done
+
 W=$(mktemp -d /dev/shm/fsprism-trace-cost.XXXXXX)
 LOOP=
+WQ_MASK=/sys/devices/virtual/workqueue/cpumask
+WQ_BEFORE=$(cat "$WQ_MASK" 2>/dev/null || true)
+TASKSET=()
+# place PIN: the loop workers' CPUs (unbound workqueues) and the tool's
+place() {
+	case $1 in
+	none) TASKSET=(); [ -z "$WQ_BEFORE" ] || echo "$WQ_BEFORE" >"$WQ_MASK" ;;
+	same) TASKSET=(taskset -c 1); echo 2 >"$WQ_MASK" ;;
+	split) TASKSET=(taskset -c 0); echo 2 >"$WQ_MASK" ;;
+	esac
+}
 cleanup() {
+	[ -z "$WQ_BEFORE" ] || echo "$WQ_BEFORE" >"$WQ_MASK"
 	[ -n "$LOOP" ] && losetup -d "$LOOP"
 	rm -rf "$W"
 }
@@ -47,7 +75,7 @@ one_run() {
 	local trace=()
 	[ "$2" = off ] && trace=(--no-trace)
 	local out run
-	out=$("$FSPRISM" run sustained-randread "$LOOP" --qd="$1" --bs="$BS" --time="${RUNTIME}s" \
+	out=$("${TASKSET[@]}" "$FSPRISM" run sustained-randread "$LOOP" --qd="$1" --bs="$BS" --time="${RUNTIME}s" \
 		--span=1G --ramp=0 --idle=0 --db "$DB" --quiet "${trace[@]}")
 	run=$(sed -n 's/^run \([0-9]*\) stored in .*/\1/p' <<<"$out")
 	sqlite3 "$DB" "SELECT printf('%.0f', read_ios * 1e9 / busy_ns),
@@ -57,9 +85,13 @@ one_run() {
 
 echo "$("$FSPRISM" version 2>/dev/null | head -n 1), kernel $(uname -r), $(nproc) CPUs"
 echo "target $LOOP over $W/img (tmpfs), 4 KiB-aligned random reads, bs $BS, ${RUNTIME}s per run"
-for qd in $QDS; do
-	: >"$W/pairs.$qd"
-	for r in $(seq 1 "$ROUNDS"); do
+CELLS=""
+for pin in $PINS; do for qd in $QDS; do CELLS="$CELLS $qd@$pin"; : >"$W/pairs.$qd@$pin"; done; done
+# rounds outside, cells inside: drift falls on every cell alike
+for r in $(seq 1 "$ROUNDS"); do
+	for cell in $CELLS; do
+		qd=${cell%@*}
+		place "${cell#*@}"
 		if [ $((r % 2)) = 1 ]; then
 			read -r on drop <<<"$(one_run "$qd" on)"
 			read -r off _ <<<"$(one_run "$qd" off)"
@@ -67,18 +99,21 @@ for qd in $QDS; do
 			read -r off _ <<<"$(one_run "$qd" off)"
 			read -r on drop <<<"$(one_run "$qd" on)"
 		fi
-		echo "$on $off $drop" >>"$W/pairs.$qd"
-		printf 'QD%-3s round %d: on %8d  off %8d  on/off %.3f  dropped %s\n' "$qd" "$r" \
+		echo "$on $off $drop" >>"$W/pairs.$cell"
+		printf 'QD%-10s round %d: on %8d  off %8d  on/off %.3f  dropped %s\n' "$cell" "$r" \
 			"$on" "$off" "$(awk "BEGIN{print $on / $off}")" "$drop"
 	done
-	python3 - "$qd" "$W/pairs.$qd" <<'PY'
+done
+place none
+for cell in $CELLS; do
+	python3 - "$cell" "$W/pairs.$cell" <<'PY'
 import statistics, sys
-qd, path = sys.argv[1], sys.argv[2]
+cell, path = sys.argv[1], sys.argv[2]
 rows = [l.split() for l in open(path)]
 on = [float(r[0]) for r in rows]; off = [float(r[1]) for r in rows]
 ratios = [a / b for a, b in zip(on, off)]
 drops = sum(int(r[2]) for r in rows if r[2].isdigit())
-print(f"QD{qd}: median IOPS on {statistics.median(on):.0f}, off {statistics.median(off):.0f}; "
+print(f"QD{cell}: median IOPS on {statistics.median(on):.0f}, off {statistics.median(off):.0f}; "
       f"median on/off {statistics.median(ratios):.3f} (min {min(ratios):.3f}, max {max(ratios):.3f}); "
       f"dropped in the traced runs: {drops}")
 PY

@@ -107,6 +107,21 @@ else
 	echo "# one CPU, or taskset failed: the placement check does not run"
 fi
 
+# ---- how it submits: at most two IOs per io_submit ------------------------
+# (bench/engine/engine.c, FSP_SUBMIT_MAX: the kernel plugs a larger call and
+# holds its requests back until it returns)
+# (LeakSanitizer cannot run under ptrace: no leak check for this run)
+if ASAN_OPTIONS="${ASAN_OPTIONS:-}:detect_leaks=0" strace -f -qq -e trace=io_submit -o "$T/strace" "$FSPRISM" run sustained-randread "$RAW" \
+	--qd=32 $TINY --db "$DB" >"$T/out" 2>"$T/err"; then
+	sed -n 's/.*io_submit([^,]*, \([0-9]*\),.*/\1/p' "$T/strace" | sort -n | uniq -c >"$T/nr"
+	expect_eq "QD32: no io_submit of more than two IOs" "" \
+		"$(awk '$2 > 2 { printf "%s calls of %s IOs ", $1, $2 }' "$T/nr")"
+	check "QD32: io_submit calls of two IOs (the queue is refilled in pairs)" \
+		awk '$2 == 2 { found = 1 } END { exit !found }' "$T/nr"
+else
+	not_ok "QD32 run under strace: $(tail -n 3 "$T/err")"
+fi
+
 # ---- what was written -----------------------------------------------------
 # A fresh sparse loop device reads as zeros; after a sequential random-data
 # write the region is non-zero and incompressible; compress:50 halves.

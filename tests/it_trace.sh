@@ -84,6 +84,10 @@ if [ "$TRACED" = 1 ]; then
 	expect_eq "reads: block.requests counts the rows" \
 		"$(q "SELECT count(*) FROM block_ios WHERE run=$RUN")" "$(attr block.requests)"
 	expect_eq "reads: no ring-buffer drops at a low rate" 0 "$(attr block.dropped_ring)"
+	expect_eq "reads: block.missed is the sum of its four causes" "$(attr block.missed)" \
+		"$(q "SELECT sum(value) FROM run_attrs WHERE run=$RUN AND key IN ('block.missed_nested',
+		      'block.missed_tags', 'block.missed_reissued', 'block.missed_open')
+		      HAVING count(*) = 4")"
 	expect_eq "reads: queue <= issue <= complete, device time > 0" 0 \
 		"$(q "SELECT count(*) FROM block_ios WHERE run=$RUN AND NOT (
 		      queue_ns IS NOT NULL AND queue_ns <= issue_ns AND issue_ns < complete_ns

@@ -3,12 +3,13 @@
  * file-system target produced, replayed on the raw device of the same
  * compare, so that diagnose can tell the drive's response to a pattern
  * from software. The sequence is the fs target's block rows (block_ios:
- * sectors of the whole disk) or the emu target's device rows (dev_* ops: the
- * store is the device, so their offsets are device offsets), step by step,
- * in the order they were issued: each read, write and flush again at the
- * same offset with the same size, one at a time with O_DIRECT (the emulation
- * issues its device IO one at a time; a native file system's concurrent
- * requests are serialised). This is what blktrace + btreplay do by hand.
+ * sectors of the whole disk, issue to completion) or the emu target's
+ * device rows (dev_* ops: the store is the device, so their offsets are
+ * device offsets; start to start + total), step by step: each read, write
+ * (FUA kept), and flush again at the same offset with the same size, in
+ * the recording's order and at most at its queue depth, without its
+ * timing (bench/engine/replay_order.h, run with libaio by
+ * bench/engine/replay.c). This is what blktrace + btreplay do by hand.
  *
  * The replay overwrites what the target left on the device: compare runs
  * it after every round, on a device it owns and that passed the raw-write
@@ -22,7 +23,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
-#include "src/base/clock.h"
+#include "bench/engine/replay.h"
 #include "src/base/ops.h"
 #include "src/cli/compare.h"
 #include "src/db/block_ios.h"
@@ -30,27 +31,18 @@
 #include "src/db/store.h"
 #include "src/sys/target.h"
 
-#define REPLAY_BUF (8u << 20) /* the largest IO replayed in one piece */
-
-enum { IO_READ, IO_WRITE, IO_FLUSH };
-
-struct replay_io {
-	uint64_t offset;
-	uint32_t len;
-	uint8_t dir;
-};
-
 struct replay_list {
-	struct replay_io *io;
+	struct fsp_replay_io *io;
 	size_t n, cap;
 	int failed;
 };
 
-static void list_add(struct replay_list *l, int dir, uint64_t off, uint64_t len)
+static void list_add(struct replay_list *l, int dir, uint64_t off, uint64_t len,
+		     uint64_t issue_ns, uint64_t complete_ns, int fua)
 {
 	if (l->n == l->cap) {
 		size_t cap = l->cap ? 2 * l->cap : 4096;
-		struct replay_io *p = realloc(l->io, cap * sizeof *p);
+		struct fsp_replay_io *p = realloc(l->io, cap * sizeof *p);
 		if (!p) {
 			l->failed = 1;
 			return;
@@ -58,32 +50,36 @@ static void list_add(struct replay_list *l, int dir, uint64_t off, uint64_t len)
 		l->io = p;
 		l->cap = cap;
 	}
-	l->io[l->n++] = (struct replay_io){ off, (uint32_t)(len < REPLAY_BUF ? len : REPLAY_BUF),
-					    (uint8_t)dir };
+	l->io[l->n++] = (struct fsp_replay_io){
+		.issue_ns = issue_ns, .complete_ns = complete_ns, .offset = off,
+		.len = (uint32_t)(len < FSP_REPLAY_MAX_LEN ? len : FSP_REPLAY_MAX_LEN),
+		.dir = (uint8_t)dir, .fua = (uint8_t)fua };
 }
 
 static int from_block_row(struct replay_list *l, const struct fsp_block_io *io)
 {
-	if (io->op == FSP_BLOCK_READ || io->op == FSP_BLOCK_WRITE) {
-		list_add(l, io->op == FSP_BLOCK_READ ? IO_READ : IO_WRITE, io->sector * 512,
-			 io->bytes);
-		if (io->op == FSP_BLOCK_WRITE && (io->flags & 4)) /* FUA */
-			list_add(l, IO_FLUSH, 0, 0);
-	} else if (io->op == FSP_BLOCK_FLUSH) {
-		list_add(l, IO_FLUSH, 0, 0);
-	}
+	/* a request seen only from its insert (or making) on: issued then at the latest */
+	uint64_t issue = io->issue_ns ? io->issue_ns : io->insert_ns ? io->insert_ns :
+			 io->queue_ns ? io->queue_ns : io->complete_ns;
+	if (io->op == FSP_BLOCK_READ || io->op == FSP_BLOCK_WRITE)
+		list_add(l, io->op == FSP_BLOCK_READ ? FSP_REPLAY_READ : FSP_REPLAY_WRITE,
+			 io->sector * 512, io->bytes, issue, io->complete_ns,
+			 io->op == FSP_BLOCK_WRITE && (io->flags & FSP_BLOCK_F_FUA));
+	else if (io->op == FSP_BLOCK_FLUSH)
+		list_add(l, FSP_REPLAY_FLUSH, 0, 0, issue, io->complete_ns, 0);
 	return l->failed;
 }
 
 static int from_dev_row(void *arg, const struct fsp_op_row *r)
 {
 	struct replay_list *l = arg;
+	uint64_t done = r->start_ns + r->total_ns;
 	if (r->op == FSP_OP_DEV_READ)
-		list_add(l, IO_READ, r->offset, r->length);
+		list_add(l, FSP_REPLAY_READ, r->offset, r->length, r->start_ns, done, 0);
 	else if (r->op >= FSP_OP_DEV_WRITE_DATA && r->op <= FSP_OP_DEV_WRITE_CKPT)
-		list_add(l, IO_WRITE, r->offset, r->length);
+		list_add(l, FSP_REPLAY_WRITE, r->offset, r->length, r->start_ns, done, 0);
 	else if (r->op == FSP_OP_DEV_FLUSH)
-		list_add(l, IO_FLUSH, 0, 0);
+		list_add(l, FSP_REPLAY_FLUSH, 0, 0, r->start_ns, done, 0);
 	return l->failed;
 }
 
@@ -108,43 +104,29 @@ static int copy_step(void *arg, const struct fsp_step_row *r)
 	return 0;
 }
 
-/* One step's sequence on fd; fills the counts and busy time of *out. */
-static int replay_step(int fd, const struct replay_list *l, unsigned lbs, void *buf,
-		       volatile sig_atomic_t *stop, struct fsp_step_row *out,
-		       uint64_t *skipped)
+/* The depth of a whole replay, recorded and replayed: max, and sum over n. */
+struct depth {
+	uint32_t max;
+	uint64_t sum, n;
+};
+
+static void depth_add(struct depth *d, uint32_t max, uint64_t sum, uint64_t n)
 {
-	uint64_t t0 = fsp_now_ns();
-	out->started_ns = t0;
-	for (size_t i = 0; i < l->n && !*stop; i++) {
-		const struct replay_io *io = &l->io[i];
-		if (io->dir == IO_FLUSH) {
-			if (fdatasync(fd))
-				return -1;
-			continue;
-		}
-		if (!io->len || io->offset % lbs || io->len % lbs) {
-			(*skipped)++;
-			continue;
-		}
-		ssize_t r = io->dir == IO_READ ? pread(fd, buf, io->len, (off_t)io->offset) :
-			    pwrite(fd, buf, io->len, (off_t)io->offset);
-		if (r < 0 && errno == EINTR) {
-			i--;
-			continue;
-		}
-		if (r < 0)
-			return -1;
-		if (io->dir == IO_READ) {
-			out->read_ios++;
-			out->read_bytes += (uint64_t)r;
-		} else {
-			out->write_ios++;
-			out->write_bytes += (uint64_t)r;
-		}
-	}
-	out->ended_ns = fsp_now_ns();
-	out->busy_ns = out->ended_ns - t0;
-	return 0;
+	if (max > d->max)
+		d->max = max;
+	d->sum += sum;
+	d->n += n;
+}
+
+static void set_depth(struct fsp_store *st, int64_t run, const char *key, const struct depth *d)
+{
+	char k[64], v[32];
+	snprintf(k, sizeof k, "%s_max", key);
+	snprintf(v, sizeof v, "%" PRIu32, d->max);
+	fsp_store_set_attr(st, run, k, v);
+	snprintf(k, sizeof k, "%s_mean", key);
+	snprintf(v, sizeof v, "%.2f", d->n ? (double)d->sum / (double)d->n : 0.0);
+	fsp_store_set_attr(st, run, k, v);
 }
 
 int compare_replay(struct fsp_store *st, const char *device, int64_t cmp_run, int t,
@@ -167,14 +149,13 @@ int compare_replay(struct fsp_store *st, const char *device, int64_t cmp_run, in
 	if (fsp_target_geometry(device, &size, &lbs) || !lbs)
 		lbs = 512;
 	struct steps_copy *steps = calloc(1, sizeof *steps);
-	void *buf = NULL;
+	struct fsp_replayer *rp = NULL;
 	int fd = -1, rc = -1;
 	struct replay_list l = { 0 };
-	if (!steps || posix_memalign(&buf, 4096, REPLAY_BUF)) {
+	if (!steps) {
 		snprintf(err, errlen, "out of memory");
 		goto out;
 	}
-	memset(buf, 0x5a, REPLAY_BUF);
 	if (fsp_store_each_step(st, engine_run, copy_step, steps)) {
 		snprintf(err, errlen, "cannot read the steps of run %" PRId64, engine_run);
 		goto out;
@@ -182,6 +163,11 @@ int compare_replay(struct fsp_store *st, const char *device, int64_t cmp_run, in
 	fd = open(device, O_RDWR | O_DIRECT | O_CLOEXEC);
 	if (fd < 0) {
 		snprintf(err, errlen, "cannot open %s: %s", device, strerror(errno));
+		goto out;
+	}
+	char rerr[256];
+	if (!(rp = fsp_replayer_new(fd, lbs, rerr, sizeof rerr))) {
+		snprintf(err, errlen, "cannot replay on %s: %s", device, rerr);
 		goto out;
 	}
 	snprintf(opts, sizeof opts, "compare --replay of run %" PRId64 "'s device IO",
@@ -199,7 +185,8 @@ int compare_replay(struct fsp_store *st, const char *device, int64_t cmp_run, in
 	snprintf(v, sizeof v, "%" PRId64, t == T_EMU ? mount_run : engine_run);
 	fsp_store_set_attr(st, run, "replay.of", v);
 	fsp_store_set_attr(st, run, "replay.source", t == T_EMU ? "dev rows" : "block_ios");
-	uint64_t ios = 0, skipped = 0;
+	uint64_t ios = 0, flushes = 0, skipped = 0;
+	struct depth recorded = { 0 }, replayed = { 0 };
 	rc = 0;
 	for (int i = 0; i < steps->n && !rc && !*stop; i++) {
 		struct fsp_step_row row = steps->row[i];
@@ -223,33 +210,56 @@ int compare_replay(struct fsp_store *st, const char *device, int64_t cmp_run, in
 			rc = -1;
 			break;
 		}
-		row.read_ios = row.write_ios = row.read_bytes = row.write_bytes = 0;
-		row.cpu_user_ns = row.cpu_sys_ns = 0;
-		if (replay_step(fd, &l, lbs, buf, stop, &row, &skipped)) {
-			snprintf(err, errlen, "replay IO on %s failed: %s", device,
-				 strerror(errno));
+		if (!l.n)
+			continue; /* no device IO to replay: no step */
+		struct fsp_replay_order order;
+		if (fsp_replay_order_init(&order, l.io, l.n)) {
+			snprintf(err, errlen, "out of memory");
 			rc = -1;
 			break;
 		}
-		ios += row.read_ios + row.write_ios;
-		if (!l.n)
-			continue; /* no device IO to replay: no step */
+		depth_add(&recorded, order.depth_max, order.depth_sum, order.n);
+		struct fsp_replay_result res = { 0 };
+		if (fsp_replay_run(rp, l.io, &order, stop, &res, rerr, sizeof rerr)) {
+			snprintf(err, errlen, "replay IO on %s failed: %s", device, rerr);
+			rc = -1;
+		}
+		fsp_replay_order_free(&order);
+		depth_add(&replayed, res.depth_max, res.depth_sum, res.submitted);
+		skipped += res.skipped;
+		if (rc)
+			break;
+		row.read_ios = res.read_ios;
+		row.write_ios = res.write_ios;
+		row.read_bytes = res.read_bytes;
+		row.write_bytes = res.write_bytes;
+		row.cpu_user_ns = row.cpu_sys_ns = 0;
+		row.started_ns = res.started_ns;
+		row.ended_ns = res.ended_ns;
+		row.busy_ns = res.ended_ns - res.started_ns;
+		row.qd = res.depth_max; /* the depth the replay reached in this step */
+		ios += res.read_ios + res.write_ios;
+		flushes += res.flushes;
 		fsp_store_add_step(st, run, &row);
 	}
 	snprintf(v, sizeof v, "%" PRIu64, ios);
 	fsp_store_set_attr(st, run, "replay.ios", v);
+	snprintf(v, sizeof v, "%" PRIu64, flushes);
+	fsp_store_set_attr(st, run, "replay.flushes", v);
 	snprintf(v, sizeof v, "%" PRIu64, skipped);
 	fsp_store_set_attr(st, run, "replay.skipped", v);
+	set_depth(st, run, "replay.recorded_qd", &recorded);
+	set_depth(st, run, "replay.qd", &replayed);
 	if (*stop)
 		fsp_store_set_attr(st, run, "interrupted", "1");
 	else if (rc)
 		fsp_store_set_attr(st, run, "failed", "1");
 	fsp_store_end_run(st, run, 0, 0);
 out:
+	fsp_replayer_free(rp);
 	if (fd >= 0)
 		close(fd);
 	free(l.io);
-	free(buf);
 	free(steps);
 	return rc;
 }

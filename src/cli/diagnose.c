@@ -187,6 +187,7 @@ struct step_load {
 	struct fsp_hist *h;
 	int mount_traced; /* the mount's trace of its store device has rows */
 	int replay; /* loading a replay run: its MB/s only */
+	int replay_depth; /* ... and its steps' qd is the depth it reached (replay.qd_max) */
 	const struct fsp_layer_means *lm; /* the run's layers per IO, by step */
 	size_t nlm;
 };
@@ -258,6 +259,8 @@ static int load_step(void *arg, const struct fsp_step_row *r)
 		e->replay_mbps[k] = busy > 0 ? d->user_bytes[l->t][i][k] / 1e6 / busy : 0;
 		if (k + 1 > e->replay_rounds)
 			e->replay_rounds = k + 1;
+		if (l->replay_depth && r->qd > e->replay_qd_max)
+			e->replay_qd_max = (int)r->qd;
 		return 0;
 	}
 	e->present = 1;
@@ -471,6 +474,10 @@ static int load(struct fsp_store *st, int64_t cmp_run, struct dx_run *d)
 			struct step_load l = { .st = st, .d = d, .t = t, .round = r,
 					       .run = d->replays[t][k], .h = h,
 					       .replay = 1 };
+			/* a serial replay of older versions kept the engine's qd */
+			char *qd = fsp_store_attr(st, l.run, "replay.qd_max");
+			l.replay_depth = qd != NULL;
+			free(qd);
 			if (fsp_store_each_step(st, l.run, load_step, &l))
 				rc = -1;
 		}

@@ -666,8 +666,30 @@ static void spill_remove(const char *spill, const char *ckpt)
 }
 
 /*
+ * Make the names in path's directory durable: a file created or renamed
+ * there is only found after a crash once its directory is synced too.
+ */
+static void sync_dir_of(const char *path)
+{
+	char dir[PATH_MAX];
+	const char *slash = strrchr(path, '/');
+	if (!slash)
+		snprintf(dir, sizeof(dir), ".");
+	else
+		snprintf(dir, sizeof(dir), "%.*s", slash > path ? (int)(slash - path) : 1, path);
+	int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (fd >= 0) {
+		if (fsync(fd) < 0) {
+			/* a directory that cannot sync: the next checkpoint tries again */
+		}
+		close(fd);
+	}
+}
+
+/*
  * The rows to the disk, then the writer's histograms into SPILL-hist
- * (aside, synced, renamed over: there is always one whole checkpoint).
+ * (aside, synced, renamed over, the directory synced: there is always one
+ * whole checkpoint, and the spill file's name survives a crash with it).
  */
 static void checkpoint(struct fsp_oplog *log)
 {
@@ -693,9 +715,10 @@ static void checkpoint(struct fsp_oplog *log)
 		 fdatasync(fd) == 0;
 	if (fd >= 0)
 		close(fd);
-	if (ok && rename(tmp, log->ckpt_path) == 0)
+	if (ok && rename(tmp, log->ckpt_path) == 0) {
+		sync_dir_of(log->ckpt_path);
 		log->ckpt_taken = log->taken;
-	else
+	} else
 		unlink(tmp); /* the last one stays; the next one tries again */
 	free(buf);
 }

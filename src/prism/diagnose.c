@@ -541,14 +541,17 @@ void fsp_dx_pair_verdict(const struct fsp_dx_pair *p, struct fsp_dx_verdict *v)
 	if (rep <= 0 || raw_mbps <= 0 || b_mbps <= 0)
 		return;
 	size_t n = strlen(v->evidence[1]);
+	char qd[32] = "";
+	if (b->replay_qd_max > 0)
+		snprintf(qd, sizeof qd, " at QD up to %d", b->replay_qd_max);
 	if (rep < sqrt(raw_mbps * b_mbps)) {
 		snprintf(v->evidence[1] + n, sizeof v->evidence[1] - n, "; replayed on raw "
-			 "%.1f MB/s (raw %.1f, %s %.1f): the drive's response to the pattern",
-			 rep, raw_mbps, tname[p->tb], b_mbps);
+			 "%.1f MB/s%s (raw %.1f, %s %.1f): the drive's response to the pattern",
+			 rep, qd, raw_mbps, tname[p->tb], b_mbps);
 		return;
 	}
 	snprintf(v->evidence[1] + n, sizeof v->evidence[1] - n, "; replayed on raw %.1f "
-		 "MB/s (raw %.1f, %s %.1f): not reproduced, software", rep, raw_mbps,
+		 "MB/s%s (raw %.1f, %s %.1f): not reproduced, software", rep, qd, raw_mbps,
 		 tname[p->tb], b_mbps);
 	if (si >= 0 && best_sw >= need) {
 		v->owner = mechanisms[si].owner;

@@ -143,6 +143,7 @@ struct fsp_dx_step {
 	int have_replay;
 	double replay_mbps[FSP_DX_MAX_ROUNDS];
 	int replay_rounds;
+	int replay_qd_max;       /* the replays' largest queue depth at this step; 0 unknown */
 };
 
 /* A pair: b is the target below a's neighbour (a -> b), raw for reference. */

@@ -289,7 +289,8 @@ struct fsp_btrace {
 	struct fsp_btrace_devs devs;
 	struct fsp_trows rows;
 	int stopped;
-	uint64_t dropped_ring, missed;
+	uint64_t dropped_ring;
+	uint64_t missed_nested, missed_tags, missed_reissued, missed_open;
 };
 
 static int on_event(void *ctx, void *data, size_t size)
@@ -459,9 +460,11 @@ void fsp_btrace_stop(struct fsp_btrace *bt)
 	fsp_tring_stop(&bt->ring);
 	if (bt->skel) {
 		bt->dropped_ring = read_drops(bt, 0);
-		bt->missed = read_drops(bt, 1) + read_drops(bt, 2) + slots_taken(bt) +
-			     fsp_trace_prog_misses(bt->skel->progs.fsp_rq_issue) +
-			     fsp_trace_prog_misses(bt->skel->progs.fsp_rq_complete);
+		bt->missed_tags = read_drops(bt, 1);
+		bt->missed_reissued = read_drops(bt, 2);
+		bt->missed_open = slots_taken(bt);
+		bt->missed_nested = fsp_trace_prog_misses(bt->skel->progs.fsp_rq_issue) +
+				    fsp_trace_prog_misses(bt->skel->progs.fsp_rq_complete);
 	}
 }
 
@@ -482,7 +485,8 @@ void fsp_btrace_free(struct fsp_btrace *bt)
 struct fsp_btrace {
 	struct fsp_btrace_devs devs;
 	struct fsp_trows rows;
-	uint64_t dropped_ring, missed;
+	uint64_t dropped_ring;
+	uint64_t missed_nested, missed_tags, missed_reissued, missed_open;
 };
 
 struct fsp_btrace *fsp_btrace_start(const struct fsp_btrace_devs *d,
@@ -510,7 +514,11 @@ void fsp_btrace_counts(const struct fsp_btrace *bt, struct fsp_btrace_counts *c)
 {
 	c->requests = bt->rows.n;
 	c->dropped_ring = bt->dropped_ring;
-	c->missed = bt->missed;
+	c->missed_nested = bt->missed_nested;
+	c->missed_tags = bt->missed_tags;
+	c->missed_reissued = bt->missed_reissued;
+	c->missed_open = bt->missed_open;
+	c->missed = c->missed_nested + c->missed_tags + c->missed_reissued + c->missed_open;
 	c->dropped_rows = bt->rows.dropped;
 }
 
@@ -535,5 +543,9 @@ int fsp_btrace_save(struct fsp_btrace *bt, struct fsp_store *st, int64_t run,
 		     (rc == 0 ? 0 : c.requests));
 	set_attr_u64(st, run, "block.dropped_ring", c.dropped_ring);
 	set_attr_u64(st, run, "block.missed", c.missed);
+	set_attr_u64(st, run, "block.missed_nested", c.missed_nested);
+	set_attr_u64(st, run, "block.missed_tags", c.missed_tags);
+	set_attr_u64(st, run, "block.missed_reissued", c.missed_reissued);
+	set_attr_u64(st, run, "block.missed_open", c.missed_open);
 	return rc;
 }

@@ -59,9 +59,12 @@ void fsp_btrace_stop(struct fsp_btrace *bt);
 struct fsp_btrace_counts {
 	uint64_t requests;     /* rows kept */
 	uint64_t dropped_ring; /* found the ring buffer full (kernel side) */
-	uint64_t missed;       /* issue or completion not run: the program was
-				  already running on that CPU (nested); or a
-				  driver tag beyond the in-flight slots */
+	uint64_t missed;       /* the sum of the four causes below */
+	uint64_t missed_nested;   /* a program run the kernel skipped: it was
+				     already running on that CPU */
+	uint64_t missed_tags;     /* a driver tag or hardware queue beyond the slots */
+	uint64_t missed_reissued; /* issued again before its completion was seen */
+	uint64_t missed_open;     /* still in flight when the trace stopped */
 	uint64_t dropped_rows; /* over max_rows or out of memory (user side) */
 };
 void fsp_btrace_counts(const struct fsp_btrace *bt, struct fsp_btrace_counts *c);
@@ -71,7 +74,8 @@ const struct fsp_trows *fsp_btrace_rows(const struct fsp_btrace *bt);
  * After fsp_btrace_stop: join the rows to the steps' windows (w[i] is step
  * i), store them in block_ios in one transaction, and the run attributes
  * block.traced=1, block.devices, block.requests, block.dropped (all lost
- * requests), block.dropped_ring, block.missed. 0, or -1 (printed).
+ * requests), block.dropped_ring, block.missed and its causes
+ * (block.missed_nested, _tags, _reissued, _open). 0, or -1 (printed).
  */
 int fsp_btrace_save(struct fsp_btrace *bt, struct fsp_store *st, int64_t run,
 		    const struct fsp_bt_window *w, size_t nw);
