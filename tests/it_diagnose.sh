@@ -12,7 +12,8 @@
 # --cow=always on a drive that charges a stream switch, collapses on emu and
 # not on raw, and that is the relocation, confirmed by the replay, not the
 # drive; a read-after-write penalty is the drive (raw degrades too); --journal=data with costly writes and flushes is
-# the extra IO.
+# the extra IO; copy-on-write splitting a pure-write step's device writes
+# into two streams after a mix is the relocation, by the writes, not the drive.
 . "$TESTS_SRCDIR/lib.sh"
 
 # Every compare's image in a tmpfs: the loop device (direct IO) then has no
@@ -184,8 +185,8 @@ check "cow: the replay on raw reproduces the relocation's verdicts ($nrep)" test
 expect_eq "cow: no relocation verdict the replay refutes" 0 "$nsoft"
 # the mechanism itself, from the model's rows: the share of the IO it
 # charged a switch in each step's window, per target
-switched() {
-	sqlite3 "$T/cow.db" "SELECT s.read_pct, round(100.0 * sum(o.model_ns > 0) / count(*))
+switched() { # TARGET [DB]
+	sqlite3 "${2:-$T/cow.db}" "SELECT s.read_pct, round(100.0 * sum(o.model_ns > 0) / count(*))
 		FROM steps s JOIN runs r ON r.id = s.run
 		JOIN ops o ON o.run = (SELECT value FROM run_attrs WHERE key = 'model_run')
 		AND o.op IN (SELECT op FROM op_names WHERE name IN ('read', 'write'))
@@ -246,5 +247,38 @@ for bad in "--rounds 0" "--rounds 17" "--rounds x" "--max-write 1k" "--inject op
 	expect_eq "compare $bad: one line" 1 "$(wc -l <"$T/e")"
 done
 nothing_left "bad input"
+
+# ---- copy-on-write splits a sequential writer's device writes ----
+# A 50/50 mix with --cow=always relocates the blocks it writes to the
+# allocator's frontier; in the pure-write step after it, the application
+# stream stays sequential but its device writes alternate, IO by IO, between
+# two places (the region the mix relocated to and the frontier beyond it): one
+# write stream became two, and on a drive that charges a stream switch that
+# costs. The pair fsprism -> emu (its device base: raw's) must name the
+# relocation by the device writes, not the drive. Each step a fixed 32 MiB
+# (--bytes), so that no commit by size (every 64 MiB) falls inside it and
+# changes what the overwrites free: then every round alternates on every IO
+# (measured: 50% of the writes continue the one before, raw's 100%); with
+# 300 ms steps a commit fell inside some rounds' pure-write step, which then
+# stayed nearly sequential (85%). A switch of 1 ms (not 300 us) halves emu's
+# MB/s or more, well beyond the rounds' spread on this shared machine.
+SIZES="--size=256M --time=5s --bytes=32M --span=64M"
+scenario split "$T/split.db" --targets raw,fsprism,emu --cow=always --mix=50,0 --rounds 3 \
+	--device-model switch=1ms
+SIZES=$TINY
+has() { printf '%s\n' "$1" | grep -q -e "$2"; }
+w=$("$FSPRISM" diagnose "$T/split.db" --format json | grep '"read_pct": 0, "a": "fsprism", "b": "emu"')
+expect_eq "split: the pure-write step's fsprism -> emu is the relocation" "cow-relocation" \
+	"$(printf '%s\n' "$w" | sed 's/.*"owner": "\([^"]*\)".*/\1/')"
+check "split: by the device writes' sequentiality" \
+	has "$w" "application stream sequential, device writes sequential [0-9]*% -> [0-9]*%"
+lacks() { ! has "$@"; }
+check "split: ... and not the reads (the step has none)" lacks "$w" "device reads"
+semu=$(switched emu "$T/split.db") sraw=$(switched raw "$T/split.db")
+echo "# % of IO the model charged a switch, read_pct|%: raw $sraw; emu $semu"
+check "split: the model charged a switch on over 25% of emu's pure writes" \
+	sh -c "echo '$semu' | tr ' ' '\n' | awk -F'|' '\$1 == 0 && \$2 > 25 {found = 1} END {exit !found}'"
+check "split: ... and on under 5% of raw's" \
+	sh -c "echo '$sraw' | tr ' ' '\n' | awk -F'|' '\$1 == 0 && \$2 < 5 {found = 1} END {exit !found}'"
 
 fsp_done

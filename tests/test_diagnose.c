@@ -2,7 +2,8 @@
  * test_diagnose.c - diagnose's rules on synthetic numbers (src/prism/diagnose.h):
  * the noise rule (inside the spread, outside it, one round), the bathtub on
  * synthetic curves (found, too shallow, one low step only, inside the spread,
- * no pure step), each mechanism on evidence made to show it and only it, and
+ * no pure step), each mechanism on evidence made to show it and only it (the
+ * relocation on the device reads and on the device writes), and
  * the verdict's choice of one owner, the replay moving a device-side owner
  * to software.
  */
@@ -142,8 +143,8 @@ static void plain(struct fsp_dx_step *s, double mbps, double lat_us)
 		s->p99[i] = 2 * lat_us;
 	}
 	s->lat_us = lat_us;
-	s->read_seq = -1;
-	s->read_next = -1;
+	for (int d = 0; d < FSP_DX__DIRS; d++)
+		s->dev_seq[d] = s->dev_next[d] = s->dev_streams[d] = -1;
 	s->recent_reads = -1;
 }
 
@@ -154,8 +155,11 @@ static void dev(struct fsp_dx_step *s, double dev_us)
 	s->dev_bytes = 128 << 10;
 	s->amp = 1;
 	s->dev_us = dev_us;
-	s->read_seq = 0.98;
-	s->read_next = 0.97;
+	for (int d = 0; d < FSP_DX__DIRS; d++) {
+		s->dev_seq[d] = 0.98;
+		s->dev_next[d] = 0.97;
+		s->dev_streams[d] = 1.0;
+	}
 	s->recent_reads = 0;
 }
 
@@ -168,12 +172,39 @@ static void fuse(struct fsp_dx_step *s, double transport, double daemon, double 
 	s->backing_us = backing;
 }
 
+/*
+ * A pair fsprism -> emu with its three targets: raw (the base of the device
+ * view, the passthrough having none), the passthrough over it, and an
+ * emulated store at emu_mbps whose device takes emu_dev_us per IO.
+ */
+struct emu_case {
+	struct fsp_dx_step raw, fsp, emu;
+	struct fsp_dx_verdict v;
+};
+
+static void emu_case(struct emu_case *c, double emu_mbps, double emu_lat_us, double emu_dev_us)
+{
+	plain(&c->raw, 300, 400);
+	dev(&c->raw, 380);
+	plain(&c->fsp, 280, 430);
+	fuse(&c->fsp, 40, 1, 380);
+	plain(&c->emu, emu_mbps, emu_lat_us);
+	dev(&c->emu, emu_dev_us);
+	fuse(&c->emu, 40, 1, emu_dev_us);
+}
+
+static struct fsp_dx_pair pair_of(struct fsp_dx_step *a, struct fsp_dx_step *b,
+				  struct fsp_dx_step *raw, int ta, int tb)
+{
+	return (struct fsp_dx_pair){ .ta = ta, .tb = tb, .a = a, .b = b, .raw = raw,
+				     .delta_us = b->lat_us - a->lat_us };
+}
+
 static enum fsp_dx_owner verdict(struct fsp_dx_step *a, struct fsp_dx_step *b,
 				 struct fsp_dx_step *raw, int ta, int tb,
 				 struct fsp_dx_verdict *v)
 {
-	struct fsp_dx_pair p = { .ta = ta, .tb = tb, .a = a, .b = b, .raw = raw,
-				 .delta_us = b->lat_us - a->lat_us };
+	struct fsp_dx_pair p = pair_of(a, b, raw, ta, tb);
 	fsp_dx_pair_verdict(&p, v);
 	return v->owner;
 }
@@ -182,8 +213,7 @@ static enum fsp_dx_owner verdict(struct fsp_dx_step *a, struct fsp_dx_step *b,
 static unsigned claims(struct fsp_dx_step *a, struct fsp_dx_step *b,
 		       struct fsp_dx_step *raw, int ta, int tb)
 {
-	struct fsp_dx_pair p = { .ta = ta, .tb = tb, .a = a, .b = b, .raw = raw,
-				 .delta_us = b->lat_us - a->lat_us };
+	struct fsp_dx_pair p = pair_of(a, b, raw, ta, tb);
 	static const struct { fsp_dx_mechanism fn; enum fsp_dx_owner o; } m[] = {
 		{ fsp_dx_mech_relocation, FSP_DX_COW_RELOCATION },
 		{ fsp_dx_mech_extra_io, FSP_DX_EXTRA_IO },
@@ -196,11 +226,36 @@ static unsigned claims(struct fsp_dx_step *a, struct fsp_dx_step *b,
 		{ fsp_dx_mech_fs_cpu, FSP_DX_FS_CPU },
 	};
 	unsigned set = 0;
-	char why[256];
+	char why[FSP_DX_EVIDENCE];
 	for (size_t i = 0; i < sizeof m / sizeof m[0]; i++)
 		if (m[i].fn(&p, why, sizeof why) > 0)
 			set |= 1u << m[i].o;
 	return set;
+}
+
+static enum fsp_dx_owner emu_owner(struct emu_case *c)
+{
+	return verdict(&c->fsp, &c->emu, &c->raw, FSP_DX_FSPRISM, FSP_DX_EMU, &c->v);
+}
+
+static unsigned emu_claims(struct emu_case *c)
+{
+	return claims(&c->fsp, &c->emu, &c->raw, FSP_DX_FSPRISM, FSP_DX_EMU);
+}
+
+/* A target's device sequentiality in one direction: the share continuing a
+ * stream, and the share continuing the IO just before. */
+static void set_seq(struct fsp_dx_step *s, int dir, double seq, double next)
+{
+	s->dev_seq[dir] = seq;
+	s->dev_next[dir] = next;
+}
+
+/* o is the verdict's owner and the only mechanism that claims anything. */
+static void sole_owner(struct emu_case *c, enum fsp_dx_owner o)
+{
+	assert_int_equal(emu_claims(c), 1u << o);
+	assert_int_equal(emu_owner(c), o);
 }
 
 static void test_noise_verdict(void **state)
@@ -241,78 +296,114 @@ static void test_mech_drive_and_fs_cpu(void **state)
 
 static void test_mech_relocation(void **state)
 {
-	struct fsp_dx_step raw, fsp, emu;
-	struct fsp_dx_verdict v;
-	plain(&raw, 300, 400);
-	dev(&raw, 380);
-	plain(&fsp, 280, 430);
-	fuse(&fsp, 40, 1, 380);
-	plain(&emu, 120, 1000);
-	dev(&emu, 900);
-	fuse(&emu, 40, 1, 900);
-	emu.read_seq = 0.35;
-	assert_int_equal(claims(&fsp, &emu, &raw, FSP_DX_FSPRISM, FSP_DX_EMU),
-			 1u << FSP_DX_COW_RELOCATION);
-	assert_int_equal(verdict(&fsp, &emu, &raw, FSP_DX_FSPRISM, FSP_DX_EMU, &v),
-			 FSP_DX_COW_RELOCATION);
-	assert_non_null(strstr(v.evidence[1], "98% -> 35%"));
+	struct emu_case c;
+	emu_case(&c, 120, 1000, 900);
+	c.emu.dev_seq[FSP_DX_READS] = 0.35;
+	sole_owner(&c, FSP_DX_COW_RELOCATION);
+	assert_non_null(strstr(c.v.evidence[1], "98% -> 35%"));
 	/* every read continues a stream, but not the IO before it: one
 	 * application stream split into interleaved device streams */
-	emu.read_seq = 0.95;
-	emu.read_next = 0.10;
-	assert_int_equal(verdict(&fsp, &emu, &raw, FSP_DX_FSPRISM, FSP_DX_EMU, &v),
-			 FSP_DX_COW_RELOCATION);
-	assert_non_null(strstr(v.evidence[1], "continuing the IO before them 97% -> 10%"));
-	emu.read_next = 0.97;
-	assert_int_equal(verdict(&fsp, &emu, &raw, FSP_DX_FSPRISM, FSP_DX_EMU, &v),
-			 FSP_DX_DRIVE);
-	emu.read_seq = 0.35;
+	set_seq(&c.emu, FSP_DX_READS, 0.95, 0.10);
+	assert_int_equal(emu_owner(&c), FSP_DX_COW_RELOCATION);
+	assert_non_null(strstr(c.v.evidence[1], "continuing the IO before them 97% -> 10%"));
+	c.emu.dev_next[FSP_DX_READS] = 0.97;
+	assert_int_equal(emu_owner(&c), FSP_DX_DRIVE);
+	c.emu.dev_seq[FSP_DX_READS] = 0.35;
 	/* a random application stream: not relocation */
-	emu.seq = 0;
-	assert_false(claims(&fsp, &emu, &raw, FSP_DX_FSPRISM, FSP_DX_EMU) &
-		     (1u << FSP_DX_COW_RELOCATION));
-	emu.seq = 1;
+	c.emu.seq = 0;
+	assert_false(emu_claims(&c) & (1u << FSP_DX_COW_RELOCATION));
+	c.emu.seq = 1;
 	/* the replay on raw reproduces it: stays, and says so */
-	emu.have_replay = 1;
-	emu.replay_rounds = 3;
+	c.emu.have_replay = 1;
+	c.emu.replay_rounds = 3;
 	for (int i = 0; i < 3; i++)
-		emu.replay_mbps[i] = 130 + i;
-	assert_int_equal(verdict(&fsp, &emu, &raw, FSP_DX_FSPRISM, FSP_DX_EMU, &v),
-			 FSP_DX_COW_RELOCATION);
-	assert_non_null(strstr(v.evidence[1], "drive's response"));
+		c.emu.replay_mbps[i] = 130 + i;
+	assert_int_equal(emu_owner(&c), FSP_DX_COW_RELOCATION);
+	assert_non_null(strstr(c.v.evidence[1], "drive's response"));
 	/* it does not: software, here the emulation's own time */
 	for (int i = 0; i < 3; i++)
-		emu.replay_mbps[i] = 299 + i;
-	emu.emu_us = 300;
-	emu.backing_us = 380;
-	assert_int_equal(verdict(&fsp, &emu, &raw, FSP_DX_FSPRISM, FSP_DX_EMU, &v),
-			 FSP_DX_EMULATION);
-	assert_non_null(strstr(v.evidence[1], "not reproduced"));
+		c.emu.replay_mbps[i] = 299 + i;
+	c.emu.emu_us = 300;
+	c.emu.backing_us = 380;
+	assert_int_equal(emu_owner(&c), FSP_DX_EMULATION);
+	assert_non_null(strstr(c.v.evidence[1], "not reproduced"));
+}
+
+/* Copy-on-write scatters or splits the device writes of a sequential
+ * writer: they lose their sequentiality, the reads keep theirs (or there
+ * are none). The same rule as the reads', the same threshold. */
+static void test_mech_relocation_writes(void **state)
+{
+	struct emu_case c;
+	/* a pure-write step: no reads on any target */
+	emu_case(&c, 150, 900, 800);
+	c.raw.read_pct = c.fsp.read_pct = c.emu.read_pct = 0;
+	set_seq(&c.raw, FSP_DX_READS, -1, -1);
+	set_seq(&c.emu, FSP_DX_READS, -1, -1);
+	set_seq(&c.emu, FSP_DX_WRITES, 0.62, 0.60);
+	c.emu.dev_streams[FSP_DX_WRITES] = 4.2;
+	sole_owner(&c, FSP_DX_COW_RELOCATION);
+	assert_non_null(strstr(c.v.evidence[1], "application stream sequential, device writes "
+			       "sequential 98% -> 62%, continuing the IO before them 97% -> "
+			       "60%, streams 1.0 -> 4.2; device time per IO 380 -> 800 us"));
+	assert_null(strstr(c.v.evidence[1], "reads"));
+	/* the streams alone: every write continues a stream, but one write
+	 * stream became several interleaved */
+	c.emu.dev_seq[FSP_DX_WRITES] = 0.97;
+	assert_int_equal(emu_owner(&c), FSP_DX_COW_RELOCATION);
+	/* the writes stayed sequential: the drive, and no relocation claimed */
+	c.emu.dev_next[FSP_DX_WRITES] = 0.96;
+	c.emu.dev_streams[FSP_DX_WRITES] = 1.1;
+	sole_owner(&c, FSP_DX_DRIVE);
+	assert_non_null(strstr(c.v.evidence[1], "writes 97% sequential"));
+	/* a drop inside the threshold (SEQ_DROP, 20 points) is not one */
+	set_seq(&c.emu, FSP_DX_WRITES, 0.80, 0.79);
+	assert_int_equal(emu_owner(&c), FSP_DX_DRIVE);
+	/* a random writer has no sequentiality to lose */
+	set_seq(&c.emu, FSP_DX_WRITES, 0.10, 0.05);
+	c.emu.seq = 0;
+	assert_false(emu_claims(&c) & (1u << FSP_DX_COW_RELOCATION));
+	c.emu.seq = 1;
+	/* the drive's own: raw's writes are as scattered as emu's (raw
+	 * degrades too), so the pattern did not change between the two */
+	set_seq(&c.raw, FSP_DX_WRITES, 0.12, 0.06);
+	sole_owner(&c, FSP_DX_DRIVE);
+
+	/* a mixed step whose writes lost their sequentiality and whose reads
+	 * did not: relocation, with the writes' evidence only */
+	emu_case(&c, 120, 1000, 900);
+	c.emu.dev_seq[FSP_DX_WRITES] = 0.55;
+	sole_owner(&c, FSP_DX_COW_RELOCATION);
+	assert_non_null(strstr(c.v.evidence[1], "device writes sequential 98% -> 55%"));
+	assert_null(strstr(c.v.evidence[1], "device reads"));
+	/* both lost it: both named, reads first */
+	c.emu.dev_next[FSP_DX_READS] = 0.05;
+	assert_int_equal(emu_owner(&c), FSP_DX_COW_RELOCATION);
+	assert_non_null(strstr(c.v.evidence[1], "device reads sequential 98% -> 98%, "
+			       "continuing the IO before them 97% -> 5%"));
+	assert_non_null(strstr(c.v.evidence[1], "; device writes sequential 98% -> 55%"));
+	/* a pure-read step judges no writes */
+	c.emu.read_pct = 100;
+	c.emu.dev_next[FSP_DX_READS] = 0.97;
+	assert_false(emu_claims(&c) & (1u << FSP_DX_COW_RELOCATION));
 }
 
 static void test_mech_extra_io(void **state)
 {
-	struct fsp_dx_step raw, fsp, emu;
-	struct fsp_dx_verdict v;
-	plain(&raw, 300, 400);
-	dev(&raw, 380);
-	plain(&fsp, 280, 430);
-	fuse(&fsp, 40, 1, 380);
-	plain(&emu, 100, 1200);
-	dev(&emu, 1100);
-	fuse(&emu, 40, 1, 380);
-	emu.emu_us = 720;
-	emu.amp = 2.05;       /* --journal=data: every block twice */
-	emu.dev_per_io = 2.1;
-	emu.flush_per_io = 0.3;
-	emu.flush_us = 300;
-	unsigned set = claims(&fsp, &emu, &raw, FSP_DX_FSPRISM, FSP_DX_EMU);
+	struct emu_case c;
+	emu_case(&c, 100, 1200, 1100);
+	c.emu.backing_us = 380;
+	c.emu.emu_us = 720;
+	c.emu.amp = 2.05;       /* --journal=data: every block twice */
+	c.emu.dev_per_io = 2.1;
+	c.emu.flush_per_io = 0.3;
+	c.emu.flush_us = 300;
+	unsigned set = emu_claims(&c);
 	assert_true(set & (1u << FSP_DX_EXTRA_IO));
 	assert_false(set & ((1u << FSP_DX_COW_RELOCATION) | (1u << FSP_DX_DRIVE) |
 			    (1u << FSP_DX_REQUEST_SIZE)));
-	assert_int_equal(verdict(&fsp, &emu, &raw, FSP_DX_FSPRISM, FSP_DX_EMU, &v),
-			 FSP_DX_EXTRA_IO);
-	assert_non_null(strstr(v.evidence[1], "flushes per user IO"));
+	assert_int_equal(emu_owner(&c), FSP_DX_EXTRA_IO);
+	assert_non_null(strstr(c.v.evidence[1], "flushes per user IO"));
 }
 
 static void test_mech_request_size(void **state)
@@ -399,6 +490,7 @@ int main(void)
 		cmocka_unit_test(test_noise_verdict),
 		cmocka_unit_test(test_mech_drive_and_fs_cpu),
 		cmocka_unit_test(test_mech_relocation),
+		cmocka_unit_test(test_mech_relocation_writes),
 		cmocka_unit_test(test_mech_extra_io),
 		cmocka_unit_test(test_mech_request_size),
 		cmocka_unit_test(test_mech_recency),

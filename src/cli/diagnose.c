@@ -50,7 +50,8 @@ struct dx_run {
 	/* sums over the rounds that had each kind of evidence */
 	int lat_n[FSP_DX__TARGETS][MAX_STEPS], dev_n[FSP_DX__TARGETS][MAX_STEPS],
 	    fuse_n[FSP_DX__TARGETS][MAX_STEPS];
-	double seq_n[FSP_DX__TARGETS][MAX_STEPS], recent_n[FSP_DX__TARGETS][MAX_STEPS];
+	int seq_n[FSP_DX__DIRS][FSP_DX__TARGETS][MAX_STEPS],
+	    streams_n[FSP_DX__DIRS][FSP_DX__TARGETS][MAX_STEPS], recent_n[FSP_DX__TARGETS][MAX_STEPS];
 	/* the user bytes of each round's step: a replay's MB/s is of those */
 	double user_bytes[FSP_DX__TARGETS][MAX_STEPS][FSP_DX_MAX_ROUNDS];
 };
@@ -64,9 +65,9 @@ static const char *tname(const struct dx_run *d, int t)
  * One step's device IO as block requests: the traced block rows (the engine
  * run's for raw and fs, the mount's own trace of its store for emu), or,
  * where the mount was not traced, the emulation's rows of its store IO
- * (dev_* ops) taken as requests. The sequential share and the recency are
- * the access pattern's (src/prism/pattern.c, docs/tracing.md), one
- * definition for every view.
+ * (dev_* ops) taken as requests. The sequential share and streams of the
+ * reads and of the writes, and the recency, are the access pattern's
+ * (src/prism/pattern.c, docs/tracing.md), one definition for every view.
  */
 struct devview {
 	struct fsp_block_io *rows;
@@ -93,8 +94,13 @@ static void dev_push(struct devview *v, unsigned op, uint64_t off, uint64_t len,
 }
 
 struct devsum {
-	uint64_t ios, bytes, reads, seq_reads, next_reads, recent_reads, flushes;
+	uint64_t ios, bytes, recent_reads, flushes;
 	uint64_t dev_ns, flush_ns;
+	/* per direction (FSP_DX_READS, FSP_DX_WRITES): the pattern's IOs, of
+	 * them continuing a stream, continuing the request just before; its
+	 * streams (0: fewer IOs than a window) */
+	uint64_t dir_ios[FSP_DX__DIRS], seq[FSP_DX__DIRS], next[FSP_DX__DIRS];
+	double streams[FSP_DX__DIRS];
 };
 
 /* The numbers diagnose judges, of one step's rows in issue order. */
@@ -120,17 +126,22 @@ static int dev_summary(struct fsp_block_io *rows, size_t n, struct devsum *d)
 		d->ios++;
 		d->bytes += r->bytes;
 		d->dev_ns += ns;
-		if (r->op == FSP_BLOCK_READ && last_end == r->sector + 1)
-			d->next_reads++; /* continues the request just before */
+		if (last_end == r->sector + 1) /* continues the request just before */
+			d->next[r->op == FSP_BLOCK_READ ? FSP_DX_READS : FSP_DX_WRITES]++;
 		last_end = r->sector + r->bytes / 512 + 1;
 	}
 	struct fsp_pattern *p = NULL;
 	size_t np = 0;
 	if (fsp_pattern_compute(rows, n, &p, &np))
 		return -1;
+	static const int pat_dir[FSP_DX__DIRS] = { FSP_PAT_READ, FSP_PAT_WRITE };
+	for (int dir = 0; dir < FSP_DX__DIRS && np; dir++) {
+		const struct fsp_seq *q = &p[0].seq[pat_dir[dir]];
+		d->dir_ios[dir] = q->ios;
+		d->seq[dir] = q->seq_ios;
+		d->streams[dir] = (double)fsp_seq_streams_x1000(q) / 1000.0;
+	}
 	if (np) {
-		d->reads = p[0].seq[FSP_PAT_READ].ios;
-		d->seq_reads = p[0].seq[FSP_PAT_READ].seq_ios;
 		d->recent_reads = p[0].recency[FSP_REC_1MS] + p[0].recency[FSP_REC_10MS] +
 				  p[0].recency[FSP_REC_100MS];
 	}
@@ -312,11 +323,21 @@ static int load_step(void *arg, const struct fsp_step_row *r)
 		e->dev_us += (double)(p->dev_ns + p->flush_ns) / n / 1000.0;
 		e->flush_us += (double)p->flush_ns / n / 1000.0;
 		d->dev_n[l->t][i]++;
-		if (p->reads) {
-			e->read_seq += (double)p->seq_reads / (double)p->reads;
-			e->read_next += (double)p->next_reads / (double)p->reads;
-			e->recent_reads += (double)p->recent_reads / (double)p->reads;
-			d->seq_n[l->t][i]++;
+		for (int dir = 0; dir < FSP_DX__DIRS; dir++) {
+			double ios = (double)p->dir_ios[dir];
+			if (!ios)
+				continue;
+			e->dev_seq[dir] += (double)p->seq[dir] / ios;
+			e->dev_next[dir] += (double)p->next[dir] / ios;
+			d->seq_n[dir][l->t][i]++;
+			if (p->streams[dir] > 0) {
+				e->dev_streams[dir] += p->streams[dir];
+				d->streams_n[dir][l->t][i]++;
+			}
+		}
+		if (p->dir_ios[FSP_DX_READS]) {
+			e->recent_reads += (double)p->recent_reads /
+					   (double)p->dir_ios[FSP_DX_READS];
 			d->recent_n[l->t][i]++;
 		}
 	}
@@ -360,8 +381,12 @@ static void finish_means(struct dx_run *d)
 				e->dev_us /= dn;
 				e->flush_us /= dn;
 			}
-			e->read_seq = d->seq_n[t][i] ? e->read_seq / d->seq_n[t][i] : -1;
-			e->read_next = d->seq_n[t][i] ? e->read_next / d->seq_n[t][i] : -1;
+			for (int dir = 0; dir < FSP_DX__DIRS; dir++) {
+				int sn = d->seq_n[dir][t][i], stn = d->streams_n[dir][t][i];
+				e->dev_seq[dir] = sn ? e->dev_seq[dir] / sn : -1;
+				e->dev_next[dir] = sn ? e->dev_next[dir] / sn : -1;
+				e->dev_streams[dir] = stn ? e->dev_streams[dir] / stn : -1;
+			}
 			e->recent_reads = d->recent_n[t][i] ? e->recent_reads / d->recent_n[t][i] : -1;
 			if (fn) {
 				e->fuse_req_per_io /= fn;
@@ -658,8 +683,12 @@ static void json_step(FILE *out, const char *key, const struct fsp_dx_step *e)
 		json_num(out, "flush_per_io", e->flush_per_io, 1);
 		json_num(out, "dev_us", e->dev_us, 1);
 		json_num(out, "flush_us", e->flush_us, 1);
-		json_num(out, "read_seq", e->read_seq, 1);
-		json_num(out, "read_next", e->read_next, 1);
+		json_num(out, "read_seq", e->dev_seq[FSP_DX_READS], 1);
+		json_num(out, "read_next", e->dev_next[FSP_DX_READS], 1);
+		json_num(out, "read_streams", e->dev_streams[FSP_DX_READS], 1);
+		json_num(out, "write_seq", e->dev_seq[FSP_DX_WRITES], 1);
+		json_num(out, "write_next", e->dev_next[FSP_DX_WRITES], 1);
+		json_num(out, "write_streams", e->dev_streams[FSP_DX_WRITES], 1);
 		json_num(out, "recent_reads", e->recent_reads, 1);
 	}
 	if (e->have_fuse) {

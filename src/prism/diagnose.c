@@ -11,7 +11,7 @@
 #include "src/prism/diagnose.h"
 
 /* A mechanism's gate: how much the pattern must change to count. */
-#define SEQ_DROP 0.20      /* device read sequentiality, absolute share */
+#define SEQ_DROP 0.20      /* device sequentiality (reads, writes), absolute share */
 #define AMP_RISE 0.15      /* device bytes per user byte */
 #define FLUSH_RISE 0.02    /* flushes per user IO */
 #define SPLIT_RATIO 1.20   /* requests per user IO, b against a */
@@ -223,31 +223,63 @@ static double pos(double x)
 	return x > 0 ? x : 0;
 }
 
-/* Device reads lost their sequentiality: fewer continue a stream, or fewer
- * continue the IO just before them (one stream became several interleaved). */
-static int relocation_gate(const struct fsp_dx_pair *p, const struct fsp_dx_step *base)
+static const char *const dir_name[FSP_DX__DIRS] = { "reads", "writes" };
+
+/* From x to y a share fell by at least SEQ_DROP (both known). */
+static int share_dropped(double x, double y)
+{
+	return x >= 0 && y >= 0 && x - y >= SEQ_DROP;
+}
+
+/*
+ * The directions (a bit set of 1 << FSP_DX_READS, 1 << FSP_DX_WRITES) whose
+ * device IO lost its sequentiality from the base to b, under a sequential
+ * application stream, by one rule for both: fewer of the direction's IOs
+ * continue a stream, or fewer continue the IO just before them (one stream
+ * became several interleaved: the streams grew; a new stream every k IOs
+ * lowers that share by 1/k). A direction counts only where the step has it.
+ */
+static unsigned relocation_dirs(const struct fsp_dx_pair *p, const struct fsp_dx_step *base)
 {
 	const struct fsp_dx_step *b = p->b;
-	if (!b->seq || !b->have_dev || b->read_pct <= 0 || !base)
+	unsigned set = 0;
+	if (!b->seq || !b->have_dev || !base)
 		return 0;
-	int seq = b->read_seq >= 0 && base->read_seq >= 0 &&
-		  base->read_seq - b->read_seq >= SEQ_DROP;
-	int next = b->read_next >= 0 && base->read_next >= 0 &&
-		   base->read_next - b->read_next >= SEQ_DROP;
-	return seq || next;
+	for (int d = 0; d < FSP_DX__DIRS; d++) {
+		if (d == FSP_DX_READS ? b->read_pct <= 0 : b->read_pct >= 100)
+			continue;
+		if (share_dropped(base->dev_seq[d], b->dev_seq[d]) ||
+		    share_dropped(base->dev_next[d], b->dev_next[d]))
+			set |= 1u << d;
+	}
+	return set;
 }
 
 double fsp_dx_mech_relocation(const struct fsp_dx_pair *p, char *why, size_t len)
 {
 	const struct fsp_dx_step *base = dev_base(p), *b = p->b;
-	if (!relocation_gate(p, base))
+	unsigned dirs = relocation_dirs(p, base);
+	if (!dirs)
 		return 0;
-	double c = pos(b->dev_us - base->dev_us);
-	snprintf(why, len, "application stream sequential, device reads sequential "
-		 "%.0f%% -> %.0f%%, continuing the IO before them %.0f%% -> %.0f%%; device "
-		 "time per IO %.0f -> %.0f us", 100 * base->read_seq, 100 * b->read_seq,
-		 100 * base->read_next, 100 * b->read_next, base->dev_us, b->dev_us);
-	return c;
+	const char *sep = ",";
+	size_t n = (size_t)snprintf(why, len, "application stream sequential");
+	for (int d = 0; d < FSP_DX__DIRS; d++) {
+		if (!(dirs & (1u << d)) || n >= len)
+			continue;
+		n += (size_t)snprintf(why + n, len - n, "%s device %s sequential %.0f%% -> "
+				      "%.0f%%, continuing the IO before them %.0f%% -> %.0f%%",
+				      sep, dir_name[d], 100 * base->dev_seq[d],
+				      100 * b->dev_seq[d], 100 * base->dev_next[d],
+				      100 * b->dev_next[d]);
+		if (n < len && base->dev_streams[d] >= 0 && b->dev_streams[d] >= 0)
+			n += (size_t)snprintf(why + n, len - n, ", streams %.1f -> %.1f",
+					      base->dev_streams[d], b->dev_streams[d]);
+		sep = ";";
+	}
+	if (n < len)
+		snprintf(why + n, len - n, "; device time per IO %.0f -> %.0f us", base->dev_us,
+			 b->dev_us);
+	return pos(b->dev_us - base->dev_us);
 }
 
 static int extra_gate(const struct fsp_dx_pair *p, const struct fsp_dx_step *base)
@@ -329,12 +361,15 @@ double fsp_dx_mech_recency(const struct fsp_dx_pair *p, char *why, size_t len)
 double fsp_dx_mech_drive(const struct fsp_dx_pair *p, char *why, size_t len)
 {
 	const struct fsp_dx_step *base = dev_base(p), *b = p->b;
-	if (!b->have_dev || !base || relocation_gate(p, base) || extra_gate(p, base) ||
+	if (!b->have_dev || !base || relocation_dirs(p, base) || extra_gate(p, base) ||
 	    size_gate_dev(p, base) || recency_gate(p, base))
 		return 0;
-	char seq[48] = "";
-	if (b->read_seq >= 0)
-		snprintf(seq, sizeof seq, ", reads %.0f%% sequential", 100 * b->read_seq);
+	char seq[64] = "";
+	size_t n = 0;
+	for (int d = 0; d < FSP_DX__DIRS; d++)
+		if (b->dev_seq[d] >= 0)
+			n += (size_t)snprintf(seq + n, sizeof seq - n, ", %s %.0f%% sequential",
+					      dir_name[d], 100 * b->dev_seq[d]);
 	snprintf(why, len, "same device pattern (%.2f requests of %.0f KiB per IO%s), "
 		 "device time per IO %.0f -> %.0f us", b->dev_per_io, b->dev_bytes / 1024,
 		 seq, base->dev_us, b->dev_us);
@@ -466,7 +501,7 @@ void fsp_dx_pair_verdict(const struct fsp_dx_pair *p, struct fsp_dx_verdict *v)
 	}
 	double best = 0, best_sw = 0, second = 0;
 	int bi = -1, si = -1;
-	char why[NMECH][256];
+	char why[NMECH][FSP_DX_EVIDENCE];
 	for (size_t i = 0; i < NMECH; i++) {
 		why[i][0] = 0;
 		double c = mechanisms[i].fn(p, why[i], sizeof why[i]);

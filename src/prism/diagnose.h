@@ -28,7 +28,7 @@ enum fsp_dx_owner {
 	FSP_DX_NOISE,          /* inside the spread (or below FSP_DX_FLOOR) */
 	FSP_DX_UNKNOWN,        /* outside it, but no part explains half of it */
 	FSP_DX_DRIVE,          /* the device's time grew, the pattern did not change */
-	FSP_DX_COW_RELOCATION, /* device reads lost their sequentiality */
+	FSP_DX_COW_RELOCATION, /* device reads or writes lost their sequentiality */
 	FSP_DX_EXTRA_IO,       /* metadata / journal / flush IO beside the data */
 	FSP_DX_REQUEST_SIZE,   /* requests split or merged between layers */
 	FSP_DX_RECENCY,        /* reads of data written moments earlier */
@@ -99,6 +99,9 @@ int fsp_dx_bathtub(const struct fsp_dx_point *p, int n, struct fsp_dx_shape *s);
 
 /* ---- the evidence of one step on one target -------------------------------- */
 
+/* The directions of the device's sequentiality: one rule judges both. */
+enum fsp_dx_dir { FSP_DX_READS, FSP_DX_WRITES, FSP_DX__DIRS };
+
 struct fsp_dx_step {
 	int present;
 	int read_pct, qd, seq;   /* seq: the application's access is sequential */
@@ -116,9 +119,14 @@ struct fsp_dx_step {
 	double flush_per_io;     /* flushes (a FUA write counts as one) */
 	double dev_us;           /* device time per user IO, flushes included */
 	double flush_us;         /* of which flushes */
-	double read_seq;         /* share of device reads continuing a stream; -1 none */
-	double read_next;        /* share of device reads continuing the IO just before
-				    (one stream, not several interleaved); -1 none */
+	/* the device's sequentiality per direction (FSP_DX_READS, FSP_DX_WRITES) */
+	double dev_seq[FSP_DX__DIRS];  /* share of the direction's device IOs continuing
+					  a stream; -1 none */
+	double dev_next[FSP_DX__DIRS]; /* share continuing the IO just before, of either
+					  direction (one stream, not several
+					  interleaved); -1 none */
+	double dev_streams[FSP_DX__DIRS]; /* distinct streams per 16 of the direction's
+					     IOs; -1 fewer than 16 */
 	double recent_reads;     /* share of device reads of data written < 100 ms before */
 	/* the FUSE side (fsprism, emu): per user IO, µs */
 	int have_fuse;
@@ -160,13 +168,14 @@ double fsp_dx_mech_daemon(const struct fsp_dx_pair *p, char *why, size_t len);
 double fsp_dx_mech_emulation(const struct fsp_dx_pair *p, char *why, size_t len);
 double fsp_dx_mech_fs_cpu(const struct fsp_dx_pair *p, char *why, size_t len);
 
+#define FSP_DX_EVIDENCE 512 /* a line of evidence, with its NUL */
 struct fsp_dx_verdict {
 	enum fsp_dx_target ta, tb;
 	struct fsp_dx_cmp mbps, p50, p99;
 	int have_lat;            /* p50 / p99 judged */
 	enum fsp_dx_owner owner;
 	double claim_us, delta_us;
-	char evidence[2][256];
+	char evidence[2][FSP_DX_EVIDENCE];
 };
 /*
  * The verdict for b against a at one step: the noise rule on throughput;
