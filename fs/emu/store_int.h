@@ -254,7 +254,6 @@ void release_range(void *arg, uint64_t pblk, uint64_t len, uint64_t txid);
 void node_seal(struct emu_store *st, uint8_t *b, uint32_t magic, uint64_t obj,
 	       uint32_t count);
 int node_check(const struct emu_store *st, uint8_t *b, uint32_t magic, uint64_t obj);
-int cmp_u64(const void *a, const void *b);
 int commit_obj(struct emu_store *st, struct commit *c, struct obj *o);
 int free_nodes(struct emu_store *st, const uint64_t *nodes, size_t n);
 int commit_omap(struct emu_store *st, struct commit *c, uint64_t **out_nodes,
