@@ -603,9 +603,7 @@ static void report_unclean(const char *path, const struct emu_store_info *in,
 
 static void set_attr_u64(struct daemon *d, const char *key, uint64_t v)
 {
-	char s[32];
-	snprintf(s, sizeof(s), "%llu", (unsigned long long)v);
-	fsp_store_set_attr(d->store, d->run, key, s);
+	fsp_store_set_attr_u64(d->store, d->run, key, v);
 }
 
 /*
@@ -1049,9 +1047,7 @@ static int daemon_start(struct daemon *d, char *err, size_t errlen)
 	}
 	/* the effective values, defaults included (the options column holds
 	 * only what was typed) */
-	char nthreads[16];
-	snprintf(nthreads, sizeof(nthreads), "%u", o->threads);
-	fsp_store_set_attr(d->store, d->run, "fuse.threads", nthreads);
+	set_attr_u64(d, "fuse.threads", o->threads);
 	fsp_store_set_attr(d->store, d->run, "fuse.backing_io", o->backing_sync ? "sync" : "aio");
 	if (o->inject) {
 		char rules[4096];
@@ -1320,11 +1316,8 @@ static int daemon_finish(struct daemon *d, int serve_it)
 	} else if (d->store && d->run > 0) {
 		fsp_store_end_run(d->store, d->run, 0, 0);
 	}
-	if (d->store && d->run > 0 && d->o->count_inflight) {
-		char v[32];
-		snprintf(v, sizeof(v), "%u", fsp_fs_max_inflight(d->fs));
-		fsp_store_set_attr(d->store, d->run, "max_inflight_io", v);
-	}
+	if (d->store && d->run > 0 && d->o->count_inflight)
+		set_attr_u64(d, "max_inflight_io", fsp_fs_max_inflight(d->fs));
 	uint64_t mapped, huge;
 	fsp_fs_buffer_usage(d->fs, &mapped, &huge);
 	if (d->store && d->run > 0 && mapped) {
@@ -1334,9 +1327,7 @@ static int daemon_finish(struct daemon *d, int serve_it)
 	}
 	if (d->store && d->run > 0 && !d->o->emu) {
 		/* O_DIRECT requests the backing O_DIRECT fd could not serve */
-		char v[32];
-		snprintf(v, sizeof(v), "%" PRIu64, fsp_fs_direct_fallbacks(d->fs));
-		fsp_store_set_attr(d->store, d->run, "fuse.direct_fallbacks", v);
+		set_attr_u64(d, "fuse.direct_fallbacks", fsp_fs_direct_fallbacks(d->fs));
 	}
 	if (d->store && d->run > 0 && serve_it) {
 		emu_save(d);

@@ -609,6 +609,13 @@ int fsp_store_set_attr(struct fsp_store *st, int64_t run, const char *key,
 	return 0;
 }
 
+int fsp_store_set_attr_u64(struct fsp_store *st, int64_t run, const char *key, uint64_t v)
+{
+	char buf[24];
+	snprintf(buf, sizeof(buf), "%" PRIu64, v);
+	return fsp_store_set_attr(st, run, key, buf);
+}
+
 int fsp_store_adopt_run(struct fsp_store *st, int64_t run, int64_t parent,
 			const char *label)
 {
