@@ -29,6 +29,7 @@
 #include "src/cli/stats_block.h"
 #include "src/cli/stats_layers.h"
 #include "src/cli/stats_fuse.h"
+#include "src/cli/stats_part.h"
 #include "src/db/store.h"
 
 #define NQUANT 4
@@ -215,17 +216,6 @@ static int quant_shown(const struct view *v, int q)
 	return (v->flags & FSP_STATS_WIDE) || quants[q] != 0.90;
 }
 
-/* Microseconds with precision that fits 8 columns. */
-static void fmt_us(char *buf, size_t len, double us)
-{
-	if (us < 100)
-		snprintf(buf, len, "%.2f", us);
-	else if (us < 100000)
-		snprintf(buf, len, "%.1f", us);
-	else
-		snprintf(buf, len, "%.0f", us);
-}
-
 static const char *or_dash(const char *s)
 {
 	return s && *s ? s : "-";
@@ -320,15 +310,15 @@ static void print_table(const struct fsp_run_row *h, const struct op_row *rows,
 				fprintf(out, "%s\n", "   (not stored)");
 				continue;
 			}
-			fmt_us(v, sizeof(v), ls->mean);
+			fsp_stats_fmt_us(v, sizeof(v), ls->mean);
 			fprintf(out, " %8s", v);
 			for (int q = 0; q < NQUANT; q++) {
 				if (!quant_shown(vw, q))
 					continue;
-				fmt_us(v, sizeof(v), ls->q[q]);
+				fsp_stats_fmt_us(v, sizeof(v), ls->q[q]);
 				fprintf(out, " %8s", v);
 			}
-			fmt_us(v, sizeof(v), ls->max);
+			fsp_stats_fmt_us(v, sizeof(v), ls->max);
 			fprintf(out, " %8s\n", v);
 		}
 	}

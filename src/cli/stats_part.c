@@ -27,7 +27,7 @@ void fsp_stats_part_of(int64_t *v, size_t n, struct fsp_stats_part *p)
 	p->max = (double)v[n - 1] / 1e3;
 }
 
-static void fmt_us(char *buf, size_t len, double us)
+void fsp_stats_fmt_us(char *buf, size_t len, double us)
 {
 	if (us >= 100000)
 		snprintf(buf, len, "%.0f", us);
@@ -42,7 +42,7 @@ void fsp_stats_part_table(FILE *out, const struct fsp_stats_part *p)
 	char b[32];
 	for (int k = 0; k < FSP_PART_NQ; k++) {
 		if (p->n)
-			fmt_us(b, sizeof(b), p->q[k]);
+			fsp_stats_fmt_us(b, sizeof(b), p->q[k]);
 		else
 			snprintf(b, sizeof(b), "-");
 		fprintf(out, " %11s", b);
