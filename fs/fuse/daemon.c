@@ -48,6 +48,7 @@
 #include <sys/xattr.h>
 #include <fuse_lowlevel.h>
 #include <linux/fuse.h>
+#include "src/base/grow.h"
 #include "src/sys/mountinfo.h"
 #include "fs/emu/store.h"
 #include "fs/fuse/daemon.h"
@@ -239,14 +240,8 @@ static int tree_visit(const char *fpath, const struct stat *sb, int type, struct
 	}
 	if (type != FTW_F || !S_ISREG(sb->st_mode))
 		return 0;
-	if (t->n == t->cap) {
-		size_t cap = t->cap ? t->cap * 2 : 1024;
-		struct tree_file *v = realloc(t->v, cap * sizeof(*v));
-		if (!v)
-			return -1;
-		t->v = v;
-		t->cap = cap;
-	}
+	if (fsp_grow((void **)&t->v, &t->cap, t->n + 1, sizeof(*t->v), 1024))
+		return -1;
 	struct tree_file *f = &t->v[t->n];
 	f->ino = sb->st_ino;
 	f->btime = t->want_btime ? fsp_birth_ns(AT_FDCWD, fpath, 0) : 0;
@@ -310,14 +305,8 @@ static int obj_list_add(void *ctx, uint64_t obj, uint64_t gen, uint64_t size)
 {
 	struct obj_list *l = ctx;
 	(void)size;
-	if (l->n == l->cap) {
-		size_t cap = l->cap ? l->cap * 2 : 256;
-		void *v = realloc(l->v, cap * sizeof(*l->v));
-		if (!v)
-			return -ENOMEM;
-		l->v = v;
-		l->cap = cap;
-	}
+	if (fsp_grow((void **)&l->v, &l->cap, l->n + 1, sizeof(*l->v), 256))
+		return -ENOMEM;
 	l->v[l->n][0] = obj;
 	l->v[l->n][1] = gen;
 	l->n++;
@@ -751,14 +740,8 @@ static int file_add(void *ctx, uint64_t obj, uint64_t gen, uint64_t size)
 	struct files_ctx *c = ctx;
 	struct emu_files *fl = &c->d->files;
 	(void)gen;
-	if (fl->n == fl->cap) {
-		size_t cap = fl->cap ? fl->cap * 2 : 256;
-		void *v = realloc(fl->f, cap * sizeof(*fl->f));
-		if (!v)
-			return -ENOMEM;
-		fl->f = v;
-		fl->cap = cap;
-	}
+	if (fsp_grow((void **)&fl->f, &fl->cap, fl->n + 1, sizeof(*fl->f), 256))
+		return -ENOMEM;
 	struct fsp_emu_file *f = &fl->f[fl->n];
 	memset(f, 0, sizeof(*f));
 	f->obj = obj;

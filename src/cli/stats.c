@@ -19,6 +19,7 @@
 #include <string.h>
 #include "src/cli/cli.h"
 #include "src/cli/opt.h"
+#include "src/base/grow.h"
 #include "src/base/hist.h"
 #include "src/base/json.h"
 #include "src/base/ops.h"
@@ -141,15 +142,9 @@ struct rows_load {
 static int add_row(void *arg, int step, int op)
 {
 	struct rows_load *ld = arg;
-	if (ld->n == ld->cap) {
-		size_t cap = ld->cap ? 2 * ld->cap : 16;
-		struct op_row *r = realloc(ld->rows, cap * sizeof(*r));
-		if (!r) {
-			ld->failed = 1;
-			return 1;
-		}
-		ld->rows = r;
-		ld->cap = cap;
+	if (fsp_grow((void **)&ld->rows, &ld->cap, ld->n + 1, sizeof(*ld->rows), 16)) {
+		ld->failed = 1;
+		return 1;
 	}
 	struct op_row *r = &ld->rows[ld->n];
 	memset(r, 0, sizeof(*r));
