@@ -987,17 +987,6 @@ static void stats_usage(FILE *f)
 "--wide, which also prints long operation names on their numbers' line.\n");
 }
 
-static int parse_run_id(const char *s, int64_t *id)
-{
-	char *end;
-	errno = 0;
-	long long v = strtoll(s, &end, 10);
-	if (errno || end == s || *end || v < 1)
-		return -1;
-	*id = v;
-	return 0;
-}
-
 int cmd_stats(int argc, char **argv)
 {
 	const char *path = NULL, *format = "table", *run_arg = NULL;
@@ -1039,7 +1028,7 @@ int cmd_stats(int argc, char **argv)
 		fprintf(stderr, "fsprism stats: --extents needs --format table or json\n");
 		return 2;
 	}
-	if (run_arg && parse_run_id(run_arg, &run) < 0) {
+	if (run_arg && fsp_opt_run_id(run_arg, &run) < 0) {
 		fprintf(stderr, "fsprism stats: --run needs a positive run id, not '%s'\n", run_arg);
 		return 2;
 	}
