@@ -35,6 +35,7 @@
 #include <pthread.h>
 #include <stdint.h>
 #include <stdlib.h>
+#include "src/base/grow.h"
 #include "src/base/seqstream.h"
 #include "fs/emu/alloc.h"
 #include "fs/emu/extent.h"
@@ -68,14 +69,8 @@ struct u64s {
 
 static inline int u64s_push(struct u64s *a, uint64_t x)
 {
-	if (a->n == a->cap) {
-		size_t ncap = a->cap ? a->cap * 2 : 64;
-		uint64_t *v = realloc(a->v, ncap * sizeof(*v));
-		if (!v)
-			return -ENOMEM;
-		a->v = v;
-		a->cap = ncap;
-	}
+	if (fsp_grow((void **)&a->v, &a->cap, a->n + 1, sizeof(*a->v), 64))
+		return -ENOMEM;
 	a->v[a->n++] = x;
 	return 0;
 }

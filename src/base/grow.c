@@ -4,10 +4,8 @@
 #include <stdlib.h>
 #include "src/base/grow.h"
 
-int fsp_grow(void **v, size_t *cap, size_t need, size_t size, size_t first)
+int fsp_grow_realloc(void **v, size_t *cap, size_t need, size_t size, size_t first)
 {
-	if (need <= *cap)
-		return 0;
 	size_t c = *cap ? *cap * 2 : first;
 	while (c < need)
 		c *= 2;
