@@ -16,6 +16,7 @@
 #   side by side: give the same options twice, e.g. -- "" "").
 #   Both mounts get --record=full unless the options say otherwise.
 set -euo pipefail
+. "$(dirname "$0")/lib.sh"
 
 ROUNDS=4
 RUNTIME=4
@@ -45,27 +46,13 @@ FSPRISM_B=${FSPRISM_B:-$FSPRISM}
 [ -x "$FSPRISM_B" ] || { echo "ab-mount: no fsprism binary at $FSPRISM_B (FSPRISM_B=)" >&2; exit 1; }
 command -v fio >/dev/null || { echo "ab-mount: fio is not installed" >&2; exit 1; }
 
-T=$(mktemp -d /tmp/fsprism-ab.XXXXXX)
-IMG=$(mktemp /dev/shm/fsprism-ab.XXXXXX)
-LOOP=
 cleanup() {
 	mountpoint -q "$T/mnt-a" && "$FSPRISM" umount "$T/mnt-a" >/dev/null 2>&1
 	mountpoint -q "$T/mnt-b" && "$FSPRISM_B" umount "$T/mnt-b" >/dev/null 2>&1
-	mountpoint -q "$T/ext4" && umount "$T/ext4"
-	[ -n "$LOOP" ] && losetup -d "$LOOP"
-	rm -f "$IMG"
-	rm -rf "$T"
+	bench_ram_ext4_cleanup
 }
-trap cleanup EXIT
-trap 'exit 130' INT TERM
-
-truncate -s 1400M "$IMG"
-LOOP=$(losetup --find --show "$IMG")
-mkfs.ext4 -q "$LOOP"
-mkdir "$T/ext4" "$T/mnt-a" "$T/mnt-b"
-mount "$LOOP" "$T/ext4"
-mkdir "$T/ext4/data"
-dd if=/dev/urandom of="$T/ext4/data/f" bs=1M count=1024 status=none conv=fsync
+bench_ram_ext4 ab cleanup
+mkdir "$T/mnt-a" "$T/mnt-b"
 # shellcheck disable=SC2086
 "$FSPRISM" mount --record=full $OPTS_A --log "$T/a.db" "$T/ext4/data" "$T/mnt-a"
 # shellcheck disable=SC2086

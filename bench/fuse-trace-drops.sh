@@ -11,6 +11,7 @@
 # usage: bench/fuse-trace-drops.sh [--runtime S] [--qd N] [--rounds N]
 #   FSPRISM=path/to/fsprism overrides the binary (default ./build/fsprism).
 set -euo pipefail
+. "$(dirname "$0")/lib.sh"
 
 RUNTIME=10
 QD=32
@@ -28,26 +29,12 @@ FSPRISM=${FSPRISM:-$(pwd)/build/fsprism}
 [ -x "$FSPRISM" ] || { echo "fuse-trace-drops: no fsprism binary at $FSPRISM" >&2; exit 1; }
 command -v fio >/dev/null || { echo "fuse-trace-drops: fio is not installed" >&2; exit 1; }
 
-T=$(mktemp -d /tmp/fsprism-ftd.XXXXXX)
-IMG=$(mktemp /dev/shm/fsprism-ftd.XXXXXX)
-LOOP=
 cleanup() {
 	mountpoint -q "$T/mnt" && "$FSPRISM" umount "$T/mnt" >/dev/null 2>&1
-	mountpoint -q "$T/ext4" && umount "$T/ext4"
-	[ -n "$LOOP" ] && losetup -d "$LOOP"
-	rm -f "$IMG"
-	rm -rf "$T"
+	bench_ram_ext4_cleanup
 }
-trap cleanup EXIT
-trap 'exit 130' INT TERM
-
-truncate -s 1400M "$IMG"
-LOOP=$(losetup --find --show "$IMG")
-mkfs.ext4 -q "$LOOP"
-mkdir "$T/ext4" "$T/mnt"
-mount "$LOOP" "$T/ext4"
-mkdir "$T/ext4/data"
-dd if=/dev/urandom of="$T/ext4/data/f" bs=1M count=1024 status=none conv=fsync
+bench_ram_ext4 ftd cleanup
+mkdir "$T/mnt"
 echo "fsprism: $FSPRISM; fio 4k randread QD$QD ${RUNTIME}s on ext4 on $LOOP (RAM)"
 printf '%-6s %9s %10s %7s %10s %9s %10s %13s\n' round iops traced missed ring_full map_full \
 	blk_drop reads_joined

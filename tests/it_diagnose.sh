@@ -28,23 +28,7 @@ TINY="--size=512M --time=300ms --span=64M"
 SIZES=$TINY
 
 # Nothing of a compare left in $TMPDIR (where its image and mounts were).
-nothing_left() {
-	loops=$(losetup -a | grep -F "$TMPDIR" || true)
-	mounts=$(grep -F "$TMPDIR/" /proc/mounts || true)
-	files=$(ls -A "$TMPDIR")
-	if [ -z "$loops$mounts$files" ]; then
-		ok "$1: nothing left behind"
-	else
-		not_ok "$1: left behind: loops [$loops] mounts [$mounts] files [$files]"
-		for m in $(grep -F "$TMPDIR/" /proc/mounts | cut -d' ' -f2 | sort -r); do
-			umount -l "$m"
-		done
-		for l in $(losetup -a | grep -F "$TMPDIR" | cut -d: -f1); do
-			losetup -d "$l"
-		done
-		rm -rf "${TMPDIR:?}"/* "${TMPDIR:?}"/.[!.]*
-	fi
-}
+nothing_left() { fsp_nothing_left "$TMPDIR" "$1"; }
 
 # The owners diagnose names in DB's newest compare, one per line, sorted.
 owners() {

@@ -140,25 +140,26 @@ no_sanitizer_reports() {
 }
 
 # fsp_nothing_left DIR DESCRIPTION: ok if no loop device is backed by a file
-# under DIR, nothing under DIR is mounted and DIR is empty; else not_ok, and
-# what was left is undone so that it does not leak into the next case.
+# under DIR, nothing is mounted under DIR and DIR is empty (DIR itself may be
+# a mount, a tmpfs for the images); else not_ok, and what was left is undone
+# so that it does not leak into the next case.
 fsp_nothing_left() {
 	nl_dir=$1 nl_desc=$2
-	loops=$(losetup -a | grep -F "$nl_dir" || true)
-	mounts=$(grep -F "$nl_dir" /proc/mounts || true)
+	loops=$(losetup -a | grep -F "$nl_dir/" || true)
+	mounts=$(grep -F "$nl_dir/" /proc/mounts || true)
 	files=$(ls -A "$nl_dir")
 	if [ -z "$loops$mounts$files" ]; then
 		ok "$nl_desc: nothing left behind"
 		return
 	fi
 	not_ok "$nl_desc: left behind: loops [$loops] mounts [$mounts] files [$files]"
-	for m in $(grep -F "$nl_dir" /proc/mounts | cut -d' ' -f2 | sort -r); do
+	for m in $(grep -F "$nl_dir/" /proc/mounts | cut -d' ' -f2 | sort -r); do
 		umount -l "$m"
 	done
-	for l in $(losetup -a | grep -F "$nl_dir" | cut -d: -f1); do
+	for l in $(losetup -a | grep -F "$nl_dir/" | cut -d: -f1); do
 		losetup -d "$l"
 	done
-	rm -rf "${nl_dir:?}" && mkdir "$nl_dir"
+	rm -rf "${nl_dir:?}"/* "${nl_dir:?}"/.[!.]*
 }
 
 fsp_done() {

@@ -1,6 +1,8 @@
 /*
  * test_hist.c - histogram quantiles against exact sorted nearest-rank
- * quantiles, on random and adversarial data; bucket bounds; merging.
+ * quantiles, on random and adversarial data; bucket bounds; merging; the
+ * quantiles of sorted numbers (src/base/quantile) against the same exact
+ * reference, to the value.
  */
 #include <stdarg.h>
 #include <stddef.h>
@@ -12,6 +14,7 @@
 #include <string.h>
 #include <cmocka.h>
 #include "src/base/hist.h"
+#include "src/base/quantile.h"
 
 /* Deterministic generator (splitmix64), so failures reproduce. */
 static uint64_t rng_state = 0x1234567887654321ull;
@@ -25,12 +28,6 @@ static uint64_t rnd(void)
 static double rnd01(void)
 {
 	return (double)(rnd() >> 11) / 9007199254740992.0;
-}
-
-static int cmp_u64(const void *a, const void *b)
-{
-	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
-	return x < y ? -1 : x > y;
 }
 
 /* Exact nearest-rank quantile of sorted v[0..n). */
@@ -68,7 +65,7 @@ static void check_against_exact(uint64_t *v, size_t n)
 		fsp_hist_add(h, v[i]);
 		sum += v[i];
 	}
-	qsort(v, n, sizeof(*v), cmp_u64);
+	qsort(v, n, sizeof(*v), fsp_cmp_u64);
 	assert_int_equal(h->count, n);
 	assert_int_equal(h->sum, sum);
 	assert_int_equal(h->min, v[0]);
@@ -91,6 +88,7 @@ static void check_against_exact(uint64_t *v, size_t n)
 		uint64_t want = exact_quantile(v, n, q);
 		uint64_t got = fsp_hist_quantile(h, q);
 		assert_true(fabs((double)got - (double)want) <= 0.01 * (double)want);
+		assert_int_equal(fsp_quantile_u64(v, n, q), want);
 	}
 	assert_true(fabs(fsp_hist_mean(h) - (double)sum / (double)n) < 1e-6 * (double)sum / (double)n + 1e-9);
 	free(h);
@@ -143,7 +141,7 @@ static void test_small_values_exact(void **state)
 	struct fsp_hist *h = hist_new();
 	for (size_t i = 0; i < 10000; i++)
 		fsp_hist_add(h, v[i]);
-	qsort(v, 10000, sizeof(*v), cmp_u64);
+	qsort(v, 10000, sizeof(*v), fsp_cmp_u64);
 	for (int k = 0; k <= 1000; k++)
 		assert_int_equal(fsp_hist_quantile(h, k / 1000.0),
 				 exact_quantile(v, 10000, k / 1000.0));
@@ -241,6 +239,36 @@ static void test_empty_and_q_range(void **state)
 	free(h);
 }
 
+/* The sorted numbers' quantiles: the rank's edges, signed values. */
+static void test_sorted_quantiles(void **state)
+{
+	assert_int_equal(fsp_quantile_rank(0, 0.5), 0);
+	assert_int_equal(fsp_quantile_u64(NULL, 0, 0.5), 0);
+	/* q = 0.1 of 10 is rank 1 (double rounding), 0.11 rank 2 */
+	assert_int_equal(fsp_quantile_rank(10, 0.1), 1);
+	assert_int_equal(fsp_quantile_rank(10, 0.11), 2);
+	assert_int_equal(fsp_quantile_rank(10, 0), 1);
+	assert_int_equal(fsp_quantile_rank(10, -1), 1);
+	assert_int_equal(fsp_quantile_rank(10, NAN), 1);
+	assert_int_equal(fsp_quantile_rank(10, 1), 10);
+	assert_int_equal(fsp_quantile_rank(10, 2), 10);
+	assert_int_equal(fsp_quantile_rank(1000, 0.999), 999);
+	assert_int_equal(fsp_quantile_rank(1001, 0.999), 1000);
+	int64_t v[] = { 7, -3, INT64_MAX, 0, INT64_MIN, -3, 12 };
+	size_t n = sizeof(v) / sizeof(v[0]);
+	qsort(v, n, sizeof(v[0]), fsp_cmp_i64);
+	for (size_t i = 1; i < n; i++)
+		assert_true(v[i - 1] <= v[i]);
+	assert_true(fsp_quantile_i64(v, n, 0) == INT64_MIN);
+	assert_true(fsp_quantile_i64(v, n, 0.5) == 0);  /* rank 4 of 7 */
+	assert_true(fsp_quantile_i64(v, n, 0.3) == -3); /* rank 3 */
+	assert_true(fsp_quantile_i64(v, n, 1) == INT64_MAX);
+	uint64_t u[] = { UINT64_MAX, 1, 0, 1ull << 63 };
+	qsort(u, 4, sizeof(u[0]), fsp_cmp_u64);
+	assert_true(u[0] == 0 && u[1] == 1 && u[2] == 1ull << 63 && u[3] == UINT64_MAX);
+	assert_true(fsp_quantile_u64(u, 4, 0.75) == 1ull << 63);
+}
+
 static void test_merge(void **state)
 {
 	struct fsp_hist *a = hist_new(), *b = hist_new(), *all = hist_new();
@@ -276,6 +304,7 @@ int main(void)
 		cmocka_unit_test(test_huge_values),
 		cmocka_unit_test(test_empty_and_q_range),
 		cmocka_unit_test(test_merge),
+		cmocka_unit_test(test_sorted_quantiles),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -15,14 +15,8 @@
 
 uint8_t *commit_block(struct emu_store *st, struct commit *c, uint64_t pblk, int kind)
 {
-	if (c->n == c->cap) {
-		size_t ncap = c->cap ? c->cap * 2 : 64;
-		struct mwrite *n = realloc(c->w, ncap * sizeof(*n));
-		if (!n)
-			return NULL;
-		c->w = n;
-		c->cap = ncap;
-	}
+	if (fsp_grow((void **)&c->w, &c->cap, c->n + 1, sizeof(*c->w), 64))
+		return NULL;
 	void *b;
 	if (posix_memalign(&b, 4096, st->bs))
 		return NULL;

@@ -726,14 +726,8 @@ struct fiemap_buf {
 static int fiemap_collect(void *arg, uint64_t lblk, uint64_t pblk, uint64_t len)
 {
 	struct fiemap_buf *f = arg;
-	if (f->n == f->cap) {
-		size_t ncap = f->cap ? f->cap * 2 : 64;
-		void *n = realloc(f->v, ncap * sizeof(*f->v));
-		if (!n)
-			return -ENOMEM;
-		f->v = n;
-		f->cap = ncap;
-	}
+	if (fsp_grow((void **)&f->v, &f->cap, f->n + 1, sizeof(*f->v), 64))
+		return -ENOMEM;
 	f->v[f->n][0] = lblk * f->bs;
 	f->v[f->n][1] = pblk * f->bs;
 	f->v[f->n][2] = len * f->bs;

@@ -13,6 +13,7 @@
 #include <sys/random.h>
 #include <time.h>
 
+#include "src/base/grow.h"
 #include "fs/emu/crc32c.h"
 #include "fs/emu/endian.h"
 #include "fs/emu/journal.h"
@@ -249,14 +250,8 @@ int emu_journal_log(struct emu_journal *j, uint64_t tag, const void *block)
 	uint64_t desc = slot - 1 - j->nlogged % j->tags_per_desc;
 	uint8_t *d;
 
-	if (slot >= j->stage_cap) {
-		size_t cap = j->stage_cap ? j->stage_cap * 2 : 64;
-		uint8_t *p = realloc(j->stage, cap * j->bs);
-		if (!p)
-			return -ENOMEM;
-		j->stage = p;
-		j->stage_cap = cap;
-	}
+	if (fsp_grow((void **)&j->stage, &j->stage_cap, slot + 1, j->bs, 64))
+		return -ENOMEM;
 	memcpy(j->stage + slot * j->bs, block, j->bs);
 	d = j->stage + desc * j->bs;
 	/* The descriptor header (seq) is filled at commit; tags go in now. */
@@ -268,14 +263,8 @@ int emu_journal_log(struct emu_journal *j, uint64_t tag, const void *block)
 /* room to remember one more committed transaction */
 static int live_reserve(struct emu_journal *j)
 {
-	if (j->nlive == j->live_cap) {
-		size_t cap = j->live_cap ? j->live_cap * 2 : 16;
-		struct live_txn *p = realloc(j->live, cap * sizeof(*p));
-		if (!p)
-			return -ENOMEM;
-		j->live = p;
-		j->live_cap = cap;
-	}
+	if (fsp_grow((void **)&j->live, &j->live_cap, j->nlive + 1, sizeof(*j->live), 16))
+		return -ENOMEM;
 	return 0;
 }
 

@@ -8,6 +8,7 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include "src/base/quantile.h"
 #include "fs/emu/crc32c.h"
 #include "fs/emu/endian.h"
 #include "fs/emu/store_int.h"
@@ -56,12 +57,6 @@ static int64_t node_home(struct emu_store *st, uint64_t old)
 	return got < 0 ? got : (int64_t)r.start;
 }
 
-int cmp_u64(const void *a, const void *b)
-{
-	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
-	return x < y ? -1 : x > y;
-}
-
 /* Free (at commit) every block of old[] that is not in new[]. */
 static int free_unreferenced(struct commit *c, const uint64_t *old, size_t nold,
 			     const uint64_t *new, size_t nnew)
@@ -71,9 +66,9 @@ static int free_unreferenced(struct commit *c, const uint64_t *old, size_t nold,
 	if (!sorted)
 		return -ENOMEM;
 	memcpy(sorted, new, nnew * sizeof(*sorted));
-	qsort(sorted, nnew, sizeof(*sorted), cmp_u64);
+	qsort(sorted, nnew, sizeof(*sorted), fsp_cmp_u64);
 	for (size_t i = 0; !rc && i < nold; i++)
-		if (!bsearch(&old[i], sorted, nnew, sizeof(*sorted), cmp_u64))
+		if (!bsearch(&old[i], sorted, nnew, sizeof(*sorted), fsp_cmp_u64))
 			rc = commit_free(c, old[i]);
 	free(sorted);
 	return rc;

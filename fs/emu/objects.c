@@ -9,6 +9,7 @@
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
+#include "src/base/quantile.h"
 #include "fs/emu/store_int.h"
 
 /* Double the table (64 slots at first), rehashing every object. */
@@ -249,7 +250,7 @@ int emu_store_rebind(struct emu_store *st, struct emu_obj_ident *bind, size_t n,
 		rc = -ENOMEM;
 	if (!rc) {
 		memcpy(sorted, keys, k * sizeof(*keys));
-		qsort(sorted, k, sizeof(*sorted), cmp_u64);
+		qsort(sorted, k, sizeof(*sorted), fsp_cmp_u64);
 		for (size_t i = 1; i < k; i++)
 			if (sorted[i] == sorted[i - 1])
 				rc = -EEXIST;

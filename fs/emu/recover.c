@@ -50,14 +50,8 @@ struct load {
 
 static int load_push_ext(struct load *L, uint64_t pblk, uint64_t len)
 {
-	if (L->next == L->ext_cap) {
-		size_t ncap = L->ext_cap ? L->ext_cap * 2 : 1024;
-		struct loaded_ext *n = realloc(L->ext, ncap * sizeof(*n));
-		if (!n)
-			return -ENOMEM;
-		L->ext = n;
-		L->ext_cap = ncap;
-	}
+	if (fsp_grow((void **)&L->ext, &L->ext_cap, L->next + 1, sizeof(*L->ext), 1024))
+		return -ENOMEM;
 	L->ext[L->next++] = (struct loaded_ext){ pblk, len };
 	return 0;
 }

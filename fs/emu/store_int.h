@@ -35,6 +35,7 @@
 #include <pthread.h>
 #include <stdint.h>
 #include <stdlib.h>
+#include "src/base/grow.h"
 #include "src/base/seqstream.h"
 #include "fs/emu/alloc.h"
 #include "fs/emu/extent.h"
@@ -68,14 +69,8 @@ struct u64s {
 
 static inline int u64s_push(struct u64s *a, uint64_t x)
 {
-	if (a->n == a->cap) {
-		size_t ncap = a->cap ? a->cap * 2 : 64;
-		uint64_t *v = realloc(a->v, ncap * sizeof(*v));
-		if (!v)
-			return -ENOMEM;
-		a->v = v;
-		a->cap = ncap;
-	}
+	if (fsp_grow((void **)&a->v, &a->cap, a->n + 1, sizeof(*a->v), 64))
+		return -ENOMEM;
 	a->v[a->n++] = x;
 	return 0;
 }
@@ -254,7 +249,6 @@ void release_range(void *arg, uint64_t pblk, uint64_t len, uint64_t txid);
 void node_seal(struct emu_store *st, uint8_t *b, uint32_t magic, uint64_t obj,
 	       uint32_t count);
 int node_check(const struct emu_store *st, uint8_t *b, uint32_t magic, uint64_t obj);
-int cmp_u64(const void *a, const void *b);
 int commit_obj(struct emu_store *st, struct commit *c, struct obj *o);
 int free_nodes(struct emu_store *st, const uint64_t *nodes, size_t n);
 int commit_omap(struct emu_store *st, struct commit *c, uint64_t **out_nodes,

@@ -48,6 +48,7 @@
 #include <sys/xattr.h>
 #include <fuse_lowlevel.h>
 #include <linux/fuse.h>
+#include "src/base/grow.h"
 #include "src/sys/mountinfo.h"
 #include "fs/emu/store.h"
 #include "fs/fuse/daemon.h"
@@ -239,14 +240,8 @@ static int tree_visit(const char *fpath, const struct stat *sb, int type, struct
 	}
 	if (type != FTW_F || !S_ISREG(sb->st_mode))
 		return 0;
-	if (t->n == t->cap) {
-		size_t cap = t->cap ? t->cap * 2 : 1024;
-		struct tree_file *v = realloc(t->v, cap * sizeof(*v));
-		if (!v)
-			return -1;
-		t->v = v;
-		t->cap = cap;
-	}
+	if (fsp_grow((void **)&t->v, &t->cap, t->n + 1, sizeof(*t->v), 1024))
+		return -1;
 	struct tree_file *f = &t->v[t->n];
 	f->ino = sb->st_ino;
 	f->btime = t->want_btime ? fsp_birth_ns(AT_FDCWD, fpath, 0) : 0;
@@ -310,14 +305,8 @@ static int obj_list_add(void *ctx, uint64_t obj, uint64_t gen, uint64_t size)
 {
 	struct obj_list *l = ctx;
 	(void)size;
-	if (l->n == l->cap) {
-		size_t cap = l->cap ? l->cap * 2 : 256;
-		void *v = realloc(l->v, cap * sizeof(*l->v));
-		if (!v)
-			return -ENOMEM;
-		l->v = v;
-		l->cap = cap;
-	}
+	if (fsp_grow((void **)&l->v, &l->cap, l->n + 1, sizeof(*l->v), 256))
+		return -ENOMEM;
 	l->v[l->n][0] = obj;
 	l->v[l->n][1] = gen;
 	l->n++;
@@ -603,9 +592,7 @@ static void report_unclean(const char *path, const struct emu_store_info *in,
 
 static void set_attr_u64(struct daemon *d, const char *key, uint64_t v)
 {
-	char s[32];
-	snprintf(s, sizeof(s), "%llu", (unsigned long long)v);
-	fsp_store_set_attr(d->store, d->run, key, s);
+	fsp_store_set_attr_u64(d->store, d->run, key, v);
 }
 
 /*
@@ -753,14 +740,8 @@ static int file_add(void *ctx, uint64_t obj, uint64_t gen, uint64_t size)
 	struct files_ctx *c = ctx;
 	struct emu_files *fl = &c->d->files;
 	(void)gen;
-	if (fl->n == fl->cap) {
-		size_t cap = fl->cap ? fl->cap * 2 : 256;
-		void *v = realloc(fl->f, cap * sizeof(*fl->f));
-		if (!v)
-			return -ENOMEM;
-		fl->f = v;
-		fl->cap = cap;
-	}
+	if (fsp_grow((void **)&fl->f, &fl->cap, fl->n + 1, sizeof(*fl->f), 256))
+		return -ENOMEM;
 	struct fsp_emu_file *f = &fl->f[fl->n];
 	memset(f, 0, sizeof(*f));
 	f->obj = obj;
@@ -1049,9 +1030,7 @@ static int daemon_start(struct daemon *d, char *err, size_t errlen)
 	}
 	/* the effective values, defaults included (the options column holds
 	 * only what was typed) */
-	char nthreads[16];
-	snprintf(nthreads, sizeof(nthreads), "%u", o->threads);
-	fsp_store_set_attr(d->store, d->run, "fuse.threads", nthreads);
+	set_attr_u64(d, "fuse.threads", o->threads);
 	fsp_store_set_attr(d->store, d->run, "fuse.backing_io", o->backing_sync ? "sync" : "aio");
 	if (o->inject) {
 		char rules[4096];
@@ -1320,11 +1299,8 @@ static int daemon_finish(struct daemon *d, int serve_it)
 	} else if (d->store && d->run > 0) {
 		fsp_store_end_run(d->store, d->run, 0, 0);
 	}
-	if (d->store && d->run > 0 && d->o->count_inflight) {
-		char v[32];
-		snprintf(v, sizeof(v), "%u", fsp_fs_max_inflight(d->fs));
-		fsp_store_set_attr(d->store, d->run, "max_inflight_io", v);
-	}
+	if (d->store && d->run > 0 && d->o->count_inflight)
+		set_attr_u64(d, "max_inflight_io", fsp_fs_max_inflight(d->fs));
 	uint64_t mapped, huge;
 	fsp_fs_buffer_usage(d->fs, &mapped, &huge);
 	if (d->store && d->run > 0 && mapped) {
@@ -1334,9 +1310,7 @@ static int daemon_finish(struct daemon *d, int serve_it)
 	}
 	if (d->store && d->run > 0 && !d->o->emu) {
 		/* O_DIRECT requests the backing O_DIRECT fd could not serve */
-		char v[32];
-		snprintf(v, sizeof(v), "%" PRIu64, fsp_fs_direct_fallbacks(d->fs));
-		fsp_store_set_attr(d->store, d->run, "fuse.direct_fallbacks", v);
+		set_attr_u64(d, "fuse.direct_fallbacks", fsp_fs_direct_fallbacks(d->fs));
 	}
 	if (d->store && d->run > 0 && serve_it) {
 		emu_save(d);

@@ -22,6 +22,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "fs/fuse/inject.h"
+#include "src/base/err.h"
 #include "src/base/ops.h"
 #include "src/base/units.h"
 
@@ -72,17 +73,6 @@ static const char *errno_name(int e)
 	return NULL;
 }
 
-static int bad(char *err, size_t len, const char *fmt, ...)
-	__attribute__((format(printf, 3, 4)));
-static int bad(char *err, size_t len, const char *fmt, ...)
-{
-	va_list ap;
-	va_start(ap, fmt);
-	vsnprintf(err, len, fmt, ap);
-	va_end(ap);
-	return -1;
-}
-
 static int parse_ops(struct rule *r, char *v, char *err, size_t len)
 {
 	if (!strcmp(v, "all")) {
@@ -98,10 +88,11 @@ static int parse_ops(struct rule *r, char *v, char *err, size_t len)
 	for (char *name = strtok_r(v, "|", &save); name; name = strtok_r(NULL, "|", &save)) {
 		int op = fsp_op_from_name(name);
 		if (op < 0 || op > FSP_OP_LSEEK)
-			return bad(err, len, "unknown operation '%s' (read, write, fsync, "
-				   "getattr, ... or all)", name);
+			return fsp_set_err(err, len, "unknown operation '%s' (read, write, fsync, "
+					   "getattr, ... or all)", name);
 		if (op == FSP_OP_FORGET)
-			return bad(err, len, "operation 'forget' has no reply to delay or fail");
+			return fsp_set_err(err, len,
+					   "operation 'forget' has no reply to delay or fail");
 		r->ops[op / 64] |= 1ull << (op % 64);
 	}
 	return 0;
@@ -110,7 +101,8 @@ static int parse_ops(struct rule *r, char *v, char *err, size_t len)
 static int parse_dur(const char *what, const char *s, uint64_t *ns, char *err, size_t len)
 {
 	if (fsp_parse_duration(s, ns) || *ns > 10 * FSP_SEC)
-		return bad(err, len, "invalid %s '%s' (a duration up to 10s, e.g. 100us)", what, s);
+		return fsp_set_err(err, len, "invalid %s '%s' (a duration up to 10s, e.g. 100us)",
+				   what, s);
 	return 0;
 }
 
@@ -120,15 +112,16 @@ static int parse_delay(struct rule *r, const char *v, char *err, size_t len)
 		char lo[64];
 		const char *dash = strchr(v + 8, '-');
 		if (!dash || (size_t)(dash - (v + 8)) >= sizeof(lo))
-			return bad(err, len, "invalid delay '%s' (uniform:MIN-MAX, e.g. "
-				   "uniform:50us-150us)", v);
+			return fsp_set_err(err, len, "invalid delay '%s' (uniform:MIN-MAX, e.g. "
+					   "uniform:50us-150us)", v);
 		memcpy(lo, v + 8, (size_t)(dash - (v + 8)));
 		lo[dash - (v + 8)] = '\0';
 		if (parse_dur("delay minimum", lo, &r->d1, err, len) ||
 		    parse_dur("delay maximum", dash + 1, &r->d2, err, len))
 			return -1;
 		if (r->d2 < r->d1)
-			return bad(err, len, "invalid delay '%s' (the maximum is below the minimum)", v);
+			return fsp_set_err(err, len, "invalid delay '%s' (the maximum is below "
+					   "the minimum)", v);
 		r->dist = DIST_UNIFORM;
 	} else if (!strncmp(v, "exp:", 4)) {
 		if (parse_dur("delay mean", v + 4, &r->d1, err, len))
@@ -152,13 +145,15 @@ static int parse_errno(struct rule *r, char *v, char *err, size_t len)
 		errno = 0;
 		p = strtod(colon + 1, &end);
 		if (errno || end == colon + 1 || *end || !(p > 0 && p <= 1))
-			return bad(err, len, "invalid errno probability '%s' (0 < P <= 1)", colon + 1);
+			return fsp_set_err(err, len, "invalid errno probability '%s' (0 < P <= 1)",
+					   colon + 1);
 	}
 	for (size_t i = 0; i < sizeof(errnos) / sizeof(errnos[0]); i++)
 		if (!strcmp(errnos[i].name, v))
 			r->err = errnos[i].err;
 	if (!r->err)
-		return bad(err, len, "unknown errno '%s' (EIO, ENOSPC, EROFS, EACCES, ...)", v);
+		return fsp_set_err(err, len, "unknown errno '%s' (EIO, ENOSPC, EROFS, EACCES, ...)",
+				   v);
 	r->err_p = p;
 	r->err_thresh = p >= 1 ? UINT64_MAX : (uint64_t)(p * 18446744073709551616.0);
 	return 0;
@@ -174,7 +169,8 @@ static int parse_rule(struct fsp_inject *inj, char *s, char *err, size_t len)
 	for (char *f = strtok_r(s, ",", &save); f; f = strtok_r(NULL, ",", &save)) {
 		char *eq = strchr(f, '=');
 		if (!eq || eq == f || !eq[1])
-			return bad(err, len, "'%s' is not KEY=VALUE (op, path, delay, errno, seed)", f);
+			return fsp_set_err(err, len, "'%s' is not KEY=VALUE (op, path, delay, "
+					   "errno, seed)", f);
 		*eq = '\0';
 		char *v = eq + 1;
 		int dup = 0;
@@ -186,7 +182,7 @@ static int parse_rule(struct fsp_inject *inj, char *s, char *err, size_t len)
 		} else if (!strcmp(f, "path")) {
 			dup = r->path != NULL;
 			if (!dup && !(r->path = strdup(v)))
-				return bad(err, len, "out of memory");
+				return fsp_set_err(err, len, "out of memory");
 		} else if (!strcmp(f, "delay")) {
 			dup = r->dist != DIST_NONE;
 			if (!dup && parse_delay(r, v, err, len))
@@ -200,28 +196,29 @@ static int parse_rule(struct fsp_inject *inj, char *s, char *err, size_t len)
 			errno = 0;
 			unsigned long long n = strtoull(v, &end, 10);
 			if (errno || *end || *v == '-')
-				return bad(err, len, "invalid seed '%s' (a number)", v);
+				return fsp_set_err(err, len, "invalid seed '%s' (a number)", v);
 			if (inj->seed_given && inj->seed != n)
-				return bad(err, len, "two seeds (%llu and %llu): the rules have one",
-					   (unsigned long long)inj->seed, n);
+				return fsp_set_err(err, len, "two seeds (%llu and %llu): the rules "
+						   "have one", (unsigned long long)inj->seed, n);
 			inj->seed = n;
 			inj->seed_given = has_seed = 1;
 		} else {
-			return bad(err, len, "unknown key '%s' (op, path, delay, errno, seed)", f);
+			return fsp_set_err(err, len,
+					   "unknown key '%s' (op, path, delay, errno, seed)", f);
 		}
 		if (dup)
-			return bad(err, len, "'%s' given twice in one rule", f);
+			return fsp_set_err(err, len, "'%s' given twice in one rule", f);
 	}
 	if (!has_op && r->dist == DIST_NONE && !r->err && !r->path && has_seed)
 		return 0;
 	if (!has_op)
-		return bad(err, len, "a rule without op= (which operations?)");
+		return fsp_set_err(err, len, "a rule without op= (which operations?)");
 	if (r->dist == DIST_NONE && !r->err)
-		return bad(err, len, "a rule without delay= or errno= (what to inject?)");
+		return fsp_set_err(err, len, "a rule without delay= or errno= (what to inject?)");
 	if (r->err && (r->ops[FSP_OP_RELEASE / 64] & (1ull << (FSP_OP_RELEASE % 64)) ||
 		       r->ops[FSP_OP_RELEASEDIR / 64] & (1ull << (FSP_OP_RELEASEDIR % 64))))
-		return bad(err, len, "errno= on release or releasedir (the kernel ignores "
-			   "their error; a delay is allowed)");
+		return fsp_set_err(err, len, "errno= on release or releasedir (the kernel ignores "
+				   "their error; a delay is allowed)");
 	return 1;
 }
 

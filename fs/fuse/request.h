@@ -131,13 +131,17 @@ static inline void op_begin(struct op *o, fuse_req_t req)
 	}
 }
 
-/* Time a backing system call; errno survives (the vDSO clock keeps it). */
-#define BACKING(o, expr) ({                                             \
-	uint64_t bk_t0_ = (o)->timing ? fsp_now_ns() : 0;               \
-	__auto_type bk_r_ = (expr);                                     \
+/* The time expr takes, added to the op's field (when timing); errno
+ * survives (the vDSO clock keeps it). */
+#define OP_TIME(o, field, expr) ({                                      \
+	uint64_t ot_t0_ = (o)->timing ? fsp_now_ns() : 0;               \
+	__auto_type ot_r_ = (expr);                                     \
 	if ((o)->timing)                                                \
-		(o)->backing += fsp_now_ns() - bk_t0_;                  \
-	bk_r_; })
+		(o)->field += fsp_now_ns() - ot_t0_;                    \
+	ot_r_; })
+
+/* Time a backing system call. */
+#define BACKING(o, expr) OP_TIME(o, backing, expr)
 
 /*
  * Call the emulated store with context cx (filled by op_cx): the store's IO
@@ -158,12 +162,7 @@ static inline void op_begin(struct op *o, fuse_req_t req)
 	em_r_; })
 
 /* A store call that does no IO for the caller (sizes, seek, statfs). */
-#define EMU_TIME(o, expr) ({                                            \
-	uint64_t em_t0_ = (o)->timing ? fsp_now_ns() : 0;               \
-	__auto_type em_r_ = (expr);                                     \
-	if ((o)->timing)                                                \
-		(o)->emu += fsp_now_ns() - em_t0_;                      \
-	em_r_; })
+#define EMU_TIME(o, expr) OP_TIME(o, emu, expr)
 
 /* The store's context for this operation: its device IO is tied to it. */
 static inline void op_cx(const struct op *o, struct emu_cx *cx)

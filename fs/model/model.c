@@ -9,11 +9,11 @@
  * IOs given, so the same IOs at the same times cost the same every run.
  */
 #include <errno.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include "fs/model/model.h"
+#include "src/base/err.h"
 #include "src/base/units.h"
 
 struct stream {
@@ -37,21 +37,11 @@ struct fsp_model {
 	struct fsp_model_stats st;
 };
 
-static int bad(char *err, size_t len, const char *fmt, ...)
-	__attribute__((format(printf, 3, 4)));
-static int bad(char *err, size_t len, const char *fmt, ...)
-{
-	va_list ap;
-	va_start(ap, fmt);
-	vsnprintf(err, len, fmt, ap);
-	va_end(ap);
-	return -1;
-}
-
 static int dur(const char *key, const char *v, uint64_t *ns, char *err, size_t len)
 {
 	if (fsp_parse_duration(v, ns) || *ns > 10 * FSP_SEC)
-		return bad(err, len, "%s: invalid duration '%s' (up to 10s, e.g. 200us)", key, v);
+		return fsp_set_err(err, len, "%s: invalid duration '%s' (up to 10s, e.g. 200us)",
+				   key, v);
 	return 0;
 }
 
@@ -74,7 +64,7 @@ int fsp_model_parse(const char *spec, struct fsp_model_cfg *cfg, char *err, size
 	cfg->seed = 1;
 	char *copy = strdup(spec ? spec : "");
 	if (!copy)
-		return bad(err, errlen, "out of memory");
+		return fsp_set_err(err, errlen, "out of memory");
 	int rc = 0, any = 0;
 	unsigned seen = 0;
 	char *save = NULL;
@@ -83,8 +73,8 @@ int fsp_model_parse(const char *spec, struct fsp_model_cfg *cfg, char *err, size
 	for (char *f = strtok_r(copy, ",", &save); f && !rc; f = strtok_r(NULL, ",", &save)) {
 		char *eq = strchr(f, '=');
 		if (!eq || eq == f || !eq[1]) {
-			rc = bad(err, errlen, "'%s' is not KEY=VALUE (read, write, switch, "
-				 "streams, raw, flush, cache, drain, jitter, seed)", f);
+			rc = fsp_set_err(err, errlen, "'%s' is not KEY=VALUE (read, write, switch, "
+					 "streams, raw, flush, cache, drain, jitter, seed)", f);
 			break;
 		}
 		*eq = '\0';
@@ -94,12 +84,12 @@ int fsp_model_parse(const char *spec, struct fsp_model_cfg *cfg, char *err, size
 			if (!strcmp(f, keys[k]))
 				break;
 		if (k == sizeof(keys) / sizeof(keys[0])) {
-			rc = bad(err, errlen, "unknown knob '%s' (read, write, switch, streams, "
-				 "raw, flush, cache, drain, jitter, seed)", f);
+			rc = fsp_set_err(err, errlen, "unknown knob '%s' (read, write, switch, "
+					 "streams, raw, flush, cache, drain, jitter, seed)", f);
 			break;
 		}
 		if (seen & (1u << k)) {
-			rc = bad(err, errlen, "'%s' given twice", f);
+			rc = fsp_set_err(err, errlen, "'%s' given twice", f);
 			break;
 		}
 		seen |= 1u << k;
@@ -116,14 +106,15 @@ int fsp_model_parse(const char *spec, struct fsp_model_cfg *cfg, char *err, size
 			errno = 0;
 			n = strtoull(v, &end, 10);
 			if (errno || *end || *v == '-' || n < 1 || n > FSP_MODEL_MAX_STREAMS)
-				rc = bad(err, errlen, "streams: invalid count '%s' (1..%d)", v,
-					 FSP_MODEL_MAX_STREAMS);
+				rc = fsp_set_err(err, errlen, "streams: invalid count '%s' (1..%d)",
+						 v, FSP_MODEL_MAX_STREAMS);
 			else
 				cfg->streams = (unsigned)n;
 			break;
 		case 4:
 			if (split(v, '@', a, sizeof(a), &b)) {
-				rc = bad(err, errlen, "raw: '%s' is not COST@AGE (e.g. 300us@5ms)", v);
+				rc = fsp_set_err(err, errlen,
+						 "raw: '%s' is not COST@AGE (e.g. 300us@5ms)", v);
 				break;
 			}
 			rc = dur("raw cost", a, &cfg->raw_ns, err, errlen);
@@ -133,11 +124,13 @@ int fsp_model_parse(const char *spec, struct fsp_model_cfg *cfg, char *err, size
 		case 5: rc = dur(f, v, &cfg->flush_ns, err, errlen); break;
 		case 6:
 			if (split(v, ':', a, sizeof(a), &b)) {
-				rc = bad(err, errlen, "cache: '%s' is not SIZE:COST (e.g. 64M:80us)", v);
+				rc = fsp_set_err(err, errlen,
+						 "cache: '%s' is not SIZE:COST (e.g. 64M:80us)", v);
 				break;
 			}
 			if (fsp_parse_size(a, &cfg->cache_bytes) || !cfg->cache_bytes) {
-				rc = bad(err, errlen, "cache: invalid size '%s' (e.g. 64M)", a);
+				rc = fsp_set_err(err, errlen, "cache: invalid size '%s' (e.g. 64M)",
+						 a);
 				break;
 			}
 			rc = dur("cache cost", b, &cfg->cache_ns, err, errlen);
@@ -149,8 +142,8 @@ int fsp_model_parse(const char *spec, struct fsp_model_cfg *cfg, char *err, size
 			if (l > 2 && !strcmp(v + l - 2, "/s"))
 				sz[l - 2] = '\0';
 			if (fsp_parse_size(sz, &cfg->drain_bps))
-				rc = bad(err, errlen, "drain: invalid rate '%s' (SIZE per second, "
-					 "e.g. 200M/s)", v);
+				rc = fsp_set_err(err, errlen, "drain: invalid rate '%s' (SIZE per "
+						 "second, e.g. 200M/s)", v);
 			break;
 		}
 		case 8: rc = dur(f, v, &cfg->jitter_ns, err, errlen); break;
@@ -158,7 +151,7 @@ int fsp_model_parse(const char *spec, struct fsp_model_cfg *cfg, char *err, size
 			errno = 0;
 			n = strtoull(v, &end, 10);
 			if (errno || *end || *v == '-')
-				rc = bad(err, errlen, "seed: invalid number '%s'", v);
+				rc = fsp_set_err(err, errlen, "seed: invalid number '%s'", v);
 			else
 				cfg->seed = n;
 			break;
@@ -168,10 +161,11 @@ int fsp_model_parse(const char *spec, struct fsp_model_cfg *cfg, char *err, size
 	if (rc)
 		return -1;
 	if (!any)
-		return bad(err, errlen, "no knob in '%s' (e.g. switch=200us,flush=2ms)",
-			   spec ? spec : "");
+		return fsp_set_err(err, errlen, "no knob in '%s' (e.g. switch=200us,flush=2ms)",
+				   spec ? spec : "");
 	if ((seen & (1u << 7)) && !(seen & (1u << 6)))
-		return bad(err, errlen, "drain without cache (drain empties the write cache)");
+		return fsp_set_err(err, errlen,
+				   "drain without cache (drain empties the write cache)");
 	return 0;
 }
 

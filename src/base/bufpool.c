@@ -11,6 +11,7 @@
 #include <string.h>
 #include <sys/mman.h>
 #include "src/base/bufpool.h"
+#include "src/base/grow.h"
 
 #define CHUNK ((size_t)2 << 20)
 #define MIN_SHIFT 12 /* the smallest class: 4 KiB */
@@ -79,14 +80,8 @@ static char *map_chunk(size_t len)
 /* Under the lock: a new chunk for class cs, whose buffers are size bytes. */
 static int add_chunk(struct fsp_bufpool *p, struct size_class *cs, size_t size)
 {
-	if (p->nchunks == p->chunks_cap) {
-		size_t cap = p->chunks_cap ? p->chunks_cap * 2 : 16;
-		struct chunk *n = realloc(p->chunks, cap * sizeof(*n));
-		if (!n)
-			return -1;
-		p->chunks = n;
-		p->chunks_cap = cap;
-	}
+	if (fsp_grow((void **)&p->chunks, &p->chunks_cap, p->nchunks + 1, sizeof(*p->chunks), 16))
+		return -1;
 	size_t len = size > CHUNK ? size : CHUNK; /* a power of two: a multiple of CHUNK */
 	char *a = map_chunk(len);
 	if (!a)

@@ -4,9 +4,9 @@
  * The bucket layout is described in hist.h. Everything here runs off the
  * hot path (fsp_hist_add is inline in the header).
  */
-#include <math.h>
 #include <string.h>
 #include "src/base/hist.h"
+#include "src/base/quantile.h"
 
 void fsp_hist_init(struct fsp_hist *h)
 {
@@ -59,15 +59,7 @@ uint64_t fsp_hist_quantile(const struct fsp_hist *h, double q)
 {
 	if (h->count == 0)
 		return 0;
-	if (!(q > 0))  /* also catches NaN */
-		q = 0;
-	if (q > 1)
-		q = 1;
-	/* rank = ceil(q * count), at least 1. In double, not long double:
-	 * q = 0.1 is slightly above 1/10, and only double rounding gives the
-	 * expected rank 1 of 10 (long double would give 2). */
-	double r = ceil(q * (double)h->count);
-	uint64_t rank = r < 1 ? 1 : (r >= (double)h->count ? h->count : (uint64_t)r);
+	uint64_t rank = fsp_quantile_rank(h->count, q);
 	if (rank == 1)
 		return h->min;
 	if (rank == h->count)

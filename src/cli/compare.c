@@ -1223,10 +1223,8 @@ static int record_compare(struct compare *c, int argc, char **argv)
 		}
 	}
 	if (!c->o.device) {
-		char sz[32];
-		snprintf(sz, sizeof sz, "%" PRIu64, c->o.image_size);
 		fsp_store_set_attr(c->st, c->run, "image", c->su.image);
-		fsp_store_set_attr(c->st, c->run, "image_size", sz);
+		fsp_store_set_attr_u64(c->st, c->run, "image_size", c->o.image_size);
 	}
 	return 0;
 }

@@ -8,6 +8,7 @@
  * that needs a value, the command's --help to look at.
  */
 #define _GNU_SOURCE
+#include <errno.h>
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
@@ -44,6 +45,17 @@ int fsp_usage_error(const char *cmd, const char *fmt, ...)
 	va_end(ap);
 	fprintf(stderr, " (see 'fsprism %s --help')\n", cmd);
 	return 2;
+}
+
+int fsp_opt_run_id(const char *s, int64_t *id)
+{
+	char *end;
+	errno = 0;
+	long long v = strtoll(s, &end, 10);
+	if (errno || end == s || *end || v < 1)
+		return -1;
+	*id = v;
+	return 0;
 }
 
 int fsp_file_error(const char *cmd, const char *path, const char *what, int err,

@@ -17,6 +17,7 @@
 #define FSP_CLI_OPT_H
 
 #include <getopt.h>
+#include <stdint.h>
 #include <stdio.h>
 
 /* Every table lists this: fsp_opt_next answers --help and -h itself. */
@@ -65,6 +66,10 @@ int fsp_opt_next(struct fsp_opt *g);
 /* "fsprism CMD: MESSAGE (see 'fsprism CMD --help')" on stderr; returns 2. */
 int fsp_usage_error(const char *cmd, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3)));
+
+/* s as a run id (a whole number, 1 or more, nothing after it): 0, or -1;
+ * the command says what it expected. */
+int fsp_opt_run_id(const char *s, int64_t *id);
 
 /*
  * A failure on a file, one line on stderr: "fsprism CMD: PATH: WHAT:

@@ -247,12 +247,8 @@ static void report_usage(FILE *f)
 
 static int parse_id(const char *what, const char *s, int64_t *id)
 {
-	char *end;
-	errno = 0;
-	long long v = strtoll(s, &end, 10);
-	if (errno || end == s || *end || v < 1)
+	if (fsp_opt_run_id(s, id))
 		return fsp_usage_error("report", "%s needs a positive run id, not '%s'", what, s);
-	*id = v;
 	return 0;
 }
 

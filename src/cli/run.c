@@ -645,13 +645,6 @@ rollback:
 	return -1;
 }
 
-static void set_attr_u64(struct fsp_store *st, int64_t run, const char *key, uint64_t v)
-{
-	char buf[32];
-	snprintf(buf, sizeof(buf), "%llu", (unsigned long long)v);
-	fsp_store_set_attr(st, run, key, buf);
-}
-
 static void set_attr_double(struct fsp_store *st, int64_t run, const char *key, double v)
 {
 	char buf[48];
@@ -688,7 +681,7 @@ static void store_params(struct fsp_store *st, int64_t run, const struct run_opt
 	fsp_store_set_attr(st, run, is_jobfile ? "jobfile" : "profile", o->profile);
 	fsp_store_set_attr(st, run, "scale", o->scale == FSP_SCALE_FULL ? "full" : "default");
 	fsp_store_set_attr(st, run, "target_kind", t->raw ? "raw" : "file");
-	set_attr_u64(st, run, "target_logical_bs", t->lbs);
+	fsp_store_set_attr_u64(st, run, "target_logical_bs", t->lbs);
 	for (int i = 0; fsp_param_names[i]; i++) {
 		char key[64];
 		fsp_param_format(p, fsp_param_names[i], buf, sizeof(buf));
@@ -697,7 +690,7 @@ static void store_params(struct fsp_store *st, int64_t run, const struct run_opt
 	}
 	fsp_pattern_format(&p->pattern, buf, sizeof(buf));
 	fsp_store_set_attr(st, run, "pattern", buf);
-	set_attr_u64(st, run, "span_bytes", p->span);
+	fsp_store_set_attr_u64(st, run, "span_bytes", p->span);
 	store_placement(st, run);
 }
 
@@ -727,19 +720,14 @@ static void store_dropped(struct fsp_store *st, int64_t run, const struct step *
 			  unsigned nsteps)
 {
 	uint64_t ios = 0, segs = 0;
-	char v[32];
 	for (unsigned i = 0; i < nsteps; i++) {
 		ios += steps[i].res.timeline_dropped_ios;
 		segs += steps[i].res.segments_dropped;
 	}
-	if (ios) {
-		snprintf(v, sizeof(v), "%llu", (unsigned long long)ios);
-		fsp_store_set_attr(st, run, "timeline_dropped_ios", v);
-	}
-	if (segs) {
-		snprintf(v, sizeof(v), "%llu", (unsigned long long)segs);
-		fsp_store_set_attr(st, run, "segments_dropped", v);
-	}
+	if (ios)
+		fsp_store_set_attr_u64(st, run, "timeline_dropped_ios", ios);
+	if (segs)
+		fsp_store_set_attr_u64(st, run, "segments_dropped", segs);
 }
 
 /* ---- score and summary ------------------------------------------------------------ */

@@ -19,6 +19,7 @@
 #include <string.h>
 #include "src/cli/cli.h"
 #include "src/cli/opt.h"
+#include "src/base/grow.h"
 #include "src/base/hist.h"
 #include "src/base/json.h"
 #include "src/base/ops.h"
@@ -29,6 +30,7 @@
 #include "src/cli/stats_block.h"
 #include "src/cli/stats_layers.h"
 #include "src/cli/stats_fuse.h"
+#include "src/cli/stats_part.h"
 #include "src/db/store.h"
 
 #define NQUANT 4
@@ -140,15 +142,9 @@ struct rows_load {
 static int add_row(void *arg, int step, int op)
 {
 	struct rows_load *ld = arg;
-	if (ld->n == ld->cap) {
-		size_t cap = ld->cap ? 2 * ld->cap : 16;
-		struct op_row *r = realloc(ld->rows, cap * sizeof(*r));
-		if (!r) {
-			ld->failed = 1;
-			return 1;
-		}
-		ld->rows = r;
-		ld->cap = cap;
+	if (fsp_grow((void **)&ld->rows, &ld->cap, ld->n + 1, sizeof(*ld->rows), 16)) {
+		ld->failed = 1;
+		return 1;
 	}
 	struct op_row *r = &ld->rows[ld->n];
 	memset(r, 0, sizeof(*r));
@@ -213,17 +209,6 @@ static double mb_per_s(const struct op_row *r)
 static int quant_shown(const struct view *v, int q)
 {
 	return (v->flags & FSP_STATS_WIDE) || quants[q] != 0.90;
-}
-
-/* Microseconds with precision that fits 8 columns. */
-static void fmt_us(char *buf, size_t len, double us)
-{
-	if (us < 100)
-		snprintf(buf, len, "%.2f", us);
-	else if (us < 100000)
-		snprintf(buf, len, "%.1f", us);
-	else
-		snprintf(buf, len, "%.0f", us);
 }
 
 static const char *or_dash(const char *s)
@@ -320,15 +305,15 @@ static void print_table(const struct fsp_run_row *h, const struct op_row *rows,
 				fprintf(out, "%s\n", "   (not stored)");
 				continue;
 			}
-			fmt_us(v, sizeof(v), ls->mean);
+			fsp_stats_fmt_us(v, sizeof(v), ls->mean);
 			fprintf(out, " %8s", v);
 			for (int q = 0; q < NQUANT; q++) {
 				if (!quant_shown(vw, q))
 					continue;
-				fmt_us(v, sizeof(v), ls->q[q]);
+				fsp_stats_fmt_us(v, sizeof(v), ls->q[q]);
 				fprintf(out, " %8s", v);
 			}
-			fmt_us(v, sizeof(v), ls->max);
+			fsp_stats_fmt_us(v, sizeof(v), ls->max);
 			fprintf(out, " %8s\n", v);
 		}
 	}
@@ -1002,17 +987,6 @@ static void stats_usage(FILE *f)
 "--wide, which also prints long operation names on their numbers' line.\n");
 }
 
-static int parse_run_id(const char *s, int64_t *id)
-{
-	char *end;
-	errno = 0;
-	long long v = strtoll(s, &end, 10);
-	if (errno || end == s || *end || v < 1)
-		return -1;
-	*id = v;
-	return 0;
-}
-
 int cmd_stats(int argc, char **argv)
 {
 	const char *path = NULL, *format = "table", *run_arg = NULL;
@@ -1054,7 +1028,7 @@ int cmd_stats(int argc, char **argv)
 		fprintf(stderr, "fsprism stats: --extents needs --format table or json\n");
 		return 2;
 	}
-	if (run_arg && parse_run_id(run_arg, &run) < 0) {
+	if (run_arg && fsp_opt_run_id(run_arg, &run) < 0) {
 		fprintf(stderr, "fsprism stats: --run needs a positive run id, not '%s'\n", run_arg);
 		return 2;
 	}

@@ -2,20 +2,14 @@
  * stats_part.c - one part of a latency split as the stats sections print
  * it (stats_part.h).
  */
-#include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include "src/base/quantile.h"
 #include "src/cli/stats_part.h"
 
 static const double qs[FSP_PART_NQ] = { 0.50, 0.99, 0.999 };
 const char *const fsp_part_q_names[FSP_PART_NQ] = { "p50", "p99", "p99.9" };
 static const char *const q_keys[FSP_PART_NQ] = { "p50", "p99", "p999" };
-
-static int cmp_i64(const void *a, const void *b)
-{
-	int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
-	return x < y ? -1 : x > y;
-}
 
 void fsp_stats_part_of(int64_t *v, size_t n, struct fsp_stats_part *p)
 {
@@ -23,19 +17,17 @@ void fsp_stats_part_of(int64_t *v, size_t n, struct fsp_stats_part *p)
 	p->n = n;
 	if (!n)
 		return;
-	qsort(v, n, sizeof(*v), cmp_i64);
+	qsort(v, n, sizeof(*v), fsp_cmp_i64);
 	double sum = 0;
 	for (size_t i = 0; i < n; i++)
 		sum += (double)v[i];
 	p->mean = sum / (double)n / 1e3;
-	for (int k = 0; k < FSP_PART_NQ; k++) {
-		size_t rank = (size_t)ceil(qs[k] * (double)n);
-		p->q[k] = (double)v[(rank < 1 ? 1 : rank) - 1] / 1e3;
-	}
+	for (int k = 0; k < FSP_PART_NQ; k++)
+		p->q[k] = (double)fsp_quantile_i64(v, n, qs[k]) / 1e3;
 	p->max = (double)v[n - 1] / 1e3;
 }
 
-static void fmt_us(char *buf, size_t len, double us)
+void fsp_stats_fmt_us(char *buf, size_t len, double us)
 {
 	if (us >= 100000)
 		snprintf(buf, len, "%.0f", us);
@@ -50,7 +42,7 @@ void fsp_stats_part_table(FILE *out, const struct fsp_stats_part *p)
 	char b[32];
 	for (int k = 0; k < FSP_PART_NQ; k++) {
 		if (p->n)
-			fmt_us(b, sizeof(b), p->q[k]);
+			fsp_stats_fmt_us(b, sizeof(b), p->q[k]);
 		else
 			snprintf(b, sizeof(b), "-");
 		fprintf(out, " %11s", b);

@@ -24,6 +24,9 @@ struct fsp_stats_part {
 
 /* Summarize v[0..n) (nanoseconds; sorted in place). */
 void fsp_stats_part_of(int64_t *v, size_t n, struct fsp_stats_part *p);
+/* Microseconds as stats' tables print them: two decimals below 100, one
+ * below 100000, none from there. */
+void fsp_stats_fmt_us(char *buf, size_t len, double us);
 /* Table: the three quantiles, each " %11s" ("-" without rows). */
 void fsp_stats_part_table(FILE *out, const struct fsp_stats_part *p);
 /* CSV: ",mean,p50,,p99,p99.9,max\n" in the ops columns' places (p90 empty). */

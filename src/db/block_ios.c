@@ -4,6 +4,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include "src/base/grow.h"
 #include "src/base/ops.h"
 #include "src/db/block_ios.h"
 #include "src/db/handle.h"
@@ -137,14 +138,8 @@ int fsp_block_ios_steps(struct fsp_store *st, int64_t run, int *steps, int max)
 
 static int push(uint64_t **a, size_t *n, size_t *cap, uint64_t v)
 {
-	if (*n == *cap) {
-		size_t c = *cap ? *cap * 2 : 1024;
-		uint64_t *p = realloc(*a, c * sizeof(*p));
-		if (!p)
-			return -1;
-		*a = p;
-		*cap = c;
-	}
+	if (fsp_grow((void **)a, cap, *n + 1, sizeof(**a), 1024))
+		return -1;
 	(*a)[(*n)++] = v;
 	return 0;
 }
@@ -277,15 +272,9 @@ int fsp_block_ios_load(struct fsp_store *st, int64_t run, int step, int64_t from
 	size_t cap = 0;
 	int rc, fail = 0;
 	while ((rc = sqlite3_step(s)) == SQLITE_ROW) {
-		if (*n == cap) {
-			size_t c = cap ? 2 * cap : 1024;
-			struct fsp_block_io *p = realloc(*rows, c * sizeof(*p));
-			if (!p) {
-				fail = 1;
-				break;
-			}
-			*rows = p;
-			cap = c;
+		if (fsp_grow((void **)rows, &cap, *n + 1, sizeof(**rows), 1024)) {
+			fail = 1;
+			break;
 		}
 		struct fsp_block_io *r = &(*rows)[(*n)++];
 		memset(r, 0, sizeof(*r));

@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include "src/base/grow.h"
 #include "src/base/ops.h"
 #include "src/db/decomp_rows.h"
 #include "src/db/handle.h"
@@ -42,17 +43,7 @@ static int has_column(sqlite3 *db, const char *table, const char *column)
 
 int fsp_dc_grow(void **v, size_t *cap, size_t need, size_t size)
 {
-	if (need <= *cap)
-		return 0;
-	size_t c = *cap ? *cap * 2 : 1024;
-	while (c < need)
-		c *= 2;
-	void *p = realloc(*v, c * size);
-	if (!p)
-		return -1;
-	*v = p;
-	*cap = c;
-	return 0;
+	return fsp_grow(v, cap, need, size, 1024);
 }
 #define PUSH(arr) (fsp_dc_grow((void **)&(arr)->v, &(arr)->cap, (arr)->n + 1, sizeof(*(arr)->v)) \
 		   ? NULL : &(arr)->v[(arr)->n++])

@@ -50,7 +50,8 @@ struct fsp_dc_fuse {
 };
 
 /* Make room for need elements of size bytes in *v (capacity *cap, doubled
- * from 1024): the join's arrays and the readers'. 0, or -1 (no memory). */
+ * from 1024: fsp_grow): the join's arrays and the readers'. 0, or -1 (no
+ * memory). */
 int fsp_dc_grow(void **v, size_t *cap, size_t need, size_t size);
 
 /* A growing array of rows; free(rows). */

@@ -1362,8 +1362,7 @@ static int recover_spill(struct fsp_store *st, const char *path, int fd)
 	snprintf(v, sizeof(v), "%" PRIu64, lost);
 	if (fsp_store_set_attr(st, h.run, "records.lost", lost ? v : "unknown") != 0)
 		goto fail;
-	snprintf(v, sizeof(v), "%" PRIu64, last.seen);
-	if (have_last && fsp_store_set_attr(st, h.run, "records.seen", v) != 0)
+	if (have_last && fsp_store_set_attr_u64(st, h.run, "records.seen", last.seen) != 0)
 		goto fail;
 	if (fsp_store_tx_commit(st) != 0)
 		goto out;

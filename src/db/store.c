@@ -10,7 +10,6 @@
 #include <errno.h>
 #include <inttypes.h>
 #include <limits.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -19,6 +18,7 @@
 #include <time.h>
 #include <unistd.h>
 #include "src/base/clock.h"
+#include "src/base/err.h"
 #include "src/sys/access.h"
 #include "src/db/handle.h"
 #include "src/db/schema.h"
@@ -32,19 +32,6 @@
  * before: the multi-row insert must fit the older limit. */
 _Static_assert(INSERT_ROWS * OPS_COLUMNS <= 999, "ops insert exceeds 999 parameters");
 
-static void set_err(char *err, size_t errlen, const char *fmt, ...)
-	__attribute__((format(printf, 3, 4)));
-
-static void set_err(char *err, size_t errlen, const char *fmt, ...)
-{
-	if (!err || !errlen)
-		return;
-	va_list ap;
-	va_start(ap, fmt);
-	vsnprintf(err, errlen, fmt, ap);
-	va_end(ap);
-}
-
 /* "cannot open database PATH: REASON", and what access it needs when the
  * reason is a permission error. */
 static void access_err(char *err, size_t errlen, const char *path, int e,
@@ -52,9 +39,9 @@ static void access_err(char *err, size_t errlen, const char *path, int e,
 {
 	char why[512];
 	if (fsp_access_explain(path, e, 0, why, sizeof why))
-		set_err(err, errlen, "cannot open database %s: %s; %s", path, strerror(e), why);
+		fsp_set_err(err, errlen, "cannot open database %s: %s; %s", path, strerror(e), why);
 	else
-		set_err(err, errlen, "cannot open database %s: %s", path, reason);
+		fsp_set_err(err, errlen, "cannot open database %s: %s", path, reason);
 }
 
 /* The most telling reason SQLite has: the OS errno if there was one. */
@@ -106,32 +93,32 @@ static int check_version(sqlite3 *db, const char *path, char *err, size_t errlen
 	int64_t version = query_int(db, "PRAGMA user_version", &rc);
 	if (rc != SQLITE_OK) {
 		if (rc == SQLITE_NOTADB)
-			set_err(err, errlen, "%s is not a SQLite database", path);
+			fsp_set_err(err, errlen, "%s is not a SQLite database", path);
 		else
-			set_err(err, errlen, "cannot read database %s: %s", path,
-				sqlite3_errmsg(db));
+			fsp_set_err(err, errlen, "cannot read database %s: %s", path,
+				    sqlite3_errmsg(db));
 		return -1;
 	}
 	int64_t tables = query_int(db, "SELECT count(*) FROM sqlite_master", &rc);
 	if (rc != SQLITE_OK) {
-		set_err(err, errlen, "cannot read database %s: %s", path,
-			sqlite3_errmsg(db));
+		fsp_set_err(err, errlen, "cannot read database %s: %s", path,
+			    sqlite3_errmsg(db));
 		return -1;
 	}
 	if (version == 0 && tables == 0)
 		return 1;
 	if (version == 0) {
-		set_err(err, errlen,
-			"database %s is not an fsprism database (it has tables but no schema version)",
-			path);
+		fsp_set_err(err, errlen,
+			    "database %s is not an fsprism database (it has tables but no schema version)",
+			    path);
 		return -1;
 	}
 	if (version >= FSP_SCHEMA_VERSION_OLDEST && version < FSP_SCHEMA_VERSION)
 		return 2;
 	if (version != FSP_SCHEMA_VERSION) {
-		set_err(err, errlen,
-			"database %s has schema version %lld, this fsprism knows version %d",
-			path, (long long)version, FSP_SCHEMA_VERSION);
+		fsp_set_err(err, errlen,
+			    "database %s has schema version %lld, this fsprism knows version %d",
+			    path, (long long)version, FSP_SCHEMA_VERSION);
 		return -1;
 	}
 	return 0;
@@ -213,8 +200,8 @@ int fsp_store_check_writable(const char *path, char *err, size_t errlen)
 {
 	if (access(path, F_OK) == 0) {
 		if (access(path, R_OK | W_OK) < 0) {
-			set_err(err, errlen, "database %s is not writable: %s", path,
-				strerror(errno));
+			fsp_set_err(err, errlen, "database %s is not writable: %s", path,
+				    strerror(errno));
 			return -1;
 		}
 		return 0;
@@ -230,17 +217,17 @@ int fsp_store_check_writable(const char *path, char *err, size_t errlen)
 		*slash = '\0';
 	struct stat st;
 	if (stat(dir, &st) < 0) {
-		set_err(err, errlen, "cannot create database %s: directory %s does not exist (%s)",
-			path, dir, strerror(errno));
+		fsp_set_err(err, errlen, "cannot create database %s: directory %s does not "
+			    "exist (%s)", path, dir, strerror(errno));
 		return -1;
 	}
 	if (!S_ISDIR(st.st_mode)) {
-		set_err(err, errlen, "cannot create database %s: %s is not a directory",
-			path, dir);
+		fsp_set_err(err, errlen, "cannot create database %s: %s is not a directory",
+			    path, dir);
 		return -1;
 	}
 	if (access(dir, W_OK) < 0) {
-		set_err(err, errlen, "cannot create database %s: %s", path, strerror(errno));
+		fsp_set_err(err, errlen, "cannot create database %s: %s", path, strerror(errno));
 		return -1;
 	}
 	return 0;
@@ -254,7 +241,7 @@ struct fsp_store *fsp_store_open(const char *path, char *err, size_t errlen)
 	sqlite3 *db = NULL;
 
 	if (existed && !S_ISREG(sb.st_mode)) {
-		set_err(err, errlen, "cannot open database %s: not a regular file", path);
+		fsp_set_err(err, errlen, "cannot open database %s: not a regular file", path);
 		return NULL;
 	}
 	if (fsp_store_check_writable(path, err, errlen))
@@ -265,8 +252,8 @@ struct fsp_store *fsp_store_open(const char *path, char *err, size_t errlen)
 				 SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE |
 				 SQLITE_OPEN_NOMUTEX, NULL);
 	if (rc != SQLITE_OK) {
-		set_err(err, errlen, "cannot %s database %s: %s", verb, path,
-			db_reason(db));
+		fsp_set_err(err, errlen, "cannot %s database %s: %s", verb, path,
+			    db_reason(db));
 		sqlite3_close(db);
 		return NULL;
 	}
@@ -293,14 +280,14 @@ struct fsp_store *fsp_store_open(const char *path, char *err, size_t errlen)
 		}
 		/* new, or older: the schema is all CREATE ... IF NOT EXISTS */
 		if (again >= 1 && create_schema(db) != SQLITE_OK) {
-			set_err(err, errlen, "cannot %s database %s: %s", verb, path,
-				db_reason(db));
+			fsp_set_err(err, errlen, "cannot %s database %s: %s", verb, path,
+				    db_reason(db));
 			exec_sql(db, "ROLLBACK");
 			goto fail_quiet;
 		}
 	}
 	if (migrate_v3(db) != SQLITE_OK) {
-		set_err(err, errlen, "cannot %s database %s: %s", verb, path, db_reason(db));
+		fsp_set_err(err, errlen, "cannot %s database %s: %s", verb, path, db_reason(db));
 		exec_sql(db, "ROLLBACK");
 		goto fail_quiet;
 	}
@@ -310,7 +297,7 @@ struct fsp_store *fsp_store_open(const char *path, char *err, size_t errlen)
 	struct fsp_store *st = calloc(1, sizeof(*st));
 	if (!st || !(st->path = strdup(path))) {
 		free(st);
-		set_err(err, errlen, "cannot %s database %s: out of memory", verb, path);
+		fsp_set_err(err, errlen, "cannot %s database %s: out of memory", verb, path);
 		goto fail_quiet;
 	}
 	st->db = db;
@@ -320,7 +307,7 @@ struct fsp_store *fsp_store_open(const char *path, char *err, size_t errlen)
 	return st;
 
 fail:
-	set_err(err, errlen, "cannot %s database %s: %s", verb, path, db_reason(db));
+	fsp_set_err(err, errlen, "cannot %s database %s: %s", verb, path, db_reason(db));
 fail_quiet:
 	sqlite3_close(db);
 	/* never leave a half-made file behind */
@@ -346,13 +333,13 @@ struct fsp_store *fsp_store_open_readonly(const char *path, char *err, size_t er
 
 	if (stat(path, &sb) != 0) {
 		if (errno == ENOENT)
-			set_err(err, errlen, "no database at %s", path);
+			fsp_set_err(err, errlen, "no database at %s", path);
 		else
 			access_err(err, errlen, path, errno, strerror(errno));
 		return NULL;
 	}
 	if (!S_ISREG(sb.st_mode)) {
-		set_err(err, errlen, "cannot open database %s: not a regular file", path);
+		fsp_set_err(err, errlen, "cannot open database %s: not a regular file", path);
 		return NULL;
 	}
 	/* a run whose process died left its records in a spill file: store
@@ -386,7 +373,7 @@ struct fsp_store *fsp_store_open_readonly(const char *path, char *err, size_t er
 	sqlite3_busy_timeout(db, 10000);
 	int v = check_version(db, path, err, errlen);
 	if (v == 1) {
-		set_err(err, errlen, "database %s is empty (not an fsprism database)", path);
+		fsp_set_err(err, errlen, "database %s is empty (not an fsprism database)", path);
 		v = -1;
 	}
 	if (v < 0) { /* an older version (2) is read as it is */
@@ -396,7 +383,7 @@ struct fsp_store *fsp_store_open_readonly(const char *path, char *err, size_t er
 	struct fsp_store *st = calloc(1, sizeof(*st));
 	if (!st || !(st->path = strdup(path))) {
 		free(st);
-		set_err(err, errlen, "cannot open database %s: out of memory", path);
+		fsp_set_err(err, errlen, "cannot open database %s: out of memory", path);
 		sqlite3_close(db);
 		return NULL;
 	}
@@ -620,6 +607,13 @@ int fsp_store_set_attr(struct fsp_store *st, int64_t run, const char *key,
 		return -1;
 	}
 	return 0;
+}
+
+int fsp_store_set_attr_u64(struct fsp_store *st, int64_t run, const char *key, uint64_t v)
+{
+	char buf[24];
+	snprintf(buf, sizeof(buf), "%" PRIu64, v);
+	return fsp_store_set_attr(st, run, key, buf);
 }
 
 int fsp_store_adopt_run(struct fsp_store *st, int64_t run, int64_t parent,

@@ -75,6 +75,8 @@ int fsp_store_end_run_at(struct fsp_store *st, int64_t run, uint64_t recorded,
 			 uint64_t dropped, uint64_t wall_ns, uint64_t mono_ns);
 int fsp_store_set_attr(struct fsp_store *st, int64_t run, const char *key,
 		       const char *value);
+/* The same with a count as its value (in decimal). */
+int fsp_store_set_attr_u64(struct fsp_store *st, int64_t run, const char *key, uint64_t v);
 
 /* Make run part of parent under label (compare adopts its mounts' runs). 0 or -1. */
 int fsp_store_adopt_run(struct fsp_store *st, int64_t run, int64_t parent,

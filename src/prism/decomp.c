@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "src/prism/decomp.h"
+#include "src/base/quantile.h"
 
 static const char *const part_names[FSP_DC__COUNT] = {
 	"submit", "fs_submit", "fuse_queue", "daemon_recv", "layer", "inject", "emu", "backing",
@@ -675,24 +676,6 @@ out:
 
 /* ---- distributions and the tail attribution ------------------------------------------ */
 
-static int cmp_u64(const void *a, const void *b)
-{
-	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
-	return x < y ? -1 : x > y;
-}
-
-static uint64_t rank_of(const uint64_t *sorted, size_t n, double q)
-{
-	if (!n)
-		return 0;
-	size_t r = (size_t)(q * (double)n);
-	if ((double)r < q * (double)n)
-		r++;
-	if (r < 1)
-		r = 1;
-	return sorted[r - 1];
-}
-
 struct fsp_dc_sum *fsp_dc_sum_new(const uint64_t *totals, size_t n)
 {
 	struct fsp_dc_sum *s = calloc(1, sizeof(*s));
@@ -706,10 +689,10 @@ struct fsp_dc_sum *fsp_dc_sum_new(const uint64_t *totals, size_t n)
 		fsp_hist_init(&s->part[k]);
 	fsp_hist_init(&s->total);
 	memcpy(t, totals, n * sizeof(*t));
-	qsort(t, n, sizeof(*t), cmp_u64);
-	s->p45 = rank_of(t, n, 0.45);
-	s->p55 = rank_of(t, n, 0.55);
-	s->p99 = rank_of(t, n, 0.99);
+	qsort(t, n, sizeof(*t), fsp_cmp_u64);
+	s->p45 = fsp_quantile_u64(t, n, 0.45);
+	s->p55 = fsp_quantile_u64(t, n, 0.55);
+	s->p99 = fsp_quantile_u64(t, n, 0.99);
 	free(t);
 	return s;
 }

@@ -15,6 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "src/prism/pattern.h"
+#include "src/base/quantile.h"
 
 #define SECTOR 512u
 #define DEV_SHIFT 40 /* positions: disk index << 40 | sector (512 TiB per disk) */
@@ -135,12 +136,6 @@ static uint64_t sectors_of(const struct fsp_block_io *r)
 static int cmp_int(const void *a, const void *b)
 {
 	int x = *(const int *)a, y = *(const int *)b;
-	return x < y ? -1 : x > y;
-}
-
-static int cmp_u64(const void *a, const void *b)
-{
-	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
 	return x < y ? -1 : x > y;
 }
 
@@ -300,7 +295,7 @@ static int add_recency(const struct fsp_block_io *rows, size_t n, const struct d
 		else
 			ev[ne++] = (struct event){ fsp_block_arrival_ns(r), (uint32_t)i, 1 };
 	}
-	qsort(c, nc, sizeof(*c), cmp_u64);
+	qsort(c, nc, sizeof(*c), fsp_cmp_u64);
 	size_t k = 0;
 	for (size_t i = 0; i < nc; i++)
 		if (!k || c[i] != c[k - 1])

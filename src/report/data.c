@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include "src/base/grow.h"
 #include "src/base/hist.h"
 #include "src/base/json.h"
 #include "src/base/ops.h"
@@ -235,15 +236,9 @@ static int timeline_row(void *arg, int step, const struct fsp_timeline_row *t)
 	if (step != w->step)
 		flush_timeline(w);
 	w->step = step;
-	if (w->n == w->cap) {
-		size_t cap = w->cap ? 2 * w->cap : 256;
-		struct fsp_timeline_row *r = realloc(w->rows, cap * sizeof(*r));
-		if (!r) {
-			w->failed = 1;
-			return 1;
-		}
-		w->rows = r;
-		w->cap = cap;
+	if (fsp_grow((void **)&w->rows, &w->cap, w->n + 1, sizeof(*w->rows), 256)) {
+		w->failed = 1;
+		return 1;
 	}
 	w->rows[w->n++] = *t;
 	return 0;

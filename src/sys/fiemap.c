@@ -7,6 +7,7 @@
 #include <sys/ioctl.h>
 #include <linux/fiemap.h>
 #include <linux/fs.h>
+#include "src/base/grow.h"
 #include "src/sys/fiemap.h"
 
 #define BATCH 512 /* extents per ioctl */
@@ -40,17 +41,11 @@ int fsp_fiemap_read(int fd, struct fsp_extent **out, size_t *n)
 		int last = 0;
 		for (unsigned i = 0; i < fm->fm_mapped_extents; i++) {
 			const struct fiemap_extent *x = &fm->fm_extents[i];
-			if (nv == cap) {
-				size_t c = cap ? cap * 2 : 64;
-				struct fsp_extent *p = realloc(v, c * sizeof(*p));
-				if (!p) {
-					free(fm);
-					free(v);
-					errno = ENOMEM;
-					return -1;
-				}
-				v = p;
-				cap = c;
+			if (fsp_grow((void **)&v, &cap, nv + 1, sizeof(*v), 64)) {
+				free(fm);
+				free(v);
+				errno = ENOMEM;
+				return -1;
 			}
 			v[nv++] = (struct fsp_extent){ x->fe_logical, x->fe_physical, x->fe_length,
 						       x->fe_flags };

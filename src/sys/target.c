@@ -19,7 +19,6 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -29,6 +28,7 @@
 #include <unistd.h>
 #include <linux/fs.h>
 #include <blkid.h>
+#include "src/base/err.h"
 #include "fs/emu/store.h"
 #include "src/sys/mountinfo.h"
 #include "src/sys/target.h"
@@ -41,19 +41,6 @@ struct devset {
 	dev_t dev[MAX_PARTS];
 	char name[MAX_PARTS][264]; /* "/dev/loop3p1" */
 };
-
-static void set_err(char *err, size_t errlen, const char *fmt, ...)
-	__attribute__((format(printf, 3, 4)));
-
-static void set_err(char *err, size_t errlen, const char *fmt, ...)
-{
-	va_list ap;
-	if (!err || !errlen)
-		return;
-	va_start(ap, fmt);
-	vsnprintf(err, errlen, fmt, ap);
-	va_end(ap);
-}
 
 static int devset_find(const struct devset *ds, dev_t d)
 {
@@ -122,8 +109,8 @@ static int check_mounted(const struct devset *ds, char *err, size_t errlen)
 	struct fsp_mountinfo mi;
 	struct fsp_mount m;
 	if (fsp_mountinfo_open(&mi) < 0) {
-		set_err(err, errlen, "cannot read /proc/self/mountinfo: %s",
-			strerror(errno));
+		fsp_set_err(err, errlen, "cannot read /proc/self/mountinfo: %s",
+			    strerror(errno));
 		return -1;
 	}
 	int found = 0;
@@ -134,13 +121,13 @@ static int check_mounted(const struct devset *ds, char *err, size_t errlen)
 		if (i < 0)
 			continue;
 		if (i == 0)
-			set_err(err, errlen, "%s is mounted on %s (unmount it first; "
-				"--destroy-data does not override this)",
-				ds->name[0], m.mount_point);
+			fsp_set_err(err, errlen, "%s is mounted on %s (unmount it first; "
+				    "--destroy-data does not override this)",
+				    ds->name[0], m.mount_point);
 		else
-			set_err(err, errlen, "%s has a mounted partition %s (on %s; "
-				"unmount it first, --destroy-data does not "
-				"override this)", ds->name[0], ds->name[i], m.mount_point);
+			fsp_set_err(err, errlen, "%s has a mounted partition %s (on %s; "
+				    "unmount it first, --destroy-data does not "
+				    "override this)", ds->name[0], ds->name[i], m.mount_point);
 		found = 1;
 	}
 	fsp_mountinfo_close(&mi);
@@ -169,9 +156,9 @@ static int check_holders(const struct devset *ds, char *err, size_t errlen)
 		if (holder[0]) {
 			char subj[600];
 			subject(ds, i, subj, sizeof subj);
-			set_err(err, errlen, "%s in use by /dev/%s (a holder such as "
-				"dm or md; --destroy-data does not override this)",
-				subj, holder);
+			fsp_set_err(err, errlen, "%s in use by /dev/%s (a holder such as "
+				    "dm or md; --destroy-data does not override this)",
+				    subj, holder);
 			return -1;
 		}
 	}
@@ -198,8 +185,8 @@ static int check_swap(const struct devset *ds, char *err, size_t errlen)
 		if (i >= 0) {
 			char subj[600];
 			subject(ds, i, subj, sizeof subj);
-			set_err(err, errlen, "%s in use as swap (swapoff it first)",
-				subj);
+			fsp_set_err(err, errlen, "%s in use as swap (swapoff it first)",
+				    subj);
 			found = 1;
 		}
 	}
@@ -281,8 +268,8 @@ static int check_btrfs_member(const struct devset *ds, char *err, size_t errlen)
 	}
 	char subj[600];
 	subject(ds, found, subj, sizeof subj);
-	set_err(err, errlen, "%s a device of the btrfs %s mounted%s (unmount it "
-		"first; --destroy-data does not override this)", subj, fsid, where);
+	fsp_set_err(err, errlen, "%s a device of the btrfs %s mounted%s (unmount it "
+		    "first; --destroy-data does not override this)", subj, fsid, where);
 	return -1;
 }
 
@@ -305,9 +292,9 @@ static int check_loop_backing(const struct devset *ds, char *err, size_t errlen)
 		if (i >= 0) {
 			char subj[600];
 			subject(ds, i, subj, sizeof subj);
-			set_err(err, errlen, "%s the backing device of /dev/%s "
-				"(detach it first; --destroy-data does not "
-				"override this)", subj, e->d_name);
+			fsp_set_err(err, errlen, "%s the backing device of /dev/%s "
+				    "(detach it first; --destroy-data does not "
+				    "override this)", subj, e->d_name);
 			found = 1;
 		}
 	}
@@ -331,13 +318,13 @@ static int check_exclusive(const struct devset *ds, char *err, size_t errlen)
 		if (errno == EBUSY) {
 			char subj[600];
 			subject(ds, i, subj, sizeof subj);
-			set_err(err, errlen, "%s busy (another program or a mount in "
-				"another namespace has it open exclusively)", subj);
+			fsp_set_err(err, errlen, "%s busy (another program or a mount in "
+				    "another namespace has it open exclusively)", subj);
 			return -1;
 		}
 		if (i == 0) {
-			set_err(err, errlen, "cannot open %s: %s", path,
-				strerror(errno));
+			fsp_set_err(err, errlen, "cannot open %s: %s", path,
+				    strerror(errno));
 			return -1;
 		}
 		/* a partition without a /dev node: the whole-disk open covers it */
@@ -366,7 +353,7 @@ static int check_fsprism_store(const struct devset *ds, char *err, size_t errlen
 {
 	int fd = open(ds->name[0], O_RDONLY | O_CLOEXEC);
 	if (fd < 0) {
-		set_err(err, errlen, "cannot open %s: %s", ds->name[0], strerror(errno));
+		fsp_set_err(err, errlen, "cannot open %s: %s", ds->name[0], strerror(errno));
 		return -1;
 	}
 	int found = -1;
@@ -387,12 +374,12 @@ static int check_fsprism_store(const struct devset *ds, char *err, size_t errlen
 	if (found < 0)
 		return 0;
 	if (found == 0)
-		set_err(err, errlen, "%s holds an fsprism store (use --destroy-data "
-			"to overwrite it)", ds->name[0]);
+		fsp_set_err(err, errlen, "%s holds an fsprism store (use --destroy-data "
+			    "to overwrite it)", ds->name[0]);
 	else
-		set_err(err, errlen, "%s has a partition %s that holds an fsprism "
-			"store (use --destroy-data to overwrite it)", ds->name[0],
-			ds->name[found]);
+		fsp_set_err(err, errlen, "%s has a partition %s that holds an fsprism "
+			    "store (use --destroy-data to overwrite it)", ds->name[0],
+			    ds->name[found]);
 	return -1;
 }
 
@@ -406,8 +393,8 @@ static int check_signature(const char *path, char *err, size_t errlen)
 {
 	blkid_probe pr = blkid_new_probe_from_filename(path);
 	if (!pr) {
-		set_err(err, errlen, "cannot probe %s for signatures: %s", path,
-			strerror(errno ? errno : EIO));
+		fsp_set_err(err, errlen, "cannot probe %s for signatures: %s", path,
+			    strerror(errno ? errno : EIO));
 		return -1;
 	}
 	blkid_probe_enable_superblocks(pr, 1);
@@ -431,25 +418,25 @@ static int check_signature(const char *path, char *err, size_t errlen)
 				what = "encrypted volume";
 			else if (usage && strcmp(usage, "filesystem"))
 				what = usage;
-			set_err(err, errlen, "%s carries %s %s %s signature (use "
-				"--destroy-data to overwrite it)", path,
-				article(type), type, what);
+			fsp_set_err(err, errlen, "%s carries %s %s %s signature (use "
+				    "--destroy-data to overwrite it)", path,
+				    article(type), type, what);
 		} else if (pttype) {
-			set_err(err, errlen, "%s carries %s %s partition table (use "
-				"--destroy-data to overwrite it)", path,
-				article(pttype), pttype);
+			fsp_set_err(err, errlen, "%s carries %s %s partition table (use "
+				    "--destroy-data to overwrite it)", path,
+				    article(pttype), pttype);
 		} else {
-			set_err(err, errlen, "%s carries an unidentified signature "
-				"(use --destroy-data to overwrite it)", path);
+			fsp_set_err(err, errlen, "%s carries an unidentified signature "
+				    "(use --destroy-data to overwrite it)", path);
 		}
 		ret = -1;
 	} else if (rc == -2) {
-		set_err(err, errlen, "%s carries several conflicting signatures "
-			"(use --destroy-data to overwrite them)", path);
+		fsp_set_err(err, errlen, "%s carries several conflicting signatures "
+			    "(use --destroy-data to overwrite them)", path);
 		ret = -1;
 	} else if (rc < 0) {
-		set_err(err, errlen, "cannot probe %s for signatures: %s", path,
-			strerror(errno ? errno : EIO));
+		fsp_set_err(err, errlen, "cannot probe %s for signatures: %s", path,
+			    strerror(errno ? errno : EIO));
 		ret = -1;
 	}
 	blkid_free_probe(pr);
@@ -461,16 +448,16 @@ int fsp_target_check_raw_write(const char *dev, int destroy_data, char *err,
 {
 	struct stat st;
 	if (stat(dev, &st)) {
-		set_err(err, errlen, "cannot access %s: %s", dev, strerror(errno));
+		fsp_set_err(err, errlen, "cannot access %s: %s", dev, strerror(errno));
 		return -1;
 	}
 	if (!S_ISBLK(st.st_mode)) {
-		set_err(err, errlen, "%s is not a block device", dev);
+		fsp_set_err(err, errlen, "%s is not a block device", dev);
 		return -1;
 	}
 	struct devset *ds = malloc(sizeof *ds);
 	if (!ds) {
-		set_err(err, errlen, "out of memory");
+		fsp_set_err(err, errlen, "out of memory");
 		return -1;
 	}
 	devset_build(ds, dev, st.st_rdev);
