@@ -261,8 +261,8 @@ nothing_left "bad input"
 # alternates on every IO (measured: 50% of the writes continue the one
 # before, fsprism's 100%, as raw's); with 300 ms steps a commit fell inside
 # some rounds' pure-write step, which then stayed nearly sequential (85%).
-# A switch of 1 ms (not 300 us) halves emu's
-# MB/s or more, well beyond the rounds' spread on this shared machine.
+# A switch of 1 ms (not 300 us) halves emu's MB/s or more, well beyond the
+# rounds' spread on this shared machine.
 SIZES="--size=256M --time=5s --bytes=32M --span=64M"
 scenario split "$T/split.db" --targets raw,fsprism,emu --cow=always --mix=50,0 --rounds 3 \
 	--device-model switch=1ms
