@@ -39,6 +39,7 @@ near() { # X Y REL
 }
 
 # ---- traced (the default): the mount's trace is fsprism's device view ----
+# shellcheck disable=SC2086
 "$FSPRISM" compare --db "$T/seq.db" $SIZES --targets raw,fs,fsprism --mix=100 --rounds 3 \
 	>"$T/seq.out" 2>"$T/seq.err"
 rc=$?
@@ -68,6 +69,7 @@ check "seq read: the device pattern is the same, so not a device-side owner" \
 	grep -q "ext4 -> fsprism *\(fuse-transport\|noise\)" "$T/seq.out"
 
 # ---- not traced (--no-trace): no device view, as before ----
+# shellcheck disable=SC2086
 "$FSPRISM" compare --db "$T/nt.db" $SIZES --targets fs,fsprism --mix=100 --no-trace \
 	>"$T/nt.out" 2>"$T/nt.err"
 rc=$?
