@@ -238,14 +238,15 @@ nothing_left "bad input"
 # stream stays sequential but its device writes alternate, IO by IO, between
 # two places (the region the mix relocated to and the frontier beyond it): one
 # write stream became two, and on a drive that charges a stream switch that
-# costs. The pair fsprism -> emu (its device base: raw's) must name the
-# relocation by the device writes, not the drive. Each step a fixed 32 MiB
-# (--bytes), so that no commit by size (every 64 MiB) falls inside it and
-# changes what the overwrites free: then every round alternates on every IO
-# (measured: 50% of the writes continue the one before, raw's 100%); with
-# 300 ms steps a commit fell inside some rounds' pure-write step, which then
-# stayed nearly sequential (85%). A switch of 1 ms (not 300 us) halves emu's
-# MB/s or more, well beyond the rounds' spread on this shared machine.
+# costs. The pair fsprism -> emu (its device base: the passthrough mount's
+# trace) must name the relocation by the device writes, not the drive. Each
+# step a fixed 32 MiB (--bytes), so that no commit by size (every 64 MiB)
+# falls inside it and changes what the overwrites free: then every round
+# alternates on every IO (measured: 50% of the writes continue the one
+# before, fsprism's 100%, as raw's); with 300 ms steps a commit fell inside
+# some rounds' pure-write step, which then stayed nearly sequential (85%).
+# A switch of 1 ms (not 300 us) halves emu's MB/s or more, well beyond the
+# rounds' spread on this shared machine.
 SIZES="--size=256M --time=5s --bytes=32M --span=64M"
 scenario split "$T/split.db" --targets raw,fsprism,emu --cow=always --mix=50,0 --rounds 3 \
 	--device-model switch=1ms

@@ -63,9 +63,10 @@ static const char *tname(const struct dx_run *d, int t)
 
 /* ---- the device view -------------------------------------------------------
  * One step's device IO as block requests: the traced block rows (the engine
- * run's for raw and fs, the mount's own trace of its store for emu), or,
- * where the mount was not traced, the emulation's rows of its store IO
- * (dev_* ops) taken as requests. The sequential share and streams of the
+ * run's for raw and fs, the mount's own trace of its device for fsprism and
+ * emu: the backing file system's, the store's), or, where the mount was not
+ * traced, the emulation's rows of its store IO (dev_* ops) taken as
+ * requests (the passthrough has none: no view). The sequential share and streams of the
  * reads and of the writes, and the recency, are the access pattern's
  * (src/prism/pattern.c, docs/tracing.md), one definition for every view.
  */
@@ -185,7 +186,7 @@ struct step_load {
 	int t, round;
 	int64_t run, mount;
 	struct fsp_hist *h;
-	int mount_traced; /* the mount's trace of its store device has rows */
+	int mount_traced; /* the mount's trace of its device (store, backing) has rows */
 	int replay; /* loading a replay run: its MB/s only */
 	int replay_depth; /* ... and its steps' qd is the depth it reached (replay.qd_max) */
 	const struct fsp_layer_means *lm; /* the run's layers per IO, by step */
@@ -300,7 +301,9 @@ static int load_step(void *arg, const struct fsp_step_row *r)
 	} else if (l->mount) {
 		fsp_store_each_op_in_window(l->st, l->mount, (int64_t)r->started_ns,
 					    (int64_t)r->ended_ns, window_row, &w);
-		if (l->mount_traced && l->t == FSP_DX_EMU &&
+		/* the mount's own trace of its device: the emulation's
+		 * store, the passthrough's backing file system */
+		if (l->mount_traced &&
 		    fsp_block_ios_load(l->st, l->mount, -1, (int64_t)r->started_ns,
 				       (int64_t)r->ended_ns, &dv.rows, &dv.n, err, sizeof err))
 			dv.failed = 1;

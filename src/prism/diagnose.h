@@ -111,7 +111,7 @@ struct fsp_dx_step {
 	double p50[FSP_DX_MAX_ROUNDS], p99[FSP_DX_MAX_ROUNDS]; /* µs, the main direction */
 	/* means over the rounds, per user IO; negative: unknown */
 	double lat_us;           /* engine latency (reads and writes) */
-	/* the device view: block rows (raw, fs) or the emulation's dev rows */
+	/* the device view: block rows (raw, fs; fsprism, emu: the mount's trace) or emu's dev rows */
 	int have_dev;
 	double dev_per_io;       /* device reads and writes per user IO */
 	double dev_bytes;        /* mean bytes of one */
