@@ -17,7 +17,6 @@
 #include <limits.h>
 #include <pthread.h>
 #include <signal.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -25,6 +24,7 @@
 #include <sys/sysmacros.h>
 #include <time.h>
 #include <unistd.h>
+#include "src/base/err.h"
 #include "src/sys/mountinfo.h"
 #include "src/sys/sysfs.h"
 #include "src/db/block_ios.h"
@@ -32,17 +32,6 @@
 
 #define DEFAULT_RING_BYTES (8u << 20)
 #define DEFAULT_MAX_ROWS (4u << 20)
-
-static void set_why(char *why, size_t len, const char *fmt, ...)
-	__attribute__((format(printf, 3, 4)));
-
-static void set_why(char *why, size_t len, const char *fmt, ...)
-{
-	va_list ap;
-	va_start(ap, fmt);
-	vsnprintf(why, len, fmt, ap);
-	va_end(ap);
-}
 
 /* ---- which devices ------------------------------------------------------------- */
 
@@ -90,11 +79,11 @@ static int resolve(unsigned ma, unsigned mi, struct fsp_btrace_devs *d, int dept
 	char sys[64], p[PATH_MAX + 320], buf[64];
 	snprintf(sys, sizeof(sys), "/sys/dev/block/%u:%u", ma, mi);
 	if (access(sys, F_OK) != 0) {
-		set_why(why, whylen, "device %u:%u is not a block device in /sys/dev/block", ma, mi);
+		fsp_set_err(why, whylen, "device %u:%u is not a block device in /sys/dev/block", ma, mi);
 		return -1;
 	}
 	if (depth > 8) {
-		set_why(why, whylen, "device %u:%u: too deep a stack of devices", ma, mi);
+		fsp_set_err(why, whylen, "device %u:%u: too deep a stack of devices", ma, mi);
 		return -1;
 	}
 	/* device mapper, md: the requests are on the devices below */
@@ -112,7 +101,7 @@ static int resolve(unsigned ma, unsigned mi, struct fsp_btrace_devs *d, int dept
 			    resolve(sma, smi, d, depth + 1, why, whylen)) {
 				closedir(dir);
 				if (!*why)
-					set_why(why, whylen, "cannot read %s", p);
+					fsp_set_err(why, whylen, "cannot read %s", p);
 				return -1;
 			}
 			below++;
@@ -130,19 +119,19 @@ static int resolve(unsigned ma, unsigned mi, struct fsp_btrace_devs *d, int dept
 		snprintf(p, sizeof(p), "%s/start", sys);
 		snprintf(pp, sizeof(pp), "%s/size", sys);
 		if (read_u64(p, &start) || read_u64(pp, &size)) {
-			set_why(why, whylen, "cannot read the range of partition %u:%u", ma, mi);
+			fsp_set_err(why, whylen, "cannot read the range of partition %u:%u", ma, mi);
 			return -1;
 		}
 		snprintf(p, sizeof(p), "%s/../dev", sys);
 		if (fsp_sysfs_line(p, buf, sizeof(buf)) || parse_devno(buf, &pma, &pmi)) {
-			set_why(why, whylen, "cannot find the disk of partition %u:%u", ma, mi);
+			fsp_set_err(why, whylen, "cannot find the disk of partition %u:%u", ma, mi);
 			return -1;
 		}
 		if (add_range(d, kdev(pma, pmi), start, start + size) == 0)
 			return 0;
 	} else if (add_range(d, kdev(ma, mi), 0, UINT64_MAX) == 0)
 		return 0;
-	set_why(why, whylen, "more than %d devices to trace", FSP_BTRACE_MAX_DEVS);
+	fsp_set_err(why, whylen, "more than %d devices to trace", FSP_BTRACE_MAX_DEVS);
 	return -1;
 }
 
@@ -196,7 +185,7 @@ int fsp_btrace_devs_for(const char *path, struct fsp_btrace_devs *d, char *why,
 	memset(d, 0, sizeof(*d));
 	why[0] = 0;
 	if (stat(path, &sb) != 0) {
-		set_why(why, whylen, "cannot stat %s: %s", path, strerror(errno));
+		fsp_set_err(why, whylen, "cannot stat %s: %s", path, strerror(errno));
 		return -1;
 	}
 	if (S_ISBLK(sb.st_mode)) {
@@ -208,7 +197,7 @@ int fsp_btrace_devs_for(const char *path, struct fsp_btrace_devs *d, char *why,
 		snprintf(sys, sizeof(sys), "/sys/dev/block/%u:%u", ma, mi);
 		if (access(sys, F_OK) != 0 &&
 		    source_device(ma, mi, &ma, &mi, fstype, sizeof(fstype)) != 0) {
-			set_why(why, whylen, "the file system of %s (%s) is not on a block device",
+			fsp_set_err(why, whylen, "the file system of %s (%s) is not on a block device",
 				path, fstype);
 			return -1;
 		}
@@ -237,13 +226,6 @@ void fsp_btrace_devs_format(const struct fsp_btrace_devs *d, char *buf, size_t l
 }
 
 /* ---- storing --------------------------------------------------------------------- */
-
-static void set_attr_u64(struct fsp_store *st, int64_t run, const char *key, uint64_t v)
-{
-	char buf[32];
-	snprintf(buf, sizeof(buf), "%llu", (unsigned long long)v);
-	fsp_store_set_attr(st, run, key, buf);
-}
 
 void fsp_btrace_save_untraced(struct fsp_store *st, int64_t run, const char *why)
 {
@@ -394,13 +376,13 @@ struct fsp_btrace *fsp_btrace_start(const struct fsp_btrace_devs *d,
 	if (!o)
 		o = &dflt;
 	if (access("/sys/kernel/btf/vmlinux", R_OK) != 0) {
-		set_why(why, whylen, "the kernel has no BTF (/sys/kernel/btf/vmlinux: %s)",
+		fsp_set_err(why, whylen, "the kernel has no BTF (/sys/kernel/btf/vmlinux: %s)",
 			strerror(errno));
 		return NULL;
 	}
 	struct fsp_btrace *bt = calloc(1, sizeof(*bt));
 	if (!bt) {
-		set_why(why, whylen, "out of memory");
+		fsp_set_err(why, whylen, "out of memory");
 		return NULL;
 	}
 	bt->devs = *d;
@@ -412,7 +394,7 @@ struct fsp_btrace *fsp_btrace_start(const struct fsp_btrace_devs *d,
 	fsp_trace_libbpf_quiet();
 	bt->skel = fsp_block_bpf__open();
 	if (!bt->skel) {
-		set_why(why, whylen, "cannot open the block-layer BPF program: %s", strerror(errno));
+		fsp_set_err(why, whylen, "cannot open the block-layer BPF program: %s", strerror(errno));
 		goto fail;
 	}
 	/* the filter is read-only data of the program: set before load */
@@ -438,7 +420,7 @@ struct fsp_btrace *fsp_btrace_start(const struct fsp_btrace_devs *d,
 	err = fsp_block_bpf__attach(bt->skel);
 	if (err) {
 		const char *last = fsp_trace_libbpf_last();
-		set_why(why, whylen, "cannot attach to the block tracepoints: %s%s%s",
+		fsp_set_err(why, whylen, "cannot attach to the block tracepoints: %s%s%s",
 			strerror(-err), last[0] ? ": " : "", last);
 		goto fail;
 	}
@@ -493,7 +475,7 @@ struct fsp_btrace *fsp_btrace_start(const struct fsp_btrace_devs *d,
 				    const struct fsp_btrace_opts *o, char *why,
 				    size_t whylen)
 {
-	set_why(why, whylen, "this fsprism was built without eBPF (configure --disable-bpf, or libbpf, clang, bpftool or the kernel's BTF were missing)");
+	fsp_set_err(why, whylen, "this fsprism was built without eBPF (configure --disable-bpf, or libbpf, clang, bpftool or the kernel's BTF were missing)");
 	return NULL;
 }
 
@@ -538,14 +520,14 @@ int fsp_btrace_save(struct fsp_btrace *bt, struct fsp_store *st, int64_t run,
 	fsp_btrace_devs_format(&bt->devs, devs, sizeof(devs));
 	fsp_store_set_attr(st, run, "block.traced", "1");
 	fsp_store_set_attr(st, run, "block.devices", devs);
-	set_attr_u64(st, run, "block.requests", rc == 0 ? c.requests : 0);
-	set_attr_u64(st, run, "block.dropped", c.dropped_ring + c.missed + c.dropped_rows +
+	fsp_store_set_attr_u64(st, run, "block.requests", rc == 0 ? c.requests : 0);
+	fsp_store_set_attr_u64(st, run, "block.dropped", c.dropped_ring + c.missed + c.dropped_rows +
 		     (rc == 0 ? 0 : c.requests));
-	set_attr_u64(st, run, "block.dropped_ring", c.dropped_ring);
-	set_attr_u64(st, run, "block.missed", c.missed);
-	set_attr_u64(st, run, "block.missed_nested", c.missed_nested);
-	set_attr_u64(st, run, "block.missed_tags", c.missed_tags);
-	set_attr_u64(st, run, "block.missed_reissued", c.missed_reissued);
-	set_attr_u64(st, run, "block.missed_open", c.missed_open);
+	fsp_store_set_attr_u64(st, run, "block.dropped_ring", c.dropped_ring);
+	fsp_store_set_attr_u64(st, run, "block.missed", c.missed);
+	fsp_store_set_attr_u64(st, run, "block.missed_nested", c.missed_nested);
+	fsp_store_set_attr_u64(st, run, "block.missed_tags", c.missed_tags);
+	fsp_store_set_attr_u64(st, run, "block.missed_reissued", c.missed_reissued);
+	fsp_store_set_attr_u64(st, run, "block.missed_open", c.missed_open);
 	return rc;
 }

@@ -23,13 +23,6 @@
 #define DEFAULT_INFLIGHT 16384
 #define DEFAULT_MAX_ROWS (4u << 20)
 
-static void set_attr_u64(struct fsp_store *st, int64_t run, const char *key, uint64_t v)
-{
-	char buf[32];
-	snprintf(buf, sizeof(buf), "%llu", (unsigned long long)v);
-	fsp_store_set_attr(st, run, key, buf);
-}
-
 void fsp_ftrace_save_untraced(struct fsp_store *st, int64_t run, const char *why)
 {
 	fsp_store_set_attr(st, run, "fuse.traced", "0");
@@ -237,11 +230,11 @@ int fsp_ftrace_save(struct fsp_ftrace *ft, struct fsp_store *st, int64_t run, in
 	snprintf(conn, sizeof(conn), "%u:%u", ft->conn >> 20, ft->conn & 0xfffff);
 	fsp_store_set_attr(st, run, "fuse.traced", "1");
 	fsp_store_set_attr(st, run, "fuse.conn", conn);
-	set_attr_u64(st, run, "fuse.trace_requests", rc == 0 ? c.requests : 0);
-	set_attr_u64(st, run, "fuse.trace_missed", c.missed + (rc == 0 ? 0 : c.requests));
-	set_attr_u64(st, run, "fuse.trace_ring_full", c.ring_full);
-	set_attr_u64(st, run, "fuse.trace_map_full", c.map_full);
-	set_attr_u64(st, run, "fuse.trace_open", c.open);
-	set_attr_u64(st, run, "fuse.trace_unpaired", c.unpaired);
+	fsp_store_set_attr_u64(st, run, "fuse.trace_requests", rc == 0 ? c.requests : 0);
+	fsp_store_set_attr_u64(st, run, "fuse.trace_missed", c.missed + (rc == 0 ? 0 : c.requests));
+	fsp_store_set_attr_u64(st, run, "fuse.trace_ring_full", c.ring_full);
+	fsp_store_set_attr_u64(st, run, "fuse.trace_map_full", c.map_full);
+	fsp_store_set_attr_u64(st, run, "fuse.trace_open", c.open);
+	fsp_store_set_attr_u64(st, run, "fuse.trace_unpaired", c.unpaired);
 	return rc;
 }
