@@ -16,14 +16,9 @@
 # into two streams after a mix is the relocation, by the writes, not the drive.
 . "$TESTS_SRCDIR/lib.sh"
 
-# Every compare's image in a tmpfs: the loop device (direct IO) then has no
-# host disk under it whose stalls, from whatever else this machine runs,
-# would be the largest difference between two targets; the model drive, in
-# the cases that have one, is the drive's only cost.
-mkdir "$T/tmp"
-mount -t tmpfs -o size=2G tmpfs "$T/tmp" && fsp_track_mount "$T/tmp"
-TMPDIR="$T/tmp"
-export TMPDIR
+# Every compare's image in a tmpfs (lib.sh); the model drive, in the cases
+# that have one, is then the drive's only cost.
+fsp_tmpdir_tmpfs 2G
 TINY="--size=512M --time=300ms --span=64M"
 SIZES=$TINY
 

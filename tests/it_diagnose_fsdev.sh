@@ -8,11 +8,7 @@
 # agree with the fs target's. Without a trace (--no-trace) it has no view.
 . "$TESTS_SRCDIR/lib.sh"
 
-# the image in a tmpfs, as in it_diagnose.sh: no host disk's stalls under it
-mkdir "$T/tmp"
-mount -t tmpfs -o size=2G tmpfs "$T/tmp" && fsp_track_mount "$T/tmp"
-TMPDIR="$T/tmp"
-export TMPDIR
+fsp_tmpdir_tmpfs 2G
 SIZES="--size=512M --time=300ms --span=64M"
 
 # The pair fs -> fsprism of the one step, from diagnose's JSON, as

@@ -9,11 +9,7 @@
 # and the fs target's never deeper than recorded.
 . "$TESTS_SRCDIR/lib.sh"
 
-# the image in a tmpfs: no host disk stalls under the loop device
-mkdir "$T/tmp"
-mount -t tmpfs -o size=1G tmpfs "$T/tmp" && fsp_track_mount "$T/tmp"
-TMPDIR="$T/tmp"
-export TMPDIR
+fsp_tmpdir_tmpfs 1G
 SIZES="--size=512M --time=300ms --span=64M"
 
 q() { sqlite3 "$1" "$2"; }

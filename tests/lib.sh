@@ -57,6 +57,17 @@ trap 'exit 1' INT TERM
 
 # Remember a mountpoint / loop device for cleanup.
 fsp_track_mount() { fsp_mounts="$1 $fsp_mounts"; }
+
+# fsp_tmpdir_tmpfs SIZE: TMPDIR (where compare puts its image) becomes a
+# tmpfs of SIZE under $T, unmounted at exit: no host disk, whose stalls from
+# whatever else the machine runs would be the largest difference between two
+# targets, under the loop device.
+fsp_tmpdir_tmpfs() {
+	mkdir -p "$T/tmp"
+	mount -t tmpfs -o size="$1" tmpfs "$T/tmp" && fsp_track_mount "$T/tmp"
+	TMPDIR="$T/tmp"
+	export TMPDIR
+}
 fsp_track_loop() { fsp_loops="$1 $fsp_loops"; }
 
 # The TAP lines go to the script's own stdout (fd 9) even from a command
