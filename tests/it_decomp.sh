@@ -234,20 +234,27 @@ expect_eq "each 256 KiB IO is served by its four requests" 4.0 "$per_io"
 
 # ---- the device part against the device's own counters -----------------------------
 # /sys/block/DEV/stat's read ticks: the sum over completed reads of the time
-# from the request's making to its completion (ms), the block queue and device
-# parts of one-request IOs at QD1. The kernel stops its clock about 2 us after
-# the completion tracepoint (measured here), so the device is a loop device
-# in direct IO on a file of the disk, whose reads take ~100 us, not the page
-# cache's ~25 us.
+# from the request's making (rq->start_time_ns, the trace's queue stamp too)
+# to the kernel's accounting in __blk_mq_end_request. The trace ends a
+# request at block_rq_complete, which blk_update_request fires before it
+# ends the request's bios; the kernel's clock runs on through their
+# completion callbacks (the engine's aio completion and its wake-up), so it
+# is always a little longer: 2-6 us here on a quiet machine, tens of us on a
+# loaded one, whose wake-ups wait. Hence a device whose reads take ~100 us (a
+# loop device in direct IO on a file of the disk), not the page cache's
+# ~25 us, and up to three measurements: a trace that is off by more than 10%
+# is off in all three.
 truncate -s 128M "$T/direct.img"
 DLOOP=$(losetup --direct-io=on --find --show "$T/direct.img") && fsp_track_loop "$DLOOP"
 dd if=/dev/urandom of="$DLOOP" bs=1M count=64 oflag=direct status=none
 stat_of() { awk '{ print $1, $4 }' "/sys/block/${DLOOP#/dev/}/stat"; }
-before=$(stat_of)
-run_one sustained-randread "$DLOOP" --qd=1 --time=2s --span=64M --ramp=0
-after=$(stat_of)
-"$FSPRISM" stats "$DB" --run "$RUN" --format json >"$T/k.json"
-agree=$(python3 - "$T/k.json" "$before" "$after" <<'EOF2'
+tries=""
+for try in 1 2 3; do
+	before=$(stat_of)
+	run_one sustained-randread "$DLOOP" --qd=1 --time=2s --span=64M --ramp=0
+	after=$(stat_of)
+	"$FSPRISM" stats "$DB" --run "$RUN" --format json >"$T/k.json"
+	agree=$(python3 - "$T/k.json" "$before" "$after" <<'EOF2'
 import json, sys
 s = json.load(open(sys.argv[1]))["layers"]["steps"][0]
 b, a = [list(map(int, x.split())) for x in sys.argv[2:4]]
@@ -258,9 +265,12 @@ print("%s kernel %.1f us/read over %d reads, block_queue+device %.1f us over %d 
       "agree" if abs(mine - kernel) <= 0.1 * kernel else "differ", kernel, reads, mine, s["ios"]))
 EOF2
 )
+	tries="$tries${tries:+; }try $try: $agree"
+	case $agree in agree*) break ;; esac
+done
 case $agree in
-agree*) ok "device part within 10% of the device's own counters: $agree" ;;
-*) not_ok "device part against the device's own counters: $agree" ;;
+agree*) ok "device part within 10% of the device's own counters: $tries" ;;
+*) not_ok "device part against the device's own counters: $tries" ;;
 esac
 
 # ---- a version-3 database from before block_ios.tid --------------------------------

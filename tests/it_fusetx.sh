@@ -175,6 +175,28 @@ if [ "$TRACED" = 1 ]; then
 			AND f.fuse_unique=o.fuse_unique WHERE o.run=$RUN AND o.op=13")"
 fi
 
+# ---- without tracefs: the programs attach through BTF ------------------------------
+# A freshly booted machine may have no tracefs mounted; the mount's trace must
+# not need it. In a mount namespace of its own, tracefs is unmounted and the
+# mount made, read and unmounted there.
+if [ "$TRACED" = 1 ]; then
+	N=$T/notracefs
+	mkdir -p "$N/m"
+	unshare -m --propagation private sh -c '
+		for d in /sys/kernel/debug/tracing /sys/kernel/tracing; do
+			while umount "$d" 2>/dev/null; do :; done
+		done
+		[ -e /sys/kernel/tracing/trace ] && { echo "tracefs still mounted" >"$5"; exit 1; }
+		"$1" mount --log "$4" "$2" "$3" 2>"$5" || exit 1
+		dd if="$3/f" of=/dev/null bs=4k count=32 iflag=direct 2>/dev/null
+		"$1" umount "$3"' sh "$FSPRISM" "$B" "$N/m" "$N/n.db" "$N/err"
+	expect_eq "no tracefs: the mount works" 0 "$?"
+	expect_eq "no tracefs: no 'not traced' line" "" "$(cat "$N/err")"
+	expect_eq "no tracefs: the 32 reads joined to their traced requests" 32 \
+		"$(sqlite3 "$N/n.db" "SELECT count(*) FROM ops o JOIN fuse_reqs f ON f.run=o.run
+			AND f.fuse_unique=o.fuse_unique WHERE o.op=13")"
+fi
+
 # ---- --no-trace ---------------------------------------------------------------------
 fsp_mount "$B" "$M" --log "$DB" --no-trace 2>"$T/mount.err"
 cat "$M/f" >/dev/null

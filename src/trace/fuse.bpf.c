@@ -1,9 +1,12 @@
 /*
  * fuse.bpf.c - kernel side of the FUSE-transport trace (fuse.c loads it).
  *
- * On the plain tracepoints fuse:fuse_request_send (the request is queued
- * for the daemon) and fuse:fuse_request_end (its reply is done, or it was
- * aborted), filtered to one connection (the mount's st_dev, read-only data
+ * On the tracepoints fuse:fuse_request_send (the request is queued for the
+ * daemon) and fuse:fuse_request_end (its reply is done, or it was
+ * aborted), as tp_btf programs that read the struct fuse_req the
+ * tracepoint is given (attached through the kernel's BTF: no tracefs
+ * needed, and no event record filled), filtered to one connection (the
+ * mount's st_dev, read-only data
  * set before load): the send time waits in the request's slot of an array
  * indexed by its `unique` (which the kernel steps by 2, so the slots are
  * used in turn: no hashing, locking or deleting, as the block trace's
@@ -14,6 +17,7 @@
  */
 #include <vmlinux.h>
 #include <bpf/bpf_helpers.h>
+#include <bpf/bpf_tracing.h>
 #include "src/trace/fuse_event.h"
 
 char LICENSE[] SEC("license") = "GPL";
@@ -53,12 +57,19 @@ static __always_inline void count(__u32 which)
 		(*n)++;
 }
 
-SEC("tracepoint/fuse/fuse_request_send")
-int fsp_fuse_send(struct trace_event_raw_fuse_request_send *ctx)
+/* the connection a request belongs to: what the tracepoints call
+ * `connection`, the st_dev of the mount */
+static __always_inline __u32 req_conn(const struct fuse_req *req)
 {
-	if (ctx->connection != conn)
+	return req->fm->fc->dev;
+}
+
+SEC("tp_btf/fuse_request_send")
+int BPF_PROG(fsp_fuse_send, const struct fuse_req *req)
+{
+	if (req_conn(req) != conn)
 		return 0;
-	__u64 unique = ctx->unique;
+	__u64 unique = req->in.h.unique;
 	__u32 idx = (__u32)(unique >> 1) & slot_mask;
 	struct fsp_ft_sent *s = bpf_map_lookup_elem(&inflight, &idx);
 	if (!s)
@@ -69,19 +80,19 @@ int fsp_fuse_send(struct trace_event_raw_fuse_request_send *ctx)
 	WRITE_ONCE_U64(s->unique, unique);
 	barrier();
 	s->send_ns = bpf_ktime_get_ns();
-	s->opcode = (__u32)ctx->opcode;
-	s->len = ctx->len;
+	s->opcode = req->in.h.opcode;
+	s->len = req->in.h.len;
 	s->open = 1;
 	return 0;
 }
 
-SEC("tracepoint/fuse/fuse_request_end")
-int fsp_fuse_end(struct trace_event_raw_fuse_request_end *ctx)
+SEC("tp_btf/fuse_request_end")
+int BPF_PROG(fsp_fuse_end, const struct fuse_req *req)
 {
-	if (ctx->connection != conn)
+	if (req_conn(req) != conn)
 		return 0;
 	__u64 now = bpf_ktime_get_ns();
-	__u64 unique = ctx->unique;
+	__u64 unique = req->in.h.unique;
 	__u32 idx = (__u32)(unique >> 1) & slot_mask;
 	struct fsp_ft_sent *s = bpf_map_lookup_elem(&inflight, &idx);
 	if (!s || !s->open || s->unique != unique) {
@@ -108,7 +119,7 @@ int fsp_fuse_end(struct trace_event_raw_fuse_request_end *ctx)
 		e->conn = conn;
 		e->opcode = opcode;
 		e->len = len;
-		e->error = ctx->error;
+		e->error = req->out.h.error;
 		bpf_ringbuf_submit(e, BPF_RB_NO_WAKEUP); /* the reader polls (ring.c) */
 	}
 	s->open = 0;

@@ -71,8 +71,7 @@ struct fsp_ftrace *fsp_ftrace_start(dev_t dev, const struct fsp_ftrace_opts *o, 
 			 strerror(errno));
 		return NULL;
 	}
-	if (access("/sys/kernel/tracing/events/fuse/fuse_request_send", F_OK) != 0 &&
-	    access("/sys/kernel/debug/tracing/events/fuse/fuse_request_send", F_OK) != 0) {
+	if (!fsp_trace_has_tracepoint("fuse", "fuse_request_send")) {
 		snprintf(why, whylen, "the kernel has no tracepoint fuse:fuse_request_send");
 		return NULL;
 	}

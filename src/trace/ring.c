@@ -12,6 +12,7 @@
 #include <string.h>
 #include <time.h>
 #include <bpf/bpf.h>
+#include <bpf/btf.h>
 #include <bpf/libbpf.h>
 #include "src/trace/ring.h"
 
@@ -95,6 +96,28 @@ void fsp_trace_load_why(int err, const char *what, char *why, size_t whylen)
 	else
 		snprintf(why, whylen, "cannot load the %s BPF program: %s%s%s", what,
 			 strerror(-err), libbpf_last[0] ? ": " : "", libbpf_last);
+}
+
+int fsp_trace_has_tracepoint(const char *module, const char *name)
+{
+	/* tp_btf programs attach through the kernel's BTF, not tracefs (which
+	 * a fresh boot may not have mounted): a tracepoint is there when its
+	 * btf_trace_ typedef is, in vmlinux or in its module's BTF. */
+	char type[128];
+	snprintf(type, sizeof(type), "btf_trace_%s", name);
+	struct btf *vmlinux = btf__load_vmlinux_btf();
+	if (!vmlinux)
+		return 0;
+	int found = btf__find_by_name_kind(vmlinux, type, BTF_KIND_TYPEDEF) > 0;
+	if (!found && module) {
+		struct btf *mod = btf__load_module_btf(module, vmlinux);
+		if (mod) {
+			found = btf__find_by_name_kind(mod, type, BTF_KIND_TYPEDEF) > 0;
+			btf__free(mod);
+		}
+	}
+	btf__free(vmlinux);
+	return found;
 }
 
 size_t fsp_trace_env_size(const char *name, size_t dflt)

@@ -46,6 +46,10 @@ const char *fsp_trace_libbpf_last(void);
  * "cannot load the WHAT BPF program: ...". */
 void fsp_trace_load_why(int err, const char *what, char *why, size_t whylen);
 
+/* 1 when the kernel's BTF (vmlinux, else module's if not NULL) has
+ * tracepoint `name`, e.g. ("fuse", "fuse_request_send"). */
+int fsp_trace_has_tracepoint(const char *module, const char *name);
+
 /* The positive number in environment variable name, else dflt. */
 size_t fsp_trace_env_size(const char *name, size_t dflt);
 /* Runs of p the kernel skipped (it was already running on that CPU). */
