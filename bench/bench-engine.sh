@@ -4,8 +4,14 @@
 # so that drift (thermal, other load) hits both alike.
 #
 # Jobs: 4 KiB random read QD1 and QD32, 128 KiB sequential read and write
-# QD1, 4 KiB random write QD32 (seqwrite-128k-qd1 and randwrite-4k-qd32 are
-# not in the default set; they overwrite the RAM disk only), 50/50 mixed sequential 128 KiB QD1, each against fio as people run it.
+# QD1 and QD32, 4 KiB random write QD1 and QD32, 50/50 mixed sequential
+# 128 KiB QD1 and mixed random 4 KiB QD32, each against fio as people run it
+# (the writing jobs and the QD32 128 KiB ones are not in the default set;
+# the writes overwrite the RAM disk only). The whole placement matrix of
+# sizes, depths and directions:
+#   JOBS="randread-4k-qd1 randread-4k-qd32 randwrite-4k-qd1 randwrite-4k-qd32
+#         seqread-128k-qd1 seqread-128k-qd32 seqwrite-128k-qd1 seqwrite-128k-qd32
+#         mixseq-128k-qd1 mixrand-4k-qd32" PINS="none same split"
 # Two kinds of variant compare against fio told to do what fsprism does:
 # QD32-batch (up to two IOs per io_submit, as fsprism submits; fio's default
 # is one IO per call) and the -huge jobs (fio's buffers in 2 MiB pages, --mem=mmaphuge,
@@ -122,6 +128,11 @@ fio_args() {
 	seqread-128k-qd1) echo "--rw=read --bs=128k --iodepth=1" ;;
 	seqwrite-128k-qd1) echo "--rw=write --bs=128k --iodepth=1 --scramble_buffers=0" ;;
 	randwrite-4k-qd32) echo "--rw=randwrite --bs=4k --iodepth=32 --norandommap --scramble_buffers=0" ;;
+	randwrite-4k-qd1) echo "--rw=randwrite --bs=4k --iodepth=1 --norandommap --scramble_buffers=0" ;;
+	seqread-128k-qd32) echo "--rw=read --bs=128k --iodepth=32" ;;
+	seqwrite-128k-qd32) echo "--rw=write --bs=128k --iodepth=32 --scramble_buffers=0" ;;
+	mixrand-4k-qd32) echo "--rw=randrw --rwmixread=50 --bs=4k --iodepth=32 --norandommap" \
+		"--scramble_buffers=0" ;;
 	# fio scrambles each write buffer by default (scramble_buffers=1, inside
 	# its latency); fsprism stamps its buffers outside the clock. Neither
 	# touches the data here (fio scramble_buffers=0, fsprism random,fixed).
@@ -135,6 +146,12 @@ fsp_args() {
 	seqread-128k-qd1) echo "sustained-seqread --qd=1" ;;
 	seqwrite-128k-qd1) echo "sustained-seqwrite --qd=1 --pattern=random,fixed" ;;
 	randwrite-4k-qd32) echo "sustained-randwrite --qd=32 --pattern=random,fixed" ;;
+	randwrite-4k-qd1) echo "sustained-randwrite --qd=1 --pattern=random,fixed" ;;
+	seqread-128k-qd32) echo "sustained-seqread --qd=32" ;;
+	seqwrite-128k-qd32) echo "sustained-seqwrite --qd=32 --pattern=random,fixed" ;;
+	# fio's randrw draws each IO's direction at random
+	mixrand-4k-qd32) echo "mixed-random --mix=50 --qd=32 --duty=100 --interleave=random" \
+		"--pattern=random,fixed" ;;
 	# fio's rw=rw: reads and writes each advance their own offset, and each
 	# IO's direction is drawn at random (see docs/profiles.md)
 	mixseq-128k-qd1)  echo "mixed-seq --mix=50 --duty=100 --offsets=per-direction" \
