@@ -6,8 +6,7 @@
  * aborted), as tp_btf programs that read the struct fuse_req the
  * tracepoint is given (attached through the kernel's BTF: no tracefs
  * needed, and no event record filled), filtered to one connection (the
- * mount's st_dev, read-only data
- * set before load): the send time waits in the request's slot of an array
+ * mount's st_dev, read-only data set before load): the send time waits in the request's slot of an array
  * indexed by its `unique` (which the kernel steps by 2, so the slots are
  * used in turn: no hashing, locking or deleting, as the block trace's
  * slots) until its end, which sends one fsp_ft_event through the ring
