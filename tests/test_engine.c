@@ -17,10 +17,13 @@
 #include <string.h>
 #include <unistd.h>
 #include <zlib.h>
+#include <libaio.h>
+#include <sys/resource.h>
 #include "bench/engine/engine.h"
 #include "bench/engine/jobfile.h"
 #include "src/db/oplog.h"
 #include "bench/engine/pattern.h"
+#include "bench/engine/reap.h"
 #include "bench/engine/profile.h"
 #include "src/base/units.h"
 #include "src/db/store.h"
@@ -549,6 +552,70 @@ static void engine_ramp_not_measured(void **state)
 	assert_true(written > 8);
 }
 
+/* The voluntary context switches of the calling thread so far. */
+static long thread_nvcsw(void)
+{
+	struct rusage ru;
+	assert_int_equal(getrusage(RUSAGE_THREAD, &ru), 0);
+	return ru.ru_nvcsw;
+}
+
+/*
+ * How the engine waits for a completion (reap.h): with a poll, it looks at
+ * the completion ring and yields, so a QD1 step of 64 reads from a file on
+ * a real disk hardly ever sleeps; with poll 0 (fio's way) it sleeps in
+ * io_getevents for most of them. Sleeping is a voluntary context switch;
+ * a yield that lets another task run is not.
+ */
+static void engine_poll_before_sleeping(void **state)
+{
+	(void)state;
+	const uint32_t bs = 4096;
+	const unsigned nblocks = 64;
+	char path[] = "/var/tmp/fsp-test-poll.XXXXXX", err[256];
+	int fd = direct_temp_file(path, (uint64_t)nblocks * bs);
+	if (fd < 0)
+		skip();
+	/* data on the disk, so that every read goes to it (a hole reads as zeros at once) */
+	int wfd = open(path, O_WRONLY);
+	assert_true(wfd >= 0);
+	static char block[4096];
+	memset(block, 0x5a, sizeof block);
+	for (unsigned b = 0; b < nblocks; b++)
+		assert_int_equal(pwrite(wfd, block, bs, (off_t)b * bs), (ssize_t)bs);
+	assert_int_equal(fsync(wfd), 0);
+	close(wfd);
+	io_context_t ctx = 0;
+	assert_int_equal(io_setup(1, &ctx), 0);
+	assert_int_equal(fsp_reap_ring_usable(ctx), 1); /* the poll has a ring to read */
+	io_destroy(ctx);
+	volatile sig_atomic_t stop = 0;
+	long sleeps[2];
+	const uint64_t polls[2] = { 0, 100000000ull };
+	for (int i = 0; i < 2; i++) {
+		struct fsp_step_spec spec = {
+			.fd = fd, .bs = bs, .qd = 1, .read_pct = 100, .access = FSP_ACCESS_RANDOM,
+			.seed = 1, .span_size = (uint64_t)nblocks * bs, .poll_ns = polls[i],
+			.bytes = (uint64_t)nblocks * bs, .duty = 100,
+			.pattern = { .kind = FSP_PATTERN_RANDOM }, .stop = &stop,
+		};
+		struct fsp_step_result res;
+		long before = thread_nvcsw();
+		if (fsp_engine_step(&spec, &res, err, sizeof(err)) != 0)
+			fail_msg("step failed: %s", err);
+		sleeps[i] = thread_nvcsw() - before;
+		assert_int_equal(res.read_ios, nblocks);
+		fsp_step_result_free(&res);
+	}
+	close(fd);
+	unlink(path);
+	if (sleeps[0] < (long)nblocks / 2)
+		skip(); /* the reads completed within io_submit: nothing to wait for */
+	if (sleeps[1] > (long)nblocks / 8)
+		fail_msg("with a poll the engine slept %ld times in %u reads (without: %ld)",
+			 sleeps[1], nblocks, sleeps[0]);
+}
+
 /*
  * The tables are capped whatever the parameters: a 1 ns timeline over 64
  * IOs keeps at most timeline_max buckets, 64 one-block bursts at most
@@ -750,6 +817,8 @@ static void param_parsing(void **state)
 	expect_param_error("time", "1ms", "'1ms' is out of range (10ms..24h, or 0 for no limit)");
 	expect_param_error("ramp", "1h", "out of range (1ms..10m");
 	expect_param_error("idle", "2h", "'2h' is out of range (0..1h)");
+	expect_param_error("poll", "5ns", "'5ns' is out of range (1us..100ms, or 0 for no poll)");
+	expect_param_error("poll", "1s", "out of range (1us..100ms");
 	expect_param_error("span", "2P", "out of range (512..1P");
 	expect_param_error("bytes", "1", "'1' is out of range (512..1P, or 0 for no limit)");
 	expect_param_error("burst", "1", "out of range (512..64G");
@@ -951,6 +1020,7 @@ int main(void)
 		cmocka_unit_test(engine_mixed_writes_keep_pattern),
 		cmocka_unit_test(engine_writes_unique_sectors),
 		cmocka_unit_test(engine_ramp_not_measured),
+		cmocka_unit_test(engine_poll_before_sleeping),
 		cmocka_unit_test(duty_cycle_arithmetic),
 		cmocka_unit_test(pattern_compressibility),
 		cmocka_unit_test(pattern_refresh_defeats_dedup),

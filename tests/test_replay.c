@@ -28,6 +28,7 @@
 #include <fcntl.h>
 #include <unistd.h>
 #include <cmocka.h>
+#include "bench/engine/reap.h"
 #include "bench/engine/replay.h"
 #include "bench/engine/replay_order.h"
 #include "tests/testdir.h"
@@ -290,7 +291,7 @@ static void test_run_serial(void **state)
 	struct file f;
 	file_open(&f, O_RDWR);
 	char err[256];
-	struct fsp_replayer *r = fsp_replayer_new(f.fd, 4096, err, sizeof err);
+	struct fsp_replayer *r = fsp_replayer_new(f.fd, 4096, FSP_POLL_DEFAULT_NS, err, sizeof err);
 	assert_non_null(r);
 	/* write, read, FUA write, flush, read, 8 KiB write, flush: one at a time */
 	struct fsp_replay_io io[7] = {
@@ -339,7 +340,7 @@ static void test_run_overlapped(void **state)
 	struct file f;
 	file_open(&f, O_RDWR);
 	char err[256];
-	struct fsp_replayer *r = fsp_replayer_new(f.fd, 4096, err, sizeof err);
+	struct fsp_replayer *r = fsp_replayer_new(f.fd, 4096, FSP_POLL_DEFAULT_NS, err, sizeof err);
 	assert_non_null(r);
 	/* 32 reads all in flight together, then a write after them all */
 	struct fsp_replay_io io[33];
@@ -377,7 +378,7 @@ static void test_run_skip_error_stop(void **state)
 	struct file f;
 	file_open(&f, O_RDWR);
 	char err[256];
-	struct fsp_replayer *r = fsp_replayer_new(f.fd, 4096, err, sizeof err);
+	struct fsp_replayer *r = fsp_replayer_new(f.fd, 4096, FSP_POLL_DEFAULT_NS, err, sizeof err);
 	assert_non_null(r);
 	/* an IO off the block size, and one that waits for it */
 	struct fsp_replay_io io[2] = { rec(FSP_REPLAY_READ, 0, 10), rec(FSP_REPLAY_READ, 20, 30) };
@@ -403,7 +404,7 @@ static void test_run_skip_error_stop(void **state)
 	file_close(&f);
 	/* a write on a descriptor opened for reading fails, named with its errno */
 	file_open(&f, O_RDONLY);
-	r = fsp_replayer_new(f.fd, 4096, err, sizeof err);
+	r = fsp_replayer_new(f.fd, 4096, FSP_POLL_DEFAULT_NS, err, sizeof err);
 	assert_non_null(r);
 	struct fsp_replay_io w[2] = { rec(FSP_REPLAY_READ, 0, 10), rec(FSP_REPLAY_WRITE, 20, 30) };
 	assert_int_equal(fsp_replay_order_init(&o, w, 2), 0);

@@ -2,14 +2,15 @@
  * engine.c - the job engine (engine.h): offsets, mix, duty cycle, and the
  * libaio loop that runs one step.
  *
- * The IO loop keeps the queue full: it reaps with io_getevents(min_nr=1),
- * records each completion, and resubmits every freed slot at once, at most
+ * The IO loop keeps the queue full: it reaps with fsp_reap (reap.h: a short
+ * poll of the completion ring, then io_getevents(min_nr=1)), records each
+ * completion, and resubmits every freed slot at once, at most
  * FSP_SUBMIT_MAX per io_submit.
  * Buffers, iocbs, histograms and the segment table are set up before the
  * loop; inside it there is no malloc (the timeline and burst tables may
  * grow, at most once per doubling, on a bucket boundary), no lock and no
- * system call but io_submit, io_getevents and the vDSO clock (plus a
- * progress line on a terminal, twice a second).
+ * system call but io_submit, io_getevents, the poll's sched_yield and the
+ * vDSO clock (plus a progress line on a terminal, twice a second).
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -24,6 +25,7 @@
 #include "src/base/bufpool.h"
 #include "src/base/clock.h"
 #include "bench/engine/engine.h"
+#include "bench/engine/reap.h"
 #include "src/db/oplog.h"
 #include "src/base/ops.h"
 
@@ -526,7 +528,7 @@ static int run_burst(struct loop *L, uint64_t *busy_ns, char *err,
 		}
 		if (inflight == 0)
 			break;
-		int got = io_getevents(L->ctx, 1, (long)s->qd, L->events, NULL);
+		int got = fsp_reap(L->ctx, (long)s->qd, L->events, s->poll_ns);
 		if (got == -EINTR)
 			continue;
 		if (got < 0) {

@@ -147,6 +147,7 @@ struct fsp_step_spec {
 	uint64_t seed;
 	uint64_t span_off, span_size;
 	uint64_t ramp_ns;       /* IO first for this long, not measured (not with bursts) */
+	uint64_t poll_ns;       /* poll for a completion this long before sleeping (reap.h) */
 	uint64_t time_ns;       /* busy-time limit, 0 = none */
 	uint64_t bytes;         /* byte limit, 0 = none */
 	uint64_t burst;         /* bytes per burst, 0 = no bursts */

@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "bench/engine/profile.h"
+#include "bench/engine/reap.h"
 #include "src/base/units.h"
 
 #define KiB 1024ull
@@ -42,7 +43,7 @@ const size_t fsp_nprofiles = sizeof(fsp_profiles) / sizeof(fsp_profiles[0]);
 /* The parameters, in listing order; their names are written only here. */
 enum param {
 	P_BS, P_QD, P_MIX, P_ACCESS, P_OFFSETS, P_INTERLEAVE, P_NOREPEAT, P_SPAN,
-	P_OFFSET, P_TIME, P_BYTES, P_RAMP, P_BURST, P_DUTY, P_IDLE, P_PATTERN,
+	P_OFFSET, P_TIME, P_BYTES, P_RAMP, P_POLL, P_BURST, P_DUTY, P_IDLE, P_PATTERN,
 	P_SEED, P_SEGMENT, P_TAIL, P_TIMELINE, P__COUNT
 };
 
@@ -50,7 +51,7 @@ const char *const fsp_param_names[] = {
 	[P_BS] = "bs", [P_QD] = "qd", [P_MIX] = "mix", [P_ACCESS] = "access",
 	[P_OFFSETS] = "offsets", [P_INTERLEAVE] = "interleave", [P_NOREPEAT] = "norepeat",
 	[P_SPAN] = "span", [P_OFFSET] = "offset", [P_TIME] = "time", [P_BYTES] = "bytes",
-	[P_RAMP] = "ramp", [P_BURST] = "burst", [P_DUTY] = "duty", [P_IDLE] = "idle",
+	[P_RAMP] = "ramp", [P_POLL] = "poll", [P_BURST] = "burst", [P_DUTY] = "duty", [P_IDLE] = "idle",
 	[P_PATTERN] = "pattern", [P_SEED] = "seed", [P_SEGMENT] = "segment",
 	[P_TAIL] = "tail", [P_TIMELINE] = "timeline", [P__COUNT] = NULL,
 };
@@ -70,6 +71,7 @@ static void base_params(struct fsp_params *p)
 	p->segment = GiB;
 	p->tail = 16 * GiB;
 	p->timeline_ns = 100 * MS;
+	p->poll_ns = FSP_POLL_DEFAULT_NS;
 	p->score = FSP_SCORE_STEPS;
 }
 
@@ -271,6 +273,7 @@ static const struct range R_SEGMENT = { 64 * KiB, TiB, NULL, 0 };
 static const struct range R_TAIL = { 0, PiB, NULL, 0 };
 static const struct range R_TIME = { 10 * MS, 24 * HOUR, "no limit", 1 };
 static const struct range R_RAMP = { 1 * MS, 10 * MIN, "none", 1 };
+static const struct range R_POLL = { 1000, 100 * MS, "no poll", 1 };
 static const struct range R_IDLE = { 0, HOUR, NULL, 1 };
 static const struct range R_TIMELINE = { 10 * MS, 60 * SEC, "none", 1 };
 
@@ -370,6 +373,7 @@ static const struct spec specs[P__COUNT] = {
 	[P_TIME] = { K_RANGED, FIELD(time_ns), &R_TIME, NULL, NULL },
 	[P_BYTES] = { K_RANGED, FIELD(bytes), &R_BYTES, NULL, NULL },
 	[P_RAMP] = { K_RANGED, FIELD(ramp_ns), &R_RAMP, NULL, NULL },
+	[P_POLL] = { K_RANGED, FIELD(poll_ns), &R_POLL, NULL, NULL },
 	[P_BURST] = { K_RANGED, FIELD(burst), &R_BURST, NULL, NULL },
 	[P_IDLE] = { K_RANGED, FIELD(idle_ns), &R_IDLE, NULL, NULL },
 	[P_SEGMENT] = { K_RANGED, FIELD(segment), &R_SEGMENT, NULL, NULL },

@@ -43,6 +43,7 @@ struct fsp_params {
 	uint64_t time_ns;     /* per step, busy time; 0 = no limit */
 	uint64_t bytes;       /* per step; 0 = no limit (fill: the span) */
 	uint64_t ramp_ns;     /* per step, IO before measuring starts; 0 = none */
+	uint64_t poll_ns;     /* look for a completion this long before sleeping; 0 = sleep */
 	uint64_t burst;       /* bytes per burst; 0 = no bursts */
 	unsigned duty;        /* busy % (bursts, or steps without bursts) */
 	uint64_t idle_ns;     /* extra idle between steps */

@@ -1,7 +1,7 @@
 /*
  * replay.c - a recorded device IO sequence again on a device, with libaio
  * (replay.h): the engine's idioms (O_DIRECT, aligned buffers, one
- * io_submit per batch, io_getevents with min_nr 1), but the next IO is the
+ * io_submit per batch, fsp_reap's poll then io_getevents), but the next IO is the
  * recording's next, submitted once the recording's happens-before order
  * (replay_order.h) allows it, not whenever a slot is free.
  *
@@ -16,6 +16,7 @@
 #include <string.h>
 #include <sys/uio.h>
 #include <unistd.h>
+#include "bench/engine/reap.h"
 #include "bench/engine/replay.h"
 #include "src/base/clock.h"
 
@@ -26,6 +27,7 @@
 struct fsp_replayer {
 	int fd;
 	unsigned lbs, depth;
+	uint64_t poll_ns;
 	io_context_t ctx;
 	void *read_buf, *write_buf;
 	struct iocb *cbs;       /* depth slots */
@@ -35,7 +37,8 @@ struct fsp_replayer {
 	struct io_event *events;
 };
 
-struct fsp_replayer *fsp_replayer_new(int fd, unsigned lbs, char *err, size_t errlen)
+struct fsp_replayer *fsp_replayer_new(int fd, unsigned lbs, uint64_t poll_ns, char *err,
+				      size_t errlen)
 {
 	struct fsp_replayer *r = calloc(1, sizeof *r);
 	if (!r) {
@@ -44,6 +47,7 @@ struct fsp_replayer *fsp_replayer_new(int fd, unsigned lbs, char *err, size_t er
 	}
 	r->fd = fd;
 	r->lbs = lbs ? lbs : 512;
+	r->poll_ns = poll_ns;
 	/* the largest context the system grants, up to the maximum depth */
 	int rc = -EAGAIN;
 	for (r->depth = FSP_REPLAY_MAX_DEPTH; r->depth && rc == -EAGAIN; r->depth /= 2)
@@ -169,7 +173,7 @@ int fsp_replay_run(struct fsp_replayer *r, const struct fsp_replay_io *io,
 			}
 			break;
 		}
-		int got = io_getevents(r->ctx, 1, (long)r->depth, r->events, NULL);
+		int got = fsp_reap(r->ctx, (long)r->depth, r->events, r->poll_ns);
 		if (got == -EINTR)
 			continue;
 		if (got < 0) {

@@ -18,8 +18,10 @@
 struct fsp_replayer; /* the aio context and buffers, kept across sequences */
 
 /* For IOs up to FSP_REPLAY_MAX_LEN on fd (opened O_RDWR | O_DIRECT),
- * whose logical block size is lbs. NULL with err set on failure. */
-struct fsp_replayer *fsp_replayer_new(int fd, unsigned lbs, char *err, size_t errlen);
+ * whose logical block size is lbs, waiting for completions as the engine
+ * does with that poll_ns (reap.h). NULL with err set on failure. */
+struct fsp_replayer *fsp_replayer_new(int fd, unsigned lbs, uint64_t poll_ns, char *err,
+				      size_t errlen);
 void fsp_replayer_free(struct fsp_replayer *r);
 
 struct fsp_replay_result {

@@ -25,6 +25,7 @@
 #include <unistd.h>
 #include "bench/engine/replay.h"
 #include "src/base/ops.h"
+#include "src/base/units.h"
 #include "src/cli/compare.h"
 #include "src/db/block_ios.h"
 #include "src/db/results.h"
@@ -165,8 +166,15 @@ int compare_replay(struct fsp_store *st, const char *device, int64_t cmp_run, in
 		snprintf(err, errlen, "cannot open %s: %s", device, strerror(errno));
 		goto out;
 	}
+	/* wait for completions as the recorded run's engine did; a run
+	 * recorded before the poll existed slept at once */
+	uint64_t poll_ns = 0;
+	char *poll = fsp_store_attr(st, engine_run, "param.poll");
+	if (poll && fsp_parse_duration(poll, &poll_ns))
+		poll_ns = 0;
+	free(poll);
 	char rerr[256];
-	if (!(rp = fsp_replayer_new(fd, lbs, rerr, sizeof rerr))) {
+	if (!(rp = fsp_replayer_new(fd, lbs, poll_ns, rerr, sizeof rerr))) {
 		snprintf(err, errlen, "cannot replay on %s: %s", device, rerr);
 		goto out;
 	}
