@@ -528,7 +528,7 @@ static int run_burst(struct loop *L, uint64_t *busy_ns, char *err,
 		}
 		if (inflight == 0)
 			break;
-		int got = fsp_reap(L->ctx, (long)s->qd, L->events, s->poll_ns);
+		int got = fsp_reap(L->ctx, inflight, (long)s->qd, L->events, s->poll_ns);
 		if (got == -EINTR)
 			continue;
 		if (got < 0) {

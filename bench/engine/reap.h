@@ -12,11 +12,20 @@
 #define FSP_POLL_DEFAULT_NS 1000000ull
 
 /*
- * io_getevents(ctx, 1, nr, events, NULL), but first, if poll_ns, look at the
- * completion ring for up to poll_ns, giving the CPU to any other runnable
- * task between looks. Returns what io_getevents returns.
+ * Polling only pays while this few IOs are in flight. With more, a sleeping
+ * thread's wake-up is hidden behind the IOs still running, and a poll only
+ * takes CPU time from whatever completes them (docs/results/engine-vs-fio.md).
  */
-int fsp_reap(io_context_t ctx, long nr, struct io_event *events, uint64_t poll_ns);
+#define FSP_POLL_MAX_INFLIGHT 4u
+
+/*
+ * io_getevents(ctx, 1, nr, events, NULL), but first, if poll_ns and at most
+ * FSP_POLL_MAX_INFLIGHT IOs are in flight, look at the completion ring for
+ * up to poll_ns, giving the CPU to any other runnable task between looks.
+ * Returns what io_getevents returns.
+ */
+int fsp_reap(io_context_t ctx, unsigned inflight, long nr, struct io_event *events,
+	     uint64_t poll_ns);
 
 /* 1 if ctx's completion ring can be read in user space (the poll works), else 0 */
 int fsp_reap_ring_usable(io_context_t ctx);

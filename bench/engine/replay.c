@@ -173,7 +173,7 @@ int fsp_replay_run(struct fsp_replayer *r, const struct fsp_replay_io *io,
 			}
 			break;
 		}
-		int got = fsp_reap(r->ctx, (long)r->depth, r->events, r->poll_ns);
+		int got = fsp_reap(r->ctx, inflight, (long)r->depth, r->events, r->poll_ns);
 		if (got == -EINTR)
 			continue;
 		if (got < 0) {
