@@ -35,7 +35,9 @@
 # FSPRISM_BASE=path/to/another/fsprism puts that build where fio was: the same
 # jobs, rounds and alternation, two builds side by side (ratios FSPRISM/base;
 # the columns keep fio's names). FSPRISM_ARGS adds arguments to FSPRISM's runs
-# only (e.g. --no-trace, for a build that traces the block layer by default).
+# only (e.g. --no-trace, for a build that traces the block layer by default;
+# --poll=0 for an engine that sleeps in io_getevents at once, as fio does,
+# instead of polling the completion ring first: docs/profiles.md).
 # environment: ROUNDS (4; keep it even, see the last columns), SECS per run (5), SIZE of the RAM disk (1G),
 #              RAMP before each run (1s), JOBS (space-separated subset of the job names below),
 #              PINS (the placements, space-separated; default "none"):
