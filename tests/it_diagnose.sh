@@ -177,8 +177,14 @@ switched() { # TARGET [DB]
 }
 sraw=$(switched raw) semu=$(switched emu)
 echo "# % of IO the model charged a switch, read_pct|%: raw $sraw; emu $semu"
-check "cow: on raw the model charged a switch on under 5% of any step's IO" \
-	sh -c "echo '$sraw' | tr ' ' '\n' | awk -F'|' 'NF == 2 && \$2 >= 5 {bad = 1} END {exit bad}'"
+# raw's own IO is one sequence; what switches there is the model mount's
+# transport: the loop device's 128 KiB request reaches the model as two 64 KiB
+# FUSE requests, and now and then two daemon workers take them out of order
+# (the model sees X+64k, then X: a switch there and one back). That share
+# moves with the machine's timing (0-6% per step in test runs), against emu's
+# 18-50% in its mixed steps.
+check "cow: on raw the model charged a switch on under 10% of any step's IO" \
+	sh -c "echo '$sraw' | tr ' ' '\n' | awk -F'|' 'NF == 2 && \$2 >= 10 {bad = 1} END {exit bad}'"
 # a mix can switch at most twice per IO of its rarer direction (there and back): 20% at
 # 10/90; relocation on emu makes it switch on well over half of that, raw (above) on none
 check "cow: on emu on over 10% of every step from 80/20 to 10/90" \
