@@ -199,8 +199,14 @@ shapes=$("$FSPRISM" diagnose "$T/raw.db" --format json | grep '"target":')
 check "read-after-write: raw has the bathtub" sh -c "echo '$shapes' | grep -q '\"target\": \"raw\", \"bathtub\": true'"
 expect_eq "read-after-write: every bathtub's owner is the drive" "drive" \
 	"$(echo "$shapes" | grep '"bathtub": true' | sed 's/.*"owner": "\([^"]*\)".*/\1/' | sort -u)"
-bad=$(owners "$T/raw.db" | grep -v -x -e drive -e noise -e unknown || true)
-expect_eq "read-after-write: no pair names another cause" "" "$bad"
+# the penalty acts where reads follow writes: the mixed steps. A pure step
+# may show ext4's own cost above the device (10 us per 128 KiB random read,
+# 14% of raw's at the engine's polled latency, in one CI run), a real cause,
+# not the injected one, so only the mixed steps must name nothing else.
+bad=$("$FSPRISM" diagnose "$T/raw.db" --format json | grep '"step":' |
+	grep -v '"read_pct": \(100\|0\),' | sed 's/.*"owner": "\([^"]*\)".*/\1/' | sort -u |
+	grep -v -x -e drive -e noise -e unknown || true)
+expect_eq "read-after-write: no mixed step names another cause" "" "$bad"
 
 # journal and flush IO: --journal=data writes every block twice and commits
 # with flushes, on a drive whose flushes cost 50 ms (the passthrough's
