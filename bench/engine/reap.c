@@ -41,8 +41,9 @@ struct aio_ring_head {
  * only takes turns with it. Then the engine sleeps instead, as without a
  * poll. A yield with nothing else to run returns in well under a
  * microsecond; a switch to another task and back takes several. With both
- * pinned to one CPU, polling through such turns cost 128 KiB IO 12-24% of
- * its IOPS (docs/results/engine-vs-fio.md).
+ * pinned to one CPU, polling through such turns left 128 KiB QD1 reads and
+ * mixed IO at 0.98 and 0.86 of fio's IOPS; with this rule, 1.14 and 1.01
+ * (two rounds each, docs/results/engine-vs-fio.md).
  */
 #define FSP_POLL_SHARED_NS 5000u
 
