@@ -9,9 +9,9 @@
 # (the writing jobs and the QD32 128 KiB ones are not in the default set;
 # the writes overwrite the RAM disk only). The whole placement matrix of
 # sizes, depths and directions:
-#   JOBS="randread-4k-qd1 randread-4k-qd32 randwrite-4k-qd1 randwrite-4k-qd32
-#         seqread-128k-qd1 seqread-128k-qd32 seqwrite-128k-qd1 seqwrite-128k-qd32
-#         mixseq-128k-qd1 mixrand-4k-qd32" PINS="none same split"
+#   --jobs "randread-4k-qd1 randread-4k-qd32 randwrite-4k-qd1 randwrite-4k-qd32
+#           seqread-128k-qd1 seqread-128k-qd32 seqwrite-128k-qd1 seqwrite-128k-qd32
+#           mixseq-128k-qd1 mixrand-4k-qd32" --pin "none same split"
 # Two kinds of variant compare against fio told to do what fsprism does:
 # QD32-batch (up to two IOs per io_submit, as fsprism submits; fio's default
 # is one IO per call) and the -huge jobs (fio's buffers in 2 MiB pages, --mem=mmaphuge,
@@ -31,93 +31,74 @@
 # first 100-300 ms here (fio's 100 ms IOPS log: 55-63k, then 33k, at 4 KiB
 # QD1), which alone skewed 1 s comparisons by 8%.
 #
-# usage: sudo bench/bench-engine.sh [FSPRISM]   (default ./fsprism)
-# FSPRISM_BASE=path/to/another/fsprism puts that build where fio was: the same
-# jobs, rounds and alternation, two builds side by side (ratios FSPRISM/base;
-# the columns keep fio's names). FSPRISM_ARGS adds arguments to FSPRISM's runs
-# only (e.g. --no-trace, for a build that traces the block layer by default;
-# --poll=0 for an engine that sleeps in io_getevents at once, as fio does,
-# instead of polling the completion ring first: docs/profiles.md).
-# environment: ROUNDS (4; keep it even, see the last columns), SECS per run (5), SIZE of the RAM disk (1G),
-#              RAMP before each run (1s), JOBS (space-separated subset of the job names below),
-#              PINS (the placements, space-separated; default "none"):
-#                none   unpinned: the scheduler places the tool and the loop device's workers
-#                same   the tool and the loop device's workers on one CPU (CPU 1)
-#                split  the tool on CPU 0, the loop device's workers on CPU 1
-#              The loop device's IO runs in kernel workers of unbound workqueues; their CPUs are
-#              set with /sys/devices/virtual/workqueue/cpumask (restored after), the tool's with
-#              taskset. Every cell is a job at a placement; the summary names the cells below 1.0.
+# usage: sudo bench/bench-engine.sh [options] [FSPRISM]   (default ./fsprism)
+#   --pin LIST         the placements, space- or comma-separated (default none):
+#                        none   unpinned: the scheduler places the tool and the loop device's workers
+#                        same   the tool and the loop device's workers on one CPU (CPU 1)
+#                        split  the tool on CPU 0, the loop device's workers on CPU 1
+#                      The loop device's IO runs in kernel workers of unbound workqueues; their CPUs
+#                      are set with /sys/devices/virtual/workqueue/cpumask (restored after), the
+#                      tool's with taskset. Every cell is a job at a placement; the summary names
+#                      the cells below 1.0.
+#   --jobs LIST        the jobs, space- or comma-separated, of: randread-4k-qd1 randread-4k-qd32
+#                      randread-4k-qd32-batch randwrite-4k-qd1 randwrite-4k-qd32 seqread-128k-qd1
+#                      seqread-128k-qd32 seqwrite-128k-qd1 seqwrite-128k-qd32 mixseq-128k-qd1
+#                      mixrand-4k-qd32, each also with -huge (fio's buffers in hugetlb pages)
+#                      (default: randread-4k-qd1 randread-4k-qd32 randread-4k-qd32-batch
+#                      seqread-128k-qd1 mixseq-128k-qd1 and the three QD1 ones with -huge)
+#   --rounds N         alternating rounds (4; keep it even, see the last columns)
+#   --secs N           measured seconds per run (5)
+#   --ramp DURATION    unmeasured ramp before each run (1s)
+#   --size SIZE        the RAM disk (1G)
+#   --base PATH        another fsprism build where fio was: the same jobs, rounds and alternation,
+#                      two builds side by side (ratios FSPRISM/base; the columns keep fio's names)
+#   --fsprism-args A   arguments added to FSPRISM's runs only (e.g. --no-trace, for a build that
+#                      traces the block layer by default; --poll=0 for an engine that sleeps in
+#                      io_getevents at once, as fio does, instead of polling the completion ring
+#                      first: docs/profiles.md)
+# Each option may also come from the environment, as PINS, JOBS, ROUNDS, SECS, RAMP, SIZE,
+# FSPRISM_BASE and FSPRISM_ARGS; an option given on the command line wins.
 set -eu
 
-FSPRISM=${1:-./fsprism}
 ROUNDS=${ROUNDS:-4}
 SECS=${SECS:-5}
 RAMP=${RAMP:-1s}
 SIZE=${SIZE:-1G}
 JOBS=${JOBS:-"randread-4k-qd1 randread-4k-qd32 randread-4k-qd32-batch seqread-128k-qd1 mixseq-128k-qd1
 randread-4k-qd1-huge seqread-128k-qd1-huge mixseq-128k-qd1-huge"}
-
-[ "$(id -u)" = 0 ] || { echo "bench-engine.sh: needs root (loop device)" >&2; exit 1; }
-command -v fio >/dev/null || { echo "bench-engine.sh: fio not found" >&2; exit 1; }
-command -v jq >/dev/null || { echo "bench-engine.sh: jq not found" >&2; exit 1; }
-[ -x "$FSPRISM" ] || { echo "bench-engine.sh: $FSPRISM is not executable" >&2; exit 1; }
 BASE=${FSPRISM_BASE:-}
-[ -z "$BASE" ] || [ -x "$BASE" ] || { echo "bench-engine.sh: FSPRISM_BASE $BASE is not executable" >&2; exit 1; }
 FSPRISM_ARGS=${FSPRISM_ARGS:-}
 PINS=${PINS:-none}
-WQ_MASK=/sys/devices/virtual/workqueue/cpumask
-WQ_BEFORE=""
-for pin in $PINS; do
-	case $pin in none | same | split) ;;
-	*) echo "bench-engine.sh: PINS: '$pin' is not none, same or split" >&2; exit 2 ;;
-	esac
-	[ "$pin" = none ] || [ "$(nproc)" -ge 2 ] ||
-		{ echo "bench-engine.sh: PINS=$pin needs two CPUs" >&2; exit 2; }
-	[ "$pin" = none ] || [ -w "$WQ_MASK" ] ||
-		{ echo "bench-engine.sh: PINS=$pin needs a writable $WQ_MASK" >&2; exit 2; }
-done
-
-W=$(mktemp -d /tmp/bench-engine.XXXXXX)
-IMG=$(mktemp /dev/shm/bench-engine.XXXXXX)
-DEV=""
-HUGE_BEFORE=""
-cleanup() {
-	[ -n "$DEV" ] && losetup -d "$DEV" 2>/dev/null
-	[ -n "$HUGE_BEFORE" ] && echo "$HUGE_BEFORE" >/proc/sys/vm/nr_hugepages
-	[ -n "$WQ_BEFORE" ] && echo "$WQ_BEFORE" >"$WQ_MASK"
-	rm -f "$IMG"
-	rm -rf "$W"
-}
-trap cleanup EXIT
-trap 'exit 1' INT TERM
-
-# A RAM-backed device, written once so that reads return real pages.
-truncate -s "$SIZE" "$IMG"
-dd if=/dev/urandom of="$IMG" bs=1M count=$(($(stat -c %s "$IMG") >> 20)) \
-	conv=notrunc status=none
-DEV=$(losetup --find --show "$IMG")
-BYTES=$(blockdev --getsize64 "$DEV")
-
-# fio's -huge jobs map their buffers from hugetlb pages: reserve a few
-case $JOBS in *-huge*)
-	HUGE_BEFORE=$(cat /proc/sys/vm/nr_hugepages)
-	echo $((HUGE_BEFORE + 8)) 2>/dev/null >/proc/sys/vm/nr_hugepages || true
-	free_pages=$(awk '/^HugePages_Free:/ { print $2 }' /proc/meminfo)
-	[ "$free_pages" -ge 8 ] || { echo "bench-engine.sh: could not reserve 8 hugetlb pages" \
-		"for the -huge jobs (HugePages_Free: $free_pages)" >&2; exit 1; }
-esac
-
-# place PIN: the loop workers' CPUs now, and TASKSET, the tool's
-TASKSET=""
-place() {
-	[ -n "$WQ_BEFORE" ] || WQ_BEFORE=$(cat "$WQ_MASK" 2>/dev/null || true)
+usage() { sed -n 's/^# \{0,1\}//; /^usage:/,/^FSPRISM_BASE and/p' "$0"; exit 0; }
+bad() { echo "bench-engine.sh: $*" >&2; exit 2; }
+FSPRISM=""
+while [ $# -gt 0 ]; do
 	case $1 in
-	none) TASKSET=""; [ -z "$WQ_BEFORE" ] || echo "$WQ_BEFORE" >"$WQ_MASK" ;;
-	same) TASKSET="taskset -c 1"; echo 2 >"$WQ_MASK" ;;
-	split) TASKSET="taskset -c 0"; echo 2 >"$WQ_MASK" ;;
+	--pin | --jobs | --rounds | --secs | --ramp | --size | --base | --fsprism-args)
+		[ $# -ge 2 ] || bad "$1 needs a value" ;;
 	esac
-}
-
+	case $1 in
+	--pin) PINS=$2; shift 2 ;;
+	--jobs) JOBS=$2; shift 2 ;;
+	--rounds) ROUNDS=$2; shift 2 ;;
+	--secs) SECS=$2; shift 2 ;;
+	--ramp) RAMP=$2; shift 2 ;;
+	--size) SIZE=$2; shift 2 ;;
+	--base) BASE=$2; shift 2 ;;
+	--fsprism-args) FSPRISM_ARGS=$2; shift 2 ;;
+	-h | --help) usage ;;
+	-*) bad "unknown option '$1' (--help lists them)" ;;
+	*) [ -z "$FSPRISM" ] || bad "one FSPRISM binary, not '$FSPRISM' and '$1'"
+	   FSPRISM=$1; shift ;;
+	esac
+done
+FSPRISM=${FSPRISM:-./fsprism}
+PINS=$(echo "$PINS" | tr ',' ' ')
+JOBS=$(echo "$JOBS" | tr ',' ' ')
+case $ROUNDS in '' | *[!0-9]* | 0) bad "--rounds: '$ROUNDS' is not a whole number of rounds >= 1" ;; esac
+case $SECS in '' | *[!0-9]* | 0) bad "--secs: '$SECS' is not a whole number of seconds >= 1" ;; esac
+[ -n "$(echo $PINS)" ] || bad "--pin: no placement given (none, same, split)"
+[ -n "$(echo $JOBS)" ] || bad "--jobs: no job given"
 # job NAME -> fio arguments / fsprism arguments (a -huge job is its base job)
 fio_args() {
 	case $1 in *-huge) echo "--mem=mmaphuge" ;; esac
@@ -164,6 +145,55 @@ fsp_args() {
 # the queue depth a job name carries (qd1, qd32)
 job_qd() { echo "$1" | sed 's/.*-qd\([0-9]*\).*/\1/'; }
 
+for pin in $PINS; do
+	case $pin in none | same | split) ;;
+	*) bad "--pin: '$pin' is not none, same or split" ;;
+	esac
+done
+for job in $JOBS; do
+	[ -n "$(fsp_args "$job")" ] && [ -n "$(fio_args "${job%-huge}")" ] ||
+		bad "--jobs: '$job' is not a job (the names are in the usage: --help)"
+done
+
+[ "$(id -u)" = 0 ] || { echo "bench-engine.sh: needs root (loop device)" >&2; exit 1; }
+command -v fio >/dev/null || { echo "bench-engine.sh: fio not found" >&2; exit 1; }
+command -v jq >/dev/null || { echo "bench-engine.sh: jq not found" >&2; exit 1; }
+[ -x "$FSPRISM" ] || { echo "bench-engine.sh: $FSPRISM is not executable" >&2; exit 1; }
+[ -z "$BASE" ] || [ -x "$BASE" ] || { echo "bench-engine.sh: --base $BASE is not executable" >&2; exit 1; }
+WQ_MASK=/sys/devices/virtual/workqueue/cpumask
+WQ_BEFORE=""
+for pin in $PINS; do
+	[ "$pin" = none ] || [ "$(nproc)" -ge 2 ] ||
+		bad "--pin $pin needs two CPUs"
+	[ "$pin" = none ] || [ -w "$WQ_MASK" ] ||
+		bad "--pin $pin needs a writable $WQ_MASK"
+done
+
+W=$(mktemp -d /tmp/bench-engine.XXXXXX)
+IMG=$(mktemp /dev/shm/bench-engine.XXXXXX)
+DEV=""
+HUGE_BEFORE=""
+cleanup() {
+	[ -n "$DEV" ] && losetup -d "$DEV" 2>/dev/null
+	[ -n "$HUGE_BEFORE" ] && echo "$HUGE_BEFORE" >/proc/sys/vm/nr_hugepages
+	[ -n "$WQ_BEFORE" ] && echo "$WQ_BEFORE" >"$WQ_MASK"
+	rm -f "$IMG"
+	rm -rf "$W"
+}
+trap cleanup EXIT
+trap 'exit 1' INT TERM
+
+# place PIN: the loop workers' CPUs now, and TASKSET, the tool's
+TASKSET=""
+place() {
+	[ -n "$WQ_BEFORE" ] || WQ_BEFORE=$(cat "$WQ_MASK" 2>/dev/null || true)
+	case $1 in
+	none) TASKSET=""; [ -z "$WQ_BEFORE" ] || echo "$WQ_BEFORE" >"$WQ_MASK" ;;
+	same) TASKSET="taskset -c 1"; echo 2 >"$WQ_MASK" ;;
+	split) TASKSET="taskset -c 0"; echo 2 >"$WQ_MASK" ;;
+	esac
+}
+
 # Prints: iops p50_read_us p50_write_us cpu_ns_per_io gap_us, where gap_us
 # is the time a queue slot sits empty per IO, the tool's own time between
 # a completion and the next submission: qd / IOPS - mean latency.
@@ -207,9 +237,25 @@ run_fsp() {
 			(qd * $2 / $1 - $4 / $1) / 1000 }'
 }
 
+# A RAM-backed device, written once so that reads return real pages.
+truncate -s "$SIZE" "$IMG"
+dd if=/dev/urandom of="$IMG" bs=1M count=$(($(stat -c %s "$IMG") >> 20)) \
+	conv=notrunc status=none
+DEV=$(losetup --find --show "$IMG")
+BYTES=$(blockdev --getsize64 "$DEV")
+
+# fio's -huge jobs map their buffers from hugetlb pages: reserve a few
+case $JOBS in *-huge*)
+	HUGE_BEFORE=$(cat /proc/sys/vm/nr_hugepages)
+	echo $((HUGE_BEFORE + 8)) 2>/dev/null >/proc/sys/vm/nr_hugepages || true
+	free_pages=$(awk '/^HugePages_Free:/ { print $2 }' /proc/meminfo)
+	[ "$free_pages" -ge 8 ] || { echo "bench-engine.sh: could not reserve 8 hugetlb pages" \
+		"for the -huge jobs (HugePages_Free: $free_pages)" >&2; exit 1; }
+esac
+
 echo "# bench-engine: fio vs fsprism run on $DEV (RAM-backed, $SIZE), $ROUNDS rounds of ${SECS}s after a $RAMP ramp"
 echo "# $(uname -r), $(nproc) CPUs, $(fio --version), $("$FSPRISM" version)${FSPRISM_ARGS:+ with $FSPRISM_ARGS}, placements: $PINS"
-[ -z "$BASE" ] || echo "# FSPRISM_BASE: the 'fio' columns are $BASE ($("$BASE" version)), not fio"
+[ -z "$BASE" ] || echo "# --base: the 'fio' columns are $BASE ($("$BASE" version)), not fio"
 printf "%-30s %5s %-8s %10s %10s %10s %10s %8s\n" job round tool IOPS p50r_us p50w_us cpu_ns/io gap_us
 : >"$W/results"
 CELLS=""
