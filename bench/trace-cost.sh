@@ -17,13 +17,19 @@
 # by 4x (a wake-up across vCPUs costs tens of microseconds), so unpinned
 # pairs measure the placement as much as the trace; pinned ones do not.
 #
-# usage: bench/trace-cost.sh [--rounds N] [--runtime S] [--qd "1 32"] [--bs BS]
+# Each run first ramps for RAMP (1s) unmeasured (fsprism run --ramp): a
+# freshly started job runs far above its steady rate for its first 100-300
+# ms here, and without a ramp that start-up moved the on/off ratio of 2 s
+# runs by 10% (docs/results/tracing.md).
+#
+# usage: bench/trace-cost.sh [--rounds N] [--runtime S] [--ramp D] [--qd "1 32"] [--bs BS]
 #                            [--pin "none same split"]
 #   FSPRISM=path/to/fsprism overrides the binary (default ./build/fsprism).
 set -euo pipefail
 
 ROUNDS=6
 RUNTIME=3
+RAMP=1s
 QDS="1 32"
 BS=4k
 PINS=none
@@ -31,6 +37,7 @@ while [ $# -gt 0 ]; do
 	case "$1" in
 	--rounds) ROUNDS=$2; shift 2 ;;
 	--runtime) RUNTIME=$2; shift 2 ;;
+	--ramp) RAMP=$2; shift 2 ;;
 	--qd) QDS=$2; shift 2 ;;
 	--bs) BS=$2; shift 2 ;;
 	--pin) PINS=$2; shift 2 ;;
@@ -76,7 +83,7 @@ one_run() {
 	[ "$2" = off ] && trace=(--no-trace)
 	local out run
 	out=$("${TASKSET[@]}" "$FSPRISM" run sustained-randread "$LOOP" --qd="$1" --bs="$BS" --time="${RUNTIME}s" \
-		--span=1G --ramp=0 --idle=0 --db "$DB" --quiet "${trace[@]}")
+		--span=1G --ramp="$RAMP" --idle=0 --db "$DB" --quiet "${trace[@]}")
 	run=$(sed -n 's/^run \([0-9]*\) stored in .*/\1/p' <<<"$out")
 	sqlite3 "$DB" "SELECT printf('%.0f', read_ios * 1e9 / busy_ns),
 		coalesce((SELECT value FROM run_attrs WHERE run=$run AND key='block.dropped'), '-')
@@ -84,7 +91,7 @@ one_run() {
 }
 
 echo "$("$FSPRISM" version 2>/dev/null | head -n 1), kernel $(uname -r), $(nproc) CPUs"
-echo "target $LOOP over $W/img (tmpfs), 4 KiB-aligned random reads, bs $BS, ${RUNTIME}s per run"
+echo "target $LOOP over $W/img (tmpfs), 4 KiB-aligned random reads, bs $BS, ${RUNTIME}s per run after a $RAMP ramp"
 CELLS=""
 for pin in $PINS; do for qd in $QDS; do CELLS="$CELLS $qd@$pin"; : >"$W/pairs.$qd@$pin"; done; done
 # rounds outside, cells inside: drift falls on every cell alike
