@@ -149,6 +149,45 @@ esac
 bad=$(layers "$irun" mount $([ "$FUSE_TRACED" = 1 ] && echo 3 || echo 100) 2>"$T/why")
 expect_eq "with the delay: every IO decomposed, parts add up ($(cat "$T/why"))" "" "$bad"
 
+# ---- the same delay with every thread on one CPU ------------------------------------
+# A handler that spins has had more than its share of the CPU, and the
+# scheduler lets it wait while the engine polls on (sched_yield does not
+# hand the CPU to it): the engine must stop polling then (bench/engine/reap.c,
+# FSP_POLL_HELD_NS), or the next request waits in the kernel's FUSE queue
+# (p50 +71 us when it did not). Both compares under one taskset: the FUSE
+# queue's p50 with the delay within 10 us of it without.
+if [ "$FUSE_TRACED" = 1 ]; then
+	cpu=$(($(nproc) - 1))
+	for d in none delay; do
+		taskset -c "$cpu" "$FSPRISM" compare --db "$DB" --targets fsprism \
+			$([ "$d" = delay ] && echo "--inject op=read,delay=100us") --size=512M \
+			--profile sustained-randread --qd=1 --time=1s --span=64M >"$T/c1out" 2>"$T/c1err" ||
+			not_ok "one CPU, $d: compare failed: $(head -c 300 "$T/c1err")"
+		c=$(q "SELECT max(id) FROM runs WHERE kind='compare'")
+		"$FSPRISM" stats "$DB" --run "$(q "SELECT id FROM runs WHERE parent=$c AND label='fsprism'")" \
+			--format json >"$T/one-$d.json"
+	done
+	held=$(python3 - "$T/one-none.json" "$T/one-delay.json" <<'EOF5'
+import json, sys
+def parts(f):
+    L = json.load(open(f))["layers"]
+    return [s for s in L["steps"] if s["step"] == 0 and s["op"] == "read"][0]["parts"]
+a, b = parts(sys.argv[1]), parts(sys.argv[2])
+q0, q1 = a["fuse_queue"]["p50_us"], b["fuse_queue"]["p50_us"]
+inj = b.get("inject", {}).get("p50_us", 0)
+print("%s FUSE queue p50 %.2f -> %.2f us, inject p50 %.2f us" % (
+      "kept" if q1 - q0 <= 10 and abs(inj - 100) <= 5 else "held", q0, q1, inj))
+EOF5
+)
+	case $held in
+	kept*) ok "one CPU: the engine's wait does not hold a spinning daemon off: $held" ;;
+	*) not_ok "one CPU: the daemon waited for the engine's poll: $held" ;;
+	esac
+else
+	fsp_pass=$((fsp_pass + 1))
+	echo "ok - one CPU: the engine's wait does not hold a spinning daemon off # SKIP no FUSE transport trace"
+fi
+
 # ---- an emulating mount: its backing IO is its store's --------------------------------
 # 4 KiB random reads at QD1 on --cow=always: each is one read request on the
 # store device, in the mount's own trace; the IOs' device part is those

@@ -225,6 +225,7 @@ struct loop {
 	const struct fsp_step_spec *spec;
 	struct fsp_step_result *res;
 	io_context_t ctx;
+	struct fsp_reaper reaper; /* how the loop waits on ctx (reap.h) */
 	struct slot *slots;
 	struct slot **free_slots;
 	unsigned nfree;
@@ -278,6 +279,7 @@ static int loop_setup(struct loop *L, char *err, size_t errlen)
 		snprintf(err, errlen, "io_setup(%u) failed: %s", s->qd, strerror(-rc));
 		return -1;
 	}
+	fsp_reaper_init(&L->reaper, L->ctx, s->poll_ns);
 	L->slots = calloc(s->qd, sizeof(*L->slots));
 	L->free_slots = calloc(s->qd, sizeof(*L->free_slots));
 	L->batch = calloc(s->qd, sizeof(*L->batch));
@@ -528,7 +530,7 @@ static int run_burst(struct loop *L, uint64_t *busy_ns, char *err,
 		}
 		if (inflight == 0)
 			break;
-		int got = fsp_reap(L->ctx, inflight, (long)s->qd, L->events, s->poll_ns);
+		int got = fsp_reap(&L->reaper, inflight, (long)s->qd, L->events);
 		if (got == -EINTR)
 			continue;
 		if (got < 0) {

@@ -47,6 +47,32 @@ struct aio_ring_head {
  */
 #define FSP_POLL_SHARED_NS 5000u
 
+/*
+ * sched_yield() does not make the scheduler run a task that has lately had
+ * more than its share of the CPU: it lets that task wait until the poller
+ * has had as much. So a poll on a CPU it shares with a busy task (a FUSE
+ * daemon's worker spinning in its handler, a loop device's worker copying)
+ * may hold that task off for tens of microseconds before a yield finally
+ * gives it the CPU, and the IO the task was to serve waits as long. With
+ * every thread of a compare on one CPU and 100 us injected in the daemon's
+ * read handler, the kernel's FUSE queue grew by 71 us at p50 (against 1.9
+ * us with the engine sleeping, docs/results/decomp-residual.md). A poll
+ * that had run for more than FSP_POLL_HELD_NS when a yield gave the CPU
+ * away, and whose IO had still not completed when the CPU came back, held
+ * another task off. When FSP_POLL_HELD_STREAK polls in a row did, the
+ * engine does not poll again for FSP_POLL_BACKOFF_NS and waits as fio
+ * does. A yield that gives the CPU away at once (the task was ready to
+ * run) held nobody off: that hand-over is cheaper than a sleep and a
+ * wake-up, and the poll goes on as before. One poll that held something
+ * off now and then is not a shared CPU: with the device's work on the
+ * other CPU at 128 KiB QD1, about one poll in a thousand looked held, and
+ * setting the poll aside on each took those cells from 2.1-2.3x fio to
+ * 1.2x (docs/profiles.md, "Waiting for completions").
+ */
+#define FSP_POLL_HELD_NS 20000u
+#define FSP_POLL_HELD_STREAK 4u
+#define FSP_POLL_BACKOFF_NS 100000000ull
+
 int fsp_reap_ring_usable(io_context_t ctx)
 {
 	const struct aio_ring_head *ring = (const void *)ctx;
@@ -59,19 +85,37 @@ static int ring_empty(const struct aio_ring_head *ring)
 	       __atomic_load_n(&ring->tail, __ATOMIC_ACQUIRE);
 }
 
-int fsp_reap(io_context_t ctx, unsigned inflight, long nr, struct io_event *events,
-	     uint64_t poll_ns)
+void fsp_reaper_init(struct fsp_reaper *r, io_context_t ctx, uint64_t poll_ns)
 {
-	if (poll_ns && inflight <= FSP_POLL_MAX_INFLIGHT && fsp_reap_ring_usable(ctx)) {
-		const struct aio_ring_head *ring = (const void *)ctx;
-		uint64_t now = fsp_now_ns(), until = now + poll_ns;
-		while (ring_empty(ring) && now < until) {
-			sched_yield();
-			uint64_t after = fsp_now_ns();
-			if (after - now > FSP_POLL_SHARED_NS)
-				break; /* see FSP_POLL_SHARED_NS */
-			now = after;
+	*r = (struct fsp_reaper){ .ctx = ctx, .poll_ns = poll_ns };
+}
+
+int fsp_reap(struct fsp_reaper *r, unsigned inflight, long nr, struct io_event *events)
+{
+	const struct aio_ring_head *ring = (const void *)r->ctx;
+	if (r->poll_ns && inflight <= FSP_POLL_MAX_INFLIGHT && fsp_reap_ring_usable(r->ctx)) {
+		uint64_t now = fsp_now_ns();
+		if (now >= r->quiet_until) {
+			uint64_t start = now, until = now + r->poll_ns;
+			int held = 0;
+			r->polls++;
+			while (ring_empty(ring) && now < until) {
+				sched_yield();
+				uint64_t after = fsp_now_ns();
+				if (after - now > FSP_POLL_SHARED_NS) {
+					/* see FSP_POLL_SHARED_NS and FSP_POLL_HELD_NS */
+					held = now - start > FSP_POLL_HELD_NS && ring_empty(ring);
+					break;
+				}
+				now = after;
+			}
+			r->held = held ? r->held + 1 : 0;
+			if (r->held >= FSP_POLL_HELD_STREAK) {
+				r->quiet_until = fsp_now_ns() + FSP_POLL_BACKOFF_NS;
+				r->backoffs++;
+				r->held = 0;
+			}
 		}
 	}
-	return io_getevents(ctx, 1, nr, events, NULL);
+	return io_getevents(r->ctx, 1, nr, events, NULL);
 }

@@ -18,14 +18,26 @@
  */
 #define FSP_POLL_MAX_INFLIGHT 4u
 
+/* The waiting state of one aio context (reap.c). */
+struct fsp_reaper {
+	io_context_t ctx;
+	uint64_t poll_ns;     /* the longest poll; 0: sleep at once, as fio does */
+	uint64_t quiet_until; /* no poll before this time (fsp_now_ns), see reap.c */
+	unsigned held;        /* polls in a row that held another task off */
+	uint64_t polls;       /* waits that polled */
+	uint64_t backoffs;    /* times the poll was set aside for FSP_POLL_BACKOFF_NS */
+};
+
+void fsp_reaper_init(struct fsp_reaper *r, io_context_t ctx, uint64_t poll_ns);
+
 /*
  * io_getevents(ctx, 1, nr, events, NULL), but first, if poll_ns and at most
- * FSP_POLL_MAX_INFLIGHT IOs are in flight, look at the completion ring for
- * up to poll_ns, giving the CPU to any other runnable task between looks.
+ * FSP_POLL_MAX_INFLIGHT IOs are in flight and no recent poll held another
+ * task off the CPU, look at the completion ring for up to poll_ns, giving
+ * the CPU to any other runnable task between looks.
  * Returns what io_getevents returns.
  */
-int fsp_reap(io_context_t ctx, unsigned inflight, long nr, struct io_event *events,
-	     uint64_t poll_ns);
+int fsp_reap(struct fsp_reaper *r, unsigned inflight, long nr, struct io_event *events);
 
 /* 1 if ctx's completion ring can be read in user space (the poll works), else 0 */
 int fsp_reap_ring_usable(io_context_t ctx);

@@ -27,8 +27,8 @@
 struct fsp_replayer {
 	int fd;
 	unsigned lbs, depth;
-	uint64_t poll_ns;
 	io_context_t ctx;
+	struct fsp_reaper reaper; /* how the replay waits on ctx (reap.h) */
 	void *read_buf, *write_buf;
 	struct iocb *cbs;       /* depth slots */
 	struct iocb **free_cbs; /* nfree of them free */
@@ -47,7 +47,6 @@ struct fsp_replayer *fsp_replayer_new(int fd, unsigned lbs, uint64_t poll_ns, ch
 	}
 	r->fd = fd;
 	r->lbs = lbs ? lbs : 512;
-	r->poll_ns = poll_ns;
 	/* the largest context the system grants, up to the maximum depth */
 	int rc = -EAGAIN;
 	for (r->depth = FSP_REPLAY_MAX_DEPTH; r->depth && rc == -EAGAIN; r->depth /= 2)
@@ -58,6 +57,7 @@ struct fsp_replayer *fsp_replayer_new(int fd, unsigned lbs, uint64_t poll_ns, ch
 		free(r);
 		return NULL;
 	}
+	fsp_reaper_init(&r->reaper, r->ctx, poll_ns);
 	r->cbs = calloc(r->depth, sizeof *r->cbs);
 	r->free_cbs = calloc(r->depth, sizeof *r->free_cbs);
 	r->batch = calloc(r->depth, sizeof *r->batch);
@@ -173,7 +173,7 @@ int fsp_replay_run(struct fsp_replayer *r, const struct fsp_replay_io *io,
 			}
 			break;
 		}
-		int got = fsp_reap(r->ctx, inflight, (long)r->depth, r->events, r->poll_ns);
+		int got = fsp_reap(&r->reaper, inflight, (long)r->depth, r->events);
 		if (got == -EINTR)
 			continue;
 		if (got < 0) {
