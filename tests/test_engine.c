@@ -617,6 +617,52 @@ static void engine_poll_before_sleeping(void **state)
 }
 
 /*
+ * The reaper's gates (reap.h): it polls only with a poll time and at most
+ * FSP_POLL_MAX_INFLIGHT IOs in flight, and a poll that returns with the
+ * completion in hand neither sets the poll aside nor counts as holding a
+ * task off. One real O_DIRECT read per wait, from a file on disk.
+ */
+static void engine_reaper_gates(void **state)
+{
+	(void)state;
+	const uint32_t bs = 4096;
+	char path[] = "/var/tmp/fsp-test-reap.XXXXXX";
+	int fd = direct_temp_file(path, 8 * bs);
+	if (fd < 0)
+		skip();
+	void *buf = NULL;
+	assert_int_equal(posix_memalign(&buf, 4096, bs), 0);
+	io_context_t ctx = 0;
+	assert_int_equal(io_setup(4, &ctx), 0);
+	struct { uint64_t poll_ns; unsigned inflight; uint64_t polls; } cases[] = {
+		{ 0, 1, 0 },                                  /* poll 0: sleep at once, as fio */
+		{ 100000000ull, FSP_POLL_MAX_INFLIGHT + 1, 0 }, /* too many in flight */
+		{ 100000000ull, 1, 3 },                       /* a poll per wait */
+	};
+	for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
+		struct fsp_reaper r;
+		fsp_reaper_init(&r, ctx, cases[c].poll_ns);
+		for (int i = 0; i < 3; i++) {
+			struct iocb cb, *cbs[1] = { &cb };
+			struct io_event ev;
+			io_prep_pread(&cb, fd, buf, bs, (long long)i * bs);
+			assert_int_equal(io_submit(ctx, 1, cbs), 1);
+			assert_int_equal(fsp_reap(&r, cases[c].inflight, 1, &ev), 1);
+			assert_int_equal((long)ev.res, (long)bs);
+		}
+		if (r.polls != cases[c].polls)
+			fail_msg("case %zu: %llu polls, expected %llu", c,
+				 (unsigned long long)r.polls, (unsigned long long)cases[c].polls);
+		assert_int_equal(r.backoffs, 0);
+		assert_int_equal(r.quiet_until, 0);
+	}
+	io_destroy(ctx);
+	free(buf);
+	close(fd);
+	unlink(path);
+}
+
+/*
  * The tables are capped whatever the parameters: a 1 ns timeline over 64
  * IOs keeps at most timeline_max buckets, 64 one-block bursts at most
  * segments_max rows; what did not fit is counted, nothing is lost silently.
@@ -1021,6 +1067,7 @@ int main(void)
 		cmocka_unit_test(engine_writes_unique_sectors),
 		cmocka_unit_test(engine_ramp_not_measured),
 		cmocka_unit_test(engine_poll_before_sleeping),
+		cmocka_unit_test(engine_reaper_gates),
 		cmocka_unit_test(duty_cycle_arithmetic),
 		cmocka_unit_test(pattern_compressibility),
 		cmocka_unit_test(pattern_refresh_defeats_dedup),
