@@ -105,8 +105,8 @@ open(sys.argv[1].replace("s.json", "miss"), "w").write(" ".join(miss))
 sys.exit(1 if miss else 0)
 EOF4
 else
-	fsp_pass=$((fsp_pass + 1)) # a TAP skip counts in the plan
-	echo "ok - fsprism target: residual under 3% # SKIP the mount did not trace its FUSE transport ($(q "SELECT value FROM run_attrs WHERE run=$mrun AND key='fuse.untraced_reason'"))"
+	skipped "fsprism target: residual under 3%" \
+		"the mount did not trace its FUSE transport ($(q "SELECT value FROM run_attrs WHERE run=$mrun AND key='fuse.untraced_reason'"))"
 	other=$(tr ' ' '\n' <"$T/why" | grep -v '^no_fuse=' | grep -v '^$' | tr '\n' ' ')
 	case " $(cat "$T/why")" in
 	*" no_fuse="*) ok "fsprism target: without the FUSE transport the residual is named no_fuse ($(cat "$T/why"))" ;;
@@ -184,8 +184,7 @@ EOF5
 	*) not_ok "one CPU: the daemon waited for the engine's poll: $held" ;;
 	esac
 else
-	fsp_pass=$((fsp_pass + 1))
-	echo "ok - one CPU: the engine's wait does not hold a spinning daemon off # SKIP no FUSE transport trace"
+	skipped "one CPU: the engine's wait does not hold a spinning daemon off" "no FUSE transport trace"
 fi
 
 # ---- an emulating mount: its backing IO is its store's --------------------------------
@@ -222,8 +221,7 @@ EOF5
 	*) not_ok "emulating mount: the device part against its store's requests: $same" ;;
 	esac
 else
-	fsp_pass=$((fsp_pass + 1))
-	echo "ok - emulating mount: the device part is its store's # SKIP the mount's block layer was not traced"
+	skipped "emulating mount: the device part is its store's" "the mount's block layer was not traced"
 fi
 
 # ---- known causes on a file of ext4 ------------------------------------------------
