@@ -19,8 +19,8 @@
 #
 # Each run first ramps for RAMP (1s) unmeasured (fsprism run --ramp): a
 # freshly started job runs far above its steady rate for its first 100-300
-# ms here, and without a ramp that start-up moved the on/off ratio of 2 s
-# runs by 10% (docs/results/tracing.md).
+# ms here, and without a ramp that start-up moved single on/off pairs of
+# 2 s runs by up to 30% (docs/results/tracing.md).
 #
 # usage: bench/trace-cost.sh [--rounds N] [--runtime S] [--ramp D] [--qd "1 32"] [--bs BS]
 #                            [--pin "none same split"]
@@ -34,6 +34,10 @@ QDS="1 32"
 BS=4k
 PINS=none
 while [ $# -gt 0 ]; do
+	case "$1" in
+	--rounds | --runtime | --ramp | --qd | --bs | --pin)
+		[ $# -ge 2 ] || { echo "trace-cost: $1 needs a value" >&2; exit 2; } ;;
+	esac
 	case "$1" in
 	--rounds) ROUNDS=$2; shift 2 ;;
 	--runtime) RUNTIME=$2; shift 2 ;;
