@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include "fs/emu/extent.h"
+#include "src/base/grow.h"
 
 static uint64_t ext_end(const struct emu_ext *e) { return e->lblk + e->len; }
 
@@ -100,28 +101,11 @@ void emu_emap_free(struct emu_emap *m)
 	memset(m, 0, sizeof(*m));
 }
 
-static int grow_ptrs(struct emu_emap_leaf ***v, size_t *cap, size_t need)
-{
-	size_t c;
-	struct emu_emap_leaf **p;
-	if (need <= *cap)
-		return 0;
-	c = *cap ? *cap : 8;
-	while (c < need)
-		c *= 2;
-	p = realloc(*v, c * sizeof(*p));
-	if (!p)
-		return -ENOMEM;
-	*v = p;
-	*cap = c;
-	return 0;
-}
-
 /* room for k more leaves: k spare leaves and k more pointer slots */
 static int reserve_leaves(struct emu_emap *m, size_t k)
 {
-	if (grow_ptrs(&m->leaf, &m->leaf_cap, m->nleaf + k) ||
-	    grow_ptrs(&m->spare, &m->spare_cap, k))
+	if (fsp_grow((void **)&m->leaf, &m->leaf_cap, m->nleaf + k, sizeof(*m->leaf), 8) ||
+	    fsp_grow((void **)&m->spare, &m->spare_cap, k, sizeof(*m->spare), 8))
 		return -ENOMEM;
 	while (m->nspare < k) {
 		struct emu_emap_leaf *l = malloc(sizeof(*l));
@@ -510,19 +494,7 @@ size_t emu_refs_count(const struct emu_refs *r) { return r->n; }
 
 static int refs_reserve(struct emu_refs *r, size_t extra)
 {
-	size_t need = r->n + extra, cap;
-	struct emu_ref *v;
-	if (need <= r->cap)
-		return 0;
-	cap = r->cap ? r->cap : 8;
-	while (cap < need)
-		cap *= 2;
-	v = realloc(r->v, cap * sizeof(*v));
-	if (!v)
-		return -ENOMEM;
-	r->v = v;
-	r->cap = cap;
-	return 0;
+	return fsp_grow((void **)&r->v, &r->cap, r->n + extra, sizeof(*r->v), 8) ? -ENOMEM : 0;
 }
 
 /* smallest i whose range ends after pblk */

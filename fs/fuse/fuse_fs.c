@@ -50,6 +50,7 @@
 #include "fs/fuse/datapath.h"
 #include "src/base/bufpool.h"
 #include "src/base/clock.h"
+#include "src/base/grow.h"
 #include "fs/emu/store.h"
 #include "fs/fuse/fuse_fs.h"
 #include "fs/fuse/inject.h"
@@ -1694,20 +1695,11 @@ void fsp_fs_devio(void *arg, const struct emu_cx *cx, int fsp_op, uint64_t off,
 	/* The store's IO while it is opened (format, replay) comes before the
 	 * oplog exists: keep it for fsp_fs_set_log. */
 	pthread_mutex_lock(&fs->pending_lock);
-	if (fs->log) {
+	if (fs->log)
 		fsp_oplog_add(fs->log, &r);
-	} else {
-		if (fs->npending == fs->pending_cap) {
-			size_t cap = fs->pending_cap ? fs->pending_cap * 2 : 256;
-			struct fsp_rec *p = realloc(fs->pending, cap * sizeof(*p));
-			if (p) {
-				fs->pending = p;
-				fs->pending_cap = cap;
-			}
-		}
-		if (fs->npending < fs->pending_cap)
-			fs->pending[fs->npending++] = r;
-	}
+	else if (fsp_grow((void **)&fs->pending, &fs->pending_cap, fs->npending + 1,
+			  sizeof(*fs->pending), 256) == 0)
+		fs->pending[fs->npending++] = r;
 	pthread_mutex_unlock(&fs->pending_lock);
 }
 

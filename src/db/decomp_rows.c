@@ -41,12 +41,8 @@ static int has_column(sqlite3 *db, const char *table, const char *column)
 	return rc;
 }
 
-int fsp_dc_grow(void **v, size_t *cap, size_t need, size_t size)
-{
-	return fsp_grow(v, cap, need, size, 1024);
-}
-#define PUSH(arr) (fsp_dc_grow((void **)&(arr)->v, &(arr)->cap, (arr)->n + 1, sizeof(*(arr)->v)) \
-		   ? NULL : &(arr)->v[(arr)->n++])
+#define PUSH(arr) (fsp_grow((void **)&(arr)->v, &(arr)->cap, (arr)->n + 1, \
+			    sizeof(*(arr)->v), 1024) ? NULL : &(arr)->v[(arr)->n++])
 
 static uint64_t col_u64(sqlite3_stmt *s, int i)
 {

@@ -49,11 +49,6 @@ struct fsp_dc_fuse {
 	uint64_t unique, send_ns, end_ns;
 };
 
-/* Make room for need elements of size bytes in *v (capacity *cap, doubled
- * from 1024: fsp_grow): the join's arrays and the readers'. 0, or -1 (no
- * memory). */
-int fsp_dc_grow(void **v, size_t *cap, size_t need, size_t size);
-
 /* A growing array of rows; free(rows). */
 #define FSP_DC_ARRAY(T) struct { T *v; size_t n, cap; }
 typedef FSP_DC_ARRAY(struct fsp_dc_io) fsp_dc_ios;

@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include "src/base/grow.h"
 #include "src/db/handle.h"
 #include "src/db/results.h"
 
@@ -790,15 +791,9 @@ static int64_t load_rows(struct fsp_store *st, const char *sql, int64_t run, siz
 	if (!s)
 		return -1;
 	while ((rc = sqlite3_step(s)) == SQLITE_ROW) {
-		if (n == cap) {
-			size_t nc = cap ? cap * 2 : 1024;
-			char *nv = realloc(v, nc * elem);
-			if (!nv) {
-				rc = SQLITE_NOMEM;
-				break;
-			}
-			v = nv;
-			cap = nc;
+		if (fsp_grow((void **)&v, &cap, n + 1, elem, 1024)) {
+			rc = SQLITE_NOMEM;
+			break;
 		}
 		fill(v + n * elem, s);
 		n++;

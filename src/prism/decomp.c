@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "src/prism/decomp.h"
+#include "src/base/grow.h"
 #include "src/base/quantile.h"
 
 static const char *const part_names[FSP_DC__COUNT] = {
@@ -113,7 +114,7 @@ static int cmp_cand(const void *a, const void *b)
 static int add_pair(struct pairs *ps, size_t parent, size_t child, uint64_t lo, uint64_t hi,
 		    int not_nested)
 {
-	if (fsp_dc_grow((void **)&ps->p, &ps->cap, ps->n + 1, sizeof(*ps->p)))
+	if (fsp_grow((void **)&ps->p, &ps->cap, ps->n + 1, sizeof(*ps->p), 1024))
 		return -1;
 	struct pair *p = &ps->p[ps->n];
 	p->parent = parent;
@@ -165,7 +166,7 @@ static int match(struct parent *par, size_t np, struct child *ch, size_t nc, int
 		uint64_t t = ev[e].t;
 		struct child *c = &ch[ev[e].child];
 		while (next < np && par[order[next]].lo <= t) {
-			if (fsp_dc_grow((void **)&active, &capactive, nactive + 1, sizeof(*active)))
+			if (fsp_grow((void **)&active, &capactive, nactive + 1, sizeof(*active), 1024))
 				goto out;
 			active[nactive++] = order[next++];
 		}
@@ -186,7 +187,7 @@ static int match(struct parent *par, size_t np, struct child *ch, size_t nc, int
 			uint64_t cend = c->len == UINT64_MAX ? UINT64_MAX : c->off + c->len;
 			if (c->off >= p->off + p->len || p->off >= cend) /* p->len is finite */
 				continue;
-			if (fsp_dc_grow((void **)&cand, &capcand, ncand + 1, sizeof(*cand)))
+			if (fsp_grow((void **)&cand, &capcand, ncand + 1, sizeof(*cand), 1024))
 				goto out;
 			cand[ncand++] = (struct cand){ (size_t)(p - par),
 						       c->tid && p->tid == c->tid, p->lo };
@@ -198,7 +199,7 @@ static int match(struct parent *par, size_t np, struct child *ch, size_t nc, int
 		 * those pairs are still contiguous) */
 		size_t ntaken = 0;
 		for (size_t k = 0; k < c->npairs; k++) {
-			if (fsp_dc_grow((void **)&taken, &captaken, 2 * (ntaken + 1), sizeof(*taken)))
+			if (fsp_grow((void **)&taken, &captaken, 2 * (ntaken + 1), sizeof(*taken), 1024))
 				goto out;
 			taken[2 * ntaken] = ps->p[c->first_pair + k].ov_lo;
 			taken[2 * ntaken + 1] = ps->p[c->first_pair + k].ov_hi;
@@ -229,7 +230,7 @@ static int match(struct parent *par, size_t np, struct child *ch, size_t nc, int
 			c->npairs++;
 			uint64_t got = hi - lo < c->bytes ? hi - lo : c->bytes;
 			p->covered += got;
-			if (fsp_dc_grow((void **)&taken, &captaken, 2 * (ntaken + 1), sizeof(*taken)))
+			if (fsp_grow((void **)&taken, &captaken, 2 * (ntaken + 1), sizeof(*taken), 1024))
 				goto out;
 			taken[2 * ntaken] = lo;
 			taken[2 * ntaken + 1] = hi;
@@ -268,7 +269,7 @@ static int ival_add(struct ivals *iv, uint64_t a, uint64_t b, int label)
 {
 	if (b <= a)
 		return 0;
-	if (fsp_dc_grow((void **)&iv->v, &iv->cap, iv->n + 1, sizeof(*iv->v)))
+	if (fsp_grow((void **)&iv->v, &iv->cap, iv->n + 1, sizeof(*iv->v), 1024))
 		return -1;
 	iv->v[iv->n++] = (struct ival){ a, b, label };
 	return 0;
@@ -300,7 +301,7 @@ static int split(struct ivals *iv, uint64_t lo, uint64_t hi, struct split *s,
 	memset(s, 0, sizeof(*s));
 	s->first = s->last = -1;
 	size_t ne = 0;
-	if (fsp_dc_grow((void **)edges, capedges, 2 * iv->n + 1, sizeof(**edges)))
+	if (fsp_grow((void **)edges, capedges, 2 * iv->n + 1, sizeof(**edges), 1024))
 		return -1;
 	for (size_t i = 0; i < iv->n; i++) {
 		uint64_t a = iv->v[i].a < lo ? lo : iv->v[i].a;
@@ -417,13 +418,13 @@ static int block_children(const struct fsp_dc_in *in, int by_time, struct child 
 				piece.off = ext[k].logical + (a - ext[k].physical);
 				piece.len = z - a;
 				piece.bytes = z - a;
-				if (fsp_dc_grow((void **)&ch, &cap, n + 1, sizeof(*ch)))
+				if (fsp_grow((void **)&ch, &cap, n + 1, sizeof(*ch), 1024))
 					goto fail;
 				ch[n++] = piece;
 			}
 			continue;
 		}
-		if (fsp_dc_grow((void **)&ch, &cap, n + 1, sizeof(*ch)))
+		if (fsp_grow((void **)&ch, &cap, n + 1, sizeof(*ch), 1024))
 			goto fail;
 		ch[n++] = c;
 	}

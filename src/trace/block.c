@@ -419,9 +419,7 @@ struct fsp_btrace *fsp_btrace_start(const struct fsp_btrace_devs *d,
 	}
 	err = fsp_block_bpf__attach(bt->skel);
 	if (err) {
-		const char *last = fsp_trace_libbpf_last();
-		fsp_set_err(why, whylen, "cannot attach to the block tracepoints: %s%s%s",
-			strerror(-err), last[0] ? ": " : "", last);
+		fsp_trace_attach_why(err, "block", why, whylen);
 		goto fail;
 	}
 	if (fsp_tring_start(&bt->ring, bt->skel->maps.events, on_event, bt, why, whylen) < 0)

@@ -111,9 +111,7 @@ struct fsp_ftrace *fsp_ftrace_start(dev_t dev, const struct fsp_ftrace_opts *o, 
 	}
 	err = fsp_fuse_bpf__attach(ft->skel);
 	if (err) {
-		const char *last = fsp_trace_libbpf_last();
-		snprintf(why, whylen, "cannot attach to the FUSE tracepoints: %s%s%s",
-			 strerror(-err), last[0] ? ": " : "", last);
+		fsp_trace_attach_why(err, "FUSE", why, whylen);
 		goto fail;
 	}
 	if (fsp_tring_start(&ft->ring, ft->skel->maps.events, on_event, ft, why, whylen) < 0)

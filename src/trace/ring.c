@@ -84,11 +84,6 @@ void fsp_trace_libbpf_quiet(void)
 	libbpf_last[0] = 0;
 }
 
-const char *fsp_trace_libbpf_last(void)
-{
-	return libbpf_last;
-}
-
 void fsp_trace_load_why(int err, const char *what, char *why, size_t whylen)
 {
 	if (err == -EPERM || errno == EPERM)
@@ -96,6 +91,12 @@ void fsp_trace_load_why(int err, const char *what, char *why, size_t whylen)
 	else
 		snprintf(why, whylen, "cannot load the %s BPF program: %s%s%s", what,
 			 strerror(-err), libbpf_last[0] ? ": " : "", libbpf_last);
+}
+
+void fsp_trace_attach_why(int err, const char *what, char *why, size_t whylen)
+{
+	snprintf(why, whylen, "cannot attach to the %s tracepoints: %s%s%s", what, strerror(-err),
+		 libbpf_last[0] ? ": " : "", libbpf_last);
 }
 
 int fsp_trace_has_tracepoint(const char *module, const char *name)

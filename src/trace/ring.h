@@ -39,12 +39,15 @@ int fsp_tring_start(struct fsp_tring *r, struct bpf_map *map, fsp_tring_fn fn, v
 void fsp_tring_stop(struct fsp_tring *r);
 void fsp_tring_free(struct fsp_tring *r);
 
-/* libbpf's messages are kept, not printed: the last names the failure. */
+/* libbpf's messages are kept, not printed: the last names the failure in
+ * the reasons below. */
 void fsp_trace_libbpf_quiet(void);
-const char *fsp_trace_libbpf_last(void);
 /* The reason a skeleton's load failed, one line: "no privilege ..." or
  * "cannot load the WHAT BPF program: ...". */
 void fsp_trace_load_why(int err, const char *what, char *why, size_t whylen);
+/* The reason a skeleton's attach failed: "cannot attach to the WHAT
+ * tracepoints: ...". */
+void fsp_trace_attach_why(int err, const char *what, char *why, size_t whylen);
 
 /* 1 when the kernel's BTF (vmlinux, else module's if not NULL) has
  * tracepoint `name`, e.g. ("fuse", "fuse_request_send"). */
