@@ -6,7 +6,8 @@
 # The target is a RAM-backed loop device (losetup over a file in /dev/shm),
 # the highest request rate here, where a per-request cost shows most. Each
 # run is `fsprism run sustained-randread` at one queue depth for RUNTIME
-# seconds; IOPS = read_ios / busy time of its step. Prints every pair, then
+# seconds (--bytes=0: the profile's 1 GiB would end a QD32 run in under
+# one); IOPS = read_ios / busy time of its step. Prints every pair, then
 # per queue depth the median IOPS on and off and the median of the per-pair
 # ratios on/off, and the drops of the traced runs. Needs root.
 #
@@ -87,7 +88,7 @@ one_run() {
 	[ "$2" = off ] && trace=(--no-trace)
 	local out run
 	out=$("${TASKSET[@]}" "$FSPRISM" run sustained-randread "$LOOP" --qd="$1" --bs="$BS" --time="${RUNTIME}s" \
-		--span=1G --ramp="$RAMP" --idle=0 --db "$DB" --quiet "${trace[@]}")
+		--bytes=0 --span=1G --ramp="$RAMP" --idle=0 --db "$DB" --quiet "${trace[@]}")
 	run=$(sed -n 's/^run \([0-9]*\) stored in .*/\1/p' <<<"$out")
 	sqlite3 "$DB" "SELECT printf('%.0f', read_ios * 1e9 / busy_ns),
 		coalesce((SELECT value FROM run_attrs WHERE run=$run AND key='block.dropped'), '-')
