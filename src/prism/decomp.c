@@ -16,6 +16,9 @@
 #include "src/base/grow.h"
 #include "src/base/quantile.h"
 
+/* the first capacity of the join's growing arrays (fsp_grow) */
+#define GROW_FIRST 1024
+
 static const char *const part_names[FSP_DC__COUNT] = {
 	"submit", "fs_submit", "fuse_queue", "daemon_recv", "layer", "inject", "emu", "backing",
 	"block_queue", "device", "fuse_reply", "complete", "fs_complete", "residual",
@@ -114,7 +117,7 @@ static int cmp_cand(const void *a, const void *b)
 static int add_pair(struct pairs *ps, size_t parent, size_t child, uint64_t lo, uint64_t hi,
 		    int not_nested)
 {
-	if (fsp_grow((void **)&ps->p, &ps->cap, ps->n + 1, sizeof(*ps->p), 1024))
+	if (fsp_grow((void **)&ps->p, &ps->cap, ps->n + 1, sizeof(*ps->p), GROW_FIRST))
 		return -1;
 	struct pair *p = &ps->p[ps->n];
 	p->parent = parent;
@@ -166,7 +169,8 @@ static int match(struct parent *par, size_t np, struct child *ch, size_t nc, int
 		uint64_t t = ev[e].t;
 		struct child *c = &ch[ev[e].child];
 		while (next < np && par[order[next]].lo <= t) {
-			if (fsp_grow((void **)&active, &capactive, nactive + 1, sizeof(*active), 1024))
+			if (fsp_grow((void **)&active, &capactive, nactive + 1, sizeof(*active),
+				     GROW_FIRST))
 				goto out;
 			active[nactive++] = order[next++];
 		}
@@ -187,7 +191,8 @@ static int match(struct parent *par, size_t np, struct child *ch, size_t nc, int
 			uint64_t cend = c->len == UINT64_MAX ? UINT64_MAX : c->off + c->len;
 			if (c->off >= p->off + p->len || p->off >= cend) /* p->len is finite */
 				continue;
-			if (fsp_grow((void **)&cand, &capcand, ncand + 1, sizeof(*cand), 1024))
+			if (fsp_grow((void **)&cand, &capcand, ncand + 1, sizeof(*cand),
+				     GROW_FIRST))
 				goto out;
 			cand[ncand++] = (struct cand){ (size_t)(p - par),
 						       c->tid && p->tid == c->tid, p->lo };
@@ -199,7 +204,8 @@ static int match(struct parent *par, size_t np, struct child *ch, size_t nc, int
 		 * those pairs are still contiguous) */
 		size_t ntaken = 0;
 		for (size_t k = 0; k < c->npairs; k++) {
-			if (fsp_grow((void **)&taken, &captaken, 2 * (ntaken + 1), sizeof(*taken), 1024))
+			if (fsp_grow((void **)&taken, &captaken, 2 * (ntaken + 1), sizeof(*taken),
+				     GROW_FIRST))
 				goto out;
 			taken[2 * ntaken] = ps->p[c->first_pair + k].ov_lo;
 			taken[2 * ntaken + 1] = ps->p[c->first_pair + k].ov_hi;
@@ -230,7 +236,8 @@ static int match(struct parent *par, size_t np, struct child *ch, size_t nc, int
 			c->npairs++;
 			uint64_t got = hi - lo < c->bytes ? hi - lo : c->bytes;
 			p->covered += got;
-			if (fsp_grow((void **)&taken, &captaken, 2 * (ntaken + 1), sizeof(*taken), 1024))
+			if (fsp_grow((void **)&taken, &captaken, 2 * (ntaken + 1), sizeof(*taken),
+				     GROW_FIRST))
 				goto out;
 			taken[2 * ntaken] = lo;
 			taken[2 * ntaken + 1] = hi;
@@ -269,7 +276,7 @@ static int ival_add(struct ivals *iv, uint64_t a, uint64_t b, int label)
 {
 	if (b <= a)
 		return 0;
-	if (fsp_grow((void **)&iv->v, &iv->cap, iv->n + 1, sizeof(*iv->v), 1024))
+	if (fsp_grow((void **)&iv->v, &iv->cap, iv->n + 1, sizeof(*iv->v), GROW_FIRST))
 		return -1;
 	iv->v[iv->n++] = (struct ival){ a, b, label };
 	return 0;
@@ -301,7 +308,7 @@ static int split(struct ivals *iv, uint64_t lo, uint64_t hi, struct split *s,
 	memset(s, 0, sizeof(*s));
 	s->first = s->last = -1;
 	size_t ne = 0;
-	if (fsp_grow((void **)edges, capedges, 2 * iv->n + 1, sizeof(**edges), 1024))
+	if (fsp_grow((void **)edges, capedges, 2 * iv->n + 1, sizeof(**edges), GROW_FIRST))
 		return -1;
 	for (size_t i = 0; i < iv->n; i++) {
 		uint64_t a = iv->v[i].a < lo ? lo : iv->v[i].a;
@@ -418,13 +425,13 @@ static int block_children(const struct fsp_dc_in *in, int by_time, struct child 
 				piece.off = ext[k].logical + (a - ext[k].physical);
 				piece.len = z - a;
 				piece.bytes = z - a;
-				if (fsp_grow((void **)&ch, &cap, n + 1, sizeof(*ch), 1024))
+				if (fsp_grow((void **)&ch, &cap, n + 1, sizeof(*ch), GROW_FIRST))
 					goto fail;
 				ch[n++] = piece;
 			}
 			continue;
 		}
-		if (fsp_grow((void **)&ch, &cap, n + 1, sizeof(*ch), 1024))
+		if (fsp_grow((void **)&ch, &cap, n + 1, sizeof(*ch), GROW_FIRST))
 			goto fail;
 		ch[n++] = c;
 	}
