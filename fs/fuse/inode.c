@@ -38,21 +38,15 @@ static pthread_mutex_t *stripe_of(struct fsp_itable *t, unsigned b)
 
 static void node_init(struct fsp_inode *n, int fd, const struct stat *st)
 {
-	n->next = NULL;
-	n->fd = fd;
-	n->type = st->st_mode & S_IFMT;
-	n->dev = st->st_dev;
-	n->ino = st->st_ino;
-	n->nlookup = 1;
+	/* every field not named here starts at 0 (NULL) */
+	*n = (struct fsp_inode){
+		.fd = fd,
+		.type = st->st_mode & S_IFMT,
+		.dev = st->st_dev,
+		.ino = st->st_ino,
+		.nlookup = 1,
+	};
 	pthread_mutex_init(&n->lock, NULL);
-	n->lockfds = NULL;
-	n->opens = 0;
-	n->gen_known = 0;
-	n->gen = 0;
-	n->mtime_dirty = 0;
-	n->unlinked = 0;
-	n->inject_known = 0;
-	n->inject_mask = 0;
 }
 
 static void node_close(struct fsp_inode *n)

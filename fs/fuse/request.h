@@ -111,18 +111,8 @@ struct op {
 
 static inline void op_begin(struct op *o, fuse_req_t req)
 {
-	o->fs = fuse_req_userdata(req);
-	o->node = 0;
-	o->timing = o->fs->timing;
-	o->backing = 0;
-	o->emu = 0;
-	o->inject = 0;
-	o->model = 0;
-	o->total = 0;
-	o->start = 0;
-	o->pid = 0;
-	o->fuse_unique = 0;
-	o->recv_ns = 0;
+	struct fsp_fs *fs = fuse_req_userdata(req);
+	*o = (struct op){ .fs = fs, .timing = fs->timing }; /* the rest 0 */
 	if (o->timing) {
 		o->start = fsp_now_ns();
 		o->pid = (uint32_t)fuse_req_ctx(req)->pid;

@@ -23,6 +23,12 @@ void fsp_json_str(FILE *out, const char *s)
 	fputc('"', out);
 }
 
+void fsp_json_member_str(FILE *out, const char *key, const char *s)
+{
+	fprintf(out, ", \"%s\": ", key);
+	fsp_json_str(out, s);
+}
+
 void fsp_json_num(FILE *out, double v)
 {
 	if (isnan(v) || isinf(v))

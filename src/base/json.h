@@ -10,6 +10,8 @@
 
 /* s as a JSON string, escaped; null for NULL. */
 void fsp_json_str(FILE *out, const char *s);
+/* `, "key": ` and s as fsp_json_str writes it: a member after the first. */
+void fsp_json_member_str(FILE *out, const char *key, const char *s);
 /* v with three decimals (stats' microseconds and MB/s), null if not finite. */
 void fsp_json_num(FILE *out, double v);
 /* v with six significant digits (fractions, seconds), null if not finite. */

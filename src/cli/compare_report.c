@@ -329,10 +329,8 @@ static void print_steps_json(FILE *out, struct fsp_store *st, const struct cmp_t
 	char profile[256], device[PATH_MAX];
 	fprintf(out, "{\n  \"compare_run\": %" PRId64 ", \"profile\": ", cmp_run);
 	fsp_json_str(out, run_attr(st, cmp_run, "profile", profile, sizeof profile));
-	fputs(", \"fs\": ", out);
-	fsp_json_str(out, ct->name[T_FS]);
-	fputs(", \"device\": ", out);
-	fsp_json_str(out, run_attr(st, cmp_run, "device", device, sizeof device));
+	fsp_json_member_str(out, "fs", ct->name[T_FS]);
+	fsp_json_member_str(out, "device", run_attr(st, cmp_run, "device", device, sizeof device));
 	fprintf(out, ", \"interrupted\": %s,\n  \"targets\": [",
 		ct->cmp_interrupted ? "true" : "false");
 	int first = 1;
@@ -359,8 +357,7 @@ static void print_steps_json(FILE *out, struct fsp_store *st, const struct cmp_t
 		const struct step_row *r0 = &ct->ref->rows[i];
 		fprintf(out, "%s\n    {\"step\": %d, \"step_label\": ", i ? "," : "", r0->step);
 		fsp_json_str(out, r0->label);
-		fputs(", \"access\": ", out);
-		fsp_json_str(out, r0->access);
+		fsp_json_member_str(out, "access", r0->access);
 		fprintf(out, ", \"block_size\": %" PRId64 ", \"qd\": %" PRId64
 			", \"read_pct\": %" PRId64 ", \"targets\": {", r0->bs, r0->qd,
 			r0->read_pct);

@@ -380,20 +380,13 @@ static void print_json(const struct fsp_run_row *h, const struct op_row *rows, s
 {
 	fprintf(out, "{\n  \"run\": {\"id\": %" PRId64 ", \"kind\": ", h->id);
 	fsp_json_str(out, h->kind);
-	fputs(", \"label\": ", out);
-	fsp_json_str(out, h->label);
-	fputs(", \"backing_path\": ", out);
-	fsp_json_str(out, h->backing_path);
-	fputs(", \"backing_device\": ", out);
-	fsp_json_str(out, h->device);
-	fputs(", \"backing_fstype\": ", out);
-	fsp_json_str(out, h->fstype);
-	fputs(", \"record_mode\": ", out);
-	fsp_json_str(out, h->record_mode);
-	fputs(", \"options\": ", out);
-	fsp_json_str(out, h->options);
-	fputs(", \"started_at\": ", out);
-	fsp_json_str(out, h->started_at);
+	fsp_json_member_str(out, "label", h->label);
+	fsp_json_member_str(out, "backing_path", h->backing_path);
+	fsp_json_member_str(out, "backing_device", h->device);
+	fsp_json_member_str(out, "backing_fstype", h->fstype);
+	fsp_json_member_str(out, "record_mode", h->record_mode);
+	fsp_json_member_str(out, "options", h->options);
+	fsp_json_member_str(out, "started_at", h->started_at);
 	fputs(", \"duration_s\": ", out);
 	fsp_json_num(out, run_secs(h) > 0 ? run_secs(h) : NAN);
 	fprintf(out, ", \"recorded\": %" PRId64 ", \"dropped\": %" PRId64,
@@ -408,8 +401,7 @@ static void print_json(const struct fsp_run_row *h, const struct op_row *rows, s
 		const struct op_row *r = &rows[i];
 		fprintf(out, "%s\n    {\"step\": %d, \"step_label\": ", i ? "," : "", r->step);
 		fsp_json_str(out, r->step_label);
-		fputs(", \"op\": ", out);
-		fsp_json_str(out, fsp_op_name(r->op));
+		fsp_json_member_str(out, "op", fsp_op_name(r->op));
 		fprintf(out, ", \"count\": %" PRIu64 ", \"bytes\": %" PRIu64
 			", \"mb_per_s\": ", r->count, r->bytes);
 		fsp_json_num(out, mb_per_s(r));

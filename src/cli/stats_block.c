@@ -155,8 +155,7 @@ int fsp_stats_block_json(struct fsp_store *st, int64_t run, FILE *out)
 		return 0;
 	fprintf(out, ",\n  \"block\": {\"traced\": %s", s.traced ? "true" : "false");
 	if (!s.traced) {
-		fputs(", \"reason\": ", out);
-		fsp_json_str(out, s.reason);
+		fsp_json_member_str(out, "reason", s.reason);
 		fputs("}", out);
 		return 0;
 	}
@@ -164,8 +163,7 @@ int fsp_stats_block_json(struct fsp_store *st, int64_t run, FILE *out)
 	int n = load(st, run, &rows);
 	if (n < 0)
 		return -1;
-	fputs(", \"devices\": ", out);
-	fsp_json_str(out, s.devices);
+	fsp_json_member_str(out, "devices", s.devices);
 	fprintf(out, ", \"requests\": %" PRIu64 ", \"dropped\": %" PRIu64 ", \"steps\": [",
 		s.requests, s.dropped);
 	for (int i = 0; i < n; i++) {

@@ -101,8 +101,7 @@ static void csv_part(FILE *out, int64_t run, int op, const char *layer, const st
 
 static void print_json(const struct summary *s, struct fsp_fuse_transport *x, FILE *out)
 {
-	fputs(", \"conn\": ", out);
-	fsp_json_str(out, s->conn ? s->conn : "");
+	fsp_json_member_str(out, "conn", s->conn ? s->conn : "");
 	fprintf(out, ", \"requests\": %" PRIu64 ", \"missed\": %" PRIu64 ", \"joined\": %" PRIu64
 		", \"daemon_unjoined\": %" PRIu64 ", \"trace_unjoined\": %" PRIu64
 		", \"negative\": %" PRIu64 ", \"ops\": [", s->requests, s->missed, x->joined,

@@ -349,8 +349,7 @@ static void print_json(const struct layers *L, FILE *out)
 	fprintf(out, ",\n  \"layers\": {\"target\": \"%s\", \"ios\": %" PRIu64,
 		L->kind == FSP_DC_RAW ? "raw" : L->kind == FSP_DC_FILE ? "file" : "mount", L->ios);
 	if (L->note[0]) {
-		fputs(", \"note\": ", out);
-		fsp_json_str(out, L->note);
+		fsp_json_member_str(out, "note", L->note);
 	}
 	fputs(", \"steps\": [", out);
 	for (size_t r = 0; r < L->n; r++) {
