@@ -104,12 +104,8 @@ int fsp_stats_block_table(struct fsp_store *st, int64_t run, FILE *out)
 	}
 	fprintf(out, "queue = queued to issued, device = issued to completed (microseconds)\n");
 	fprintf(out, "%-4s %-5s %8s %8s", "step", "dir", "requests", "mean KiB");
-	for (int part = 0; part < 2; part++)
-		for (int k = 0; k < FSP_PART_NQ; k++) {
-			char h[32];
-			snprintf(h, sizeof(h), "%s %s", part ? "dev" : "queue", fsp_part_q_names[k]);
-			fprintf(out, " %11s", h);
-		}
+	fsp_stats_part_heads(out, "queue");
+	fsp_stats_part_heads(out, "dev");
 	fputc('\n', out);
 	for (int i = 0; i < n; i++) {
 		const struct block_row *r = &rows[i];

@@ -64,12 +64,8 @@ static void print_table(const struct summary *s, struct fsp_fuse_transport *x, F
 	fprintf(out, "queue = sent by the kernel to read by a worker, reply = the daemon's reply"
 		" to the\nkernel's completion (microseconds)\n");
 	fprintf(out, "%-10s %8s %8s", "op", "joined", "unjoined");
-	for (int part = 0; part < 2; part++)
-		for (int k = 0; k < FSP_PART_NQ; k++) {
-			char h[32];
-			snprintf(h, sizeof(h), "%s %s", part ? "reply" : "queue", fsp_part_q_names[k]);
-			fprintf(out, " %11s", h);
-		}
+	fsp_stats_part_heads(out, "queue");
+	fsp_stats_part_heads(out, "reply");
 	fputc('\n', out);
 	struct fsp_stats_part q, r;
 	for (int op = 0; op < FSP_OP__COUNT; op++) {

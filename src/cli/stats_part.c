@@ -8,7 +8,7 @@
 #include "src/cli/stats_part.h"
 
 static const double qs[FSP_PART_NQ] = { 0.50, 0.99, 0.999 };
-const char *const fsp_part_q_names[FSP_PART_NQ] = { "p50", "p99", "p99.9" };
+static const char *const q_names[FSP_PART_NQ] = { "p50", "p99", "p99.9" };
 static const char *const q_keys[FSP_PART_NQ] = { "p50", "p99", "p999" };
 
 void fsp_stats_part_of(int64_t *v, size_t n, struct fsp_stats_part *p)
@@ -35,6 +35,15 @@ void fsp_stats_fmt_us(char *buf, size_t len, double us)
 		snprintf(buf, len, "%.1f", us);
 	else
 		snprintf(buf, len, "%.2f", us);
+}
+
+void fsp_stats_part_heads(FILE *out, const char *part)
+{
+	for (int k = 0; k < FSP_PART_NQ; k++) {
+		char h[32];
+		snprintf(h, sizeof(h), "%s %s", part, q_names[k]);
+		fprintf(out, " %11s", h);
+	}
 }
 
 void fsp_stats_part_table(FILE *out, const struct fsp_stats_part *p)

@@ -15,7 +15,6 @@
 #include <stdio.h>
 
 #define FSP_PART_NQ 3 /* p50, p99, p99.9 */
-extern const char *const fsp_part_q_names[FSP_PART_NQ]; /* "p50", "p99", "p99.9" */
 
 struct fsp_stats_part {
 	size_t n;
@@ -27,6 +26,8 @@ void fsp_stats_part_of(int64_t *v, size_t n, struct fsp_stats_part *p);
 /* Microseconds as stats' tables print them: two decimals below 100, one
  * below 100000, none from there. */
 void fsp_stats_fmt_us(char *buf, size_t len, double us);
+/* Table: the three quantiles' column heads, each " %11s" ("queue p50"). */
+void fsp_stats_part_heads(FILE *out, const char *part);
 /* Table: the three quantiles, each " %11s" ("-" without rows). */
 void fsp_stats_part_table(FILE *out, const struct fsp_stats_part *p);
 /* CSV: ",mean,p50,,p99,p99.9,max\n" in the ops columns' places (p90 empty). */
