@@ -19,20 +19,23 @@ DB=$T/trace.db
 q() { sqlite3 "$DB" "$1"; }
 attr() { q "SELECT value FROM run_attrs WHERE run=$RUN AND key='$1'"; }
 
-# expected N: the rows a run of N single IOs must have. This kernel now and
-# then does not run the completion program for a request (about 1 in 65536
-# at QD1, a queue depth's worth in some QD32 runs); the trace counts each
-# such request in block.missed (docs/tracing.md), so the rows are exactly N
-# less those, and the misses must stay rare.
+# expected N QD: sets EXP, the rows a run of N single IOs at queue depth QD
+# must have. This kernel now and then does not run the completion program
+# for a request (about 1 in 65536 at QD1; a queue depth's worth at once in
+# some runs at a higher depth); the trace counts each such request in
+# block.missed (docs/tracing.md), so the rows are exactly N less those, and
+# the misses must stay rare: at most 1% of N, or one queue depth's worth.
+# A check of its own, in this shell (not in a $(...), whose count is lost).
 expected() {
 	M=$(attr block.missed)
 	M=${M:-0}
-	if [ $((M * 100)) -gt "$1" ]; then
-		not_ok "run $RUN: $M of $1 requests missed: more than 1%"
-	elif [ "$M" -gt 0 ]; then
-		echo "# run $RUN: $M of $1 completions missed by the kernel, counted in block.missed" >&9
+	lim=$(($1 / 100 > $2 ? $1 / 100 : $2))
+	if [ "$M" -gt "$lim" ]; then
+		not_ok "run $RUN: $M of $1 completions missed: more than $lim"
+	else
+		ok "run $RUN: $M of $1 completions missed by the kernel (at most $lim), counted in block.missed"
 	fi
-	echo $(($1 - M))
+	EXP=$(($1 - M))
 }
 
 # run_bg DESC ARGS...: fsprism run ARGS in the background (so that its pid is
@@ -75,7 +78,8 @@ if [ "$TRACED" = 1 ]; then
 		--bytes=4M --span=64M --ramp=0
 	expect_eq "reads: block.traced" 1 "$(attr block.traced)"
 	expect_eq "reads: block.devices is the loop device" "$DEVNO" "$(attr block.devices)"
-	N=$(expected 1024)
+	expected 1024 1
+	N=$EXP
 	expect_eq "reads: 1024 rows from this process, step 0" "$N" \
 		"$(q "SELECT count(*) FROM block_ios WHERE run=$RUN AND tgid=$PID AND step=0")"
 	expect_eq "reads: all of them 4096-byte reads on the loop device" "$N|read|4096|4096|$DEVNO" \
@@ -123,7 +127,8 @@ print(b["traced"], s["step"], s["op"], s["requests"], s["mean_bytes"])' "$T/stat
 
 	run_bg "raw 4 KiB writes, QD1, 2 MiB" sustained-randwrite "$LOOP" --qd=1 --bs=4k \
 		--bytes=2M --span=64M --ramp=0 --destroy-data
-	expect_eq "writes: 512 4096-byte writes from this process" "$(expected 512)|write|4096|4096" \
+	expected 512 1
+	expect_eq "writes: 512 4096-byte writes from this process" "$EXP|write|4096|4096" \
 		"$(q "SELECT count(*), op, min(bytes), max(bytes) FROM block_ios
 		      WHERE run=$RUN AND tgid=$PID AND step=0 GROUP BY op")"
 
@@ -131,7 +136,8 @@ print(b["traced"], s["step"], s["op"], s["requests"], s["mean_bytes"])' "$T/stat
 	run_bg "raw 4 KiB reads, QD32, 8 MiB" sustained-randread "$LOOP" --qd=32 --bs=4k \
 		--bytes=8M --span=64M --ramp=0
 	# exact in bytes; the kernel may merge two adjacent random reads into one
-	expect_eq "QD32: the read rows hold 2048 x 4096 bytes, in whole IOs" "$(($(expected 2048) * 4096))|0" \
+	expected 2048 32
+	expect_eq "QD32: the read rows hold 2048 x 4096 bytes, in whole IOs" "$((EXP * 4096))|0" \
 		"$(q "SELECT sum(bytes), sum(bytes % 4096) FROM block_ios
 		      WHERE run=$RUN AND tgid=$PID AND step=0 AND op='read'")"
 	expect_eq "QD32: nearly all single IOs (merges are rare)" 1 \
@@ -156,7 +162,8 @@ print(b["traced"], s["step"], s["op"], s["requests"], s["mean_bytes"])' "$T/stat
 		run_bg "raw reads, QD8, through mq-deadline" sustained-randread "$LOOP" --qd=8 \
 			--bs=4k --bytes=2M --span=64M --ramp=0
 		echo none >"$SCHED"
-		N=$(expected 512)
+		expected 512 8
+		N=$EXP
 		expect_eq "mq-deadline: 512 rows, all inserted" "$N|$N" \
 			"$(q "SELECT count(*), count(insert_ns) FROM block_ios
 			      WHERE run=$RUN AND tgid=$PID AND step=0")"
@@ -182,8 +189,9 @@ print(b["traced"], s["step"], s["op"], s["requests"], s["mean_bytes"])' "$T/stat
 		kill "$DD"; wait "$DD" 2>/dev/null
 		expect_eq "partition: block.devices is its disk and range" "$PDEV[2048,+100000]" \
 			"$(attr block.devices)"
+		expected "$(q "SELECT read_ios FROM steps WHERE run=$RUN")" 1
 		expect_eq "partition: every row inside its range, none of the reads beyond it" \
-			"0|$(expected "$(q "SELECT read_ios FROM steps WHERE run=$RUN")")" \
+			"0|$EXP" \
 			"$(q "SELECT sum(sector < 2048 OR sector + bytes / 512 > 102048), count(*) FROM block_ios
 			      WHERE run=$RUN")"
 		partx -d "$PLOOP" 2>/dev/null
@@ -201,7 +209,8 @@ print(b["traced"], s["step"], s["op"], s["requests"], s["mean_bytes"])' "$T/stat
 	run_bg "file on ext4: 4 KiB reads, QD1, 4 MiB" sustained-randread "$T/mnt/f" --qd=1 \
 		--bs=4k --bytes=4M --span=32M --ramp=0
 	expect_eq "file: block.devices is the ext4's loop device" "$DEVNO2" "$(attr block.devices)"
-	expect_eq "file: 1024 read rows of 4096 bytes from this process" "$(expected 1024)|4096|4096" \
+	expected 1024 1
+	expect_eq "file: 1024 read rows of 4096 bytes from this process" "$EXP|4096|4096" \
 		"$(q "SELECT count(*), min(bytes), max(bytes) FROM block_ios
 		      WHERE run=$RUN AND tgid=$PID AND step=0 AND op='read'")"
 	expect_eq "file: every row on the loop device" "$DEVNO2" \
@@ -220,8 +229,9 @@ print(b["traced"], s["step"], s["op"], s["requests"], s["mean_bytes"])' "$T/stat
 			"$T/fmnt/f" --qd=1 --bs=4k --bytes=2M --span=16M --ramp=0
 		expect_eq "fsprism mount: block.devices is the backing ext4's loop device" "$DEVNO2" \
 			"$(attr block.devices)"
+		expected 512 1
 		expect_eq "fsprism mount: 512 reads of 4096 bytes, queued by the daemon" \
-			"$(expected 512)|4096|4096" \
+			"$EXP|4096|4096" \
 			"$(q "SELECT count(*), min(bytes), max(bytes) FROM block_ios
 			      WHERE run=$RUN AND tgid=${DPID:-0} AND step=0 AND op='read'")"
 		fsp_umount "$T/fmnt"
