@@ -326,6 +326,17 @@ static int refused_hidden(struct op *o, fuse_req_t req, int opcode, struct fsp_i
 	return 1;
 }
 
+/* op_enter_name for a request that makes or removes name: a hidden name
+ * (the store) is refused with err. NULL: the request has been answered. */
+static struct fsp_inode *op_enter_visible(struct op *o, fuse_req_t req, int opcode,
+					  fuse_ino_t parent, const char *name, int err)
+{
+	struct fsp_inode *p = op_enter_name(o, req, opcode, parent, name);
+	if (!p || refused_hidden(o, req, opcode, p, name, err))
+		return NULL;
+	return p;
+}
+
 /* Size and allocation of an emulated file come from its store object
  * (none yet: an empty file). */
 static void emu_fix_attr(struct op *o, struct stat *st)
@@ -494,10 +505,8 @@ static void fs_mknod_common(fuse_req_t req, int opcode, fuse_ino_t parent,
 			    const char *link)
 {
 	struct op o;
-	struct fsp_inode *p = op_enter_name(&o, req, opcode, parent, name);
+	struct fsp_inode *p = op_enter_visible(&o, req, opcode, parent, name, EPERM);
 	if (!p)
-		return;
-	if (refused_hidden(&o, req, opcode, p, name, EPERM))
 		return;
 	int sw = as_caller(o.fs, req);
 	int res;
@@ -554,10 +563,8 @@ static void fs_link(fuse_req_t req, fuse_ino_t ino, fuse_ino_t newparent,
 static void fs_unlink(fuse_req_t req, fuse_ino_t parent, const char *name)
 {
 	struct op o;
-	struct fsp_inode *p = op_enter_name(&o, req, FSP_OP_UNLINK, parent, name);
+	struct fsp_inode *p = op_enter_visible(&o, req, FSP_OP_UNLINK, parent, name, ENOENT);
 	if (!p)
-		return;
-	if (refused_hidden(&o, req, FSP_OP_UNLINK, p, name, ENOENT))
 		return;
 	/* with emulation: is this the file's last link? (its object goes too) */
 	struct stat pre;
@@ -573,10 +580,8 @@ static void fs_unlink(fuse_req_t req, fuse_ino_t parent, const char *name)
 static void fs_rmdir(fuse_req_t req, fuse_ino_t parent, const char *name)
 {
 	struct op o;
-	struct fsp_inode *p = op_enter_name(&o, req, FSP_OP_RMDIR, parent, name);
+	struct fsp_inode *p = op_enter_visible(&o, req, FSP_OP_RMDIR, parent, name, ENOENT);
 	if (!p)
-		return;
-	if (refused_hidden(&o, req, FSP_OP_RMDIR, p, name, ENOENT))
 		return;
 	int res = BACKING(&o, unlinkat(p->fd, name, AT_REMOVEDIR));
 	finish_err(&o, req, FSP_OP_RMDIR, res < 0 ? errno : 0);
@@ -1004,10 +1009,8 @@ static void fs_create(fuse_req_t req, fuse_ino_t parent, const char *name,
 		      mode_t mode, struct fuse_file_info *fi)
 {
 	struct op o;
-	struct fsp_inode *p = op_enter_name(&o, req, FSP_OP_CREATE, parent, name);
+	struct fsp_inode *p = op_enter_visible(&o, req, FSP_OP_CREATE, parent, name, EPERM);
 	if (!p)
-		return;
-	if (refused_hidden(&o, req, FSP_OP_CREATE, p, name, EPERM))
 		return;
 	int flags = backing_flags(o.fs, fi->flags) | O_CREAT;
 	/* the backing file of an emulated file does no IO (and a passthrough
