@@ -382,6 +382,26 @@ if fsp_mount "$B" "$M" --log "$DB" --cow=always --journal=ordered --store-size 6
 	check "default store: emu_fsx run" test $? -eq 0
 	check "default store: the store file is in the backing directory" test -s "$B/.fsprism-store"
 	check "default store: and not visible through the mount" sh -c "! ls -a '$M' | grep -q fsprism-store"
+	# its name cannot be made or removed through the mount either
+	S=.fsprism-store
+	size=$(stat -c %s "$B/$S")
+	echo x >"$M/plain"
+	check "default store: create of its name refused (EPERM)" sh -c \
+		"! touch '$M/$S' 2>'$T/e' && grep -q 'not permitted' '$T/e'"
+	check "default store: mkdir of its name refused (EPERM)" sh -c \
+		"! mkdir '$M/$S' 2>'$T/e' && grep -q 'not permitted' '$T/e'"
+	check "default store: symlink to its name refused (EPERM)" sh -c \
+		"! ln -s plain '$M/$S' 2>'$T/e' && grep -q 'not permitted' '$T/e'"
+	check "default store: link to its name refused (EPERM)" sh -c \
+		"! ln '$M/plain' '$M/$S' 2>'$T/e' && grep -q 'not permitted' '$T/e'"
+	check "default store: rename onto its name refused (EPERM)" sh -c \
+		"! mv -T '$M/plain' '$M/$S' 2>'$T/e' && grep -q 'not permitted' '$T/e'"
+	check "default store: unlink of its name: no such file" sh -c \
+		"! rm '$M/$S' 2>'$T/e' && grep -q 'No such file' '$T/e'"
+	check "default store: rmdir of its name: no such file" sh -c \
+		"! rmdir '$M/$S' 2>'$T/e' && grep -q 'No such file' '$T/e'"
+	expect_eq "default store: the store file is as it was" "$size" "$(stat -c %s "$B/$S")"
+	rm -f "$M/plain"
 	fsp_umount "$M"
 	fsp_mount "$B" "$M" --log "$DB" --cow=always --journal=ordered 2>"$T/mount.err" || not_ok "default store: remount"
 	"$FSX" verify "$T/st.f" "$M" >"$T/fsx.out" 2>&1
