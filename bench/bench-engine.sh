@@ -59,6 +59,7 @@
 # Each option may also come from the environment, as PINS, JOBS, ROUNDS, SECS, RAMP, SIZE,
 # FSPRISM_BASE and FSPRISM_ARGS; an option given on the command line wins.
 set -eu
+. "$(dirname "$0")/lib.sh"
 
 ROUNDS=${ROUNDS:-4}
 SECS=${SECS:-5}
@@ -72,25 +73,15 @@ PINS=${PINS:-none}
 usage() { sed -n 's/^# \{0,1\}//; /^usage:/,/^FSPRISM_BASE and/p' "$0"; exit 0; }
 bad() { echo "bench-engine.sh: $*" >&2; exit 2; }
 FSPRISM=""
-while [ $# -gt 0 ]; do
-	case $1 in
-	--pin | --jobs | --rounds | --secs | --ramp | --size | --base | --fsprism-args)
-		[ $# -ge 2 ] || bad "$1 needs a value" ;;
-	esac
-	case $1 in
-	--pin) PINS=$2; shift 2 ;;
-	--jobs) JOBS=$2; shift 2 ;;
-	--rounds) ROUNDS=$2; shift 2 ;;
-	--secs) SECS=$2; shift 2 ;;
-	--ramp) RAMP=$2; shift 2 ;;
-	--size) SIZE=$2; shift 2 ;;
-	--base) BASE=$2; shift 2 ;;
-	--fsprism-args) FSPRISM_ARGS=$2; shift 2 ;;
-	-h | --help) usage ;;
-	-*) bad "unknown option '$1' (--help lists them)" ;;
-	*) [ -z "$FSPRISM" ] || bad "one FSPRISM binary, not '$FSPRISM' and '$1'"
-	   FSPRISM=$1; shift ;;
-	esac
+# the options, and one word among them: the binary
+while :; do
+	bench_options bench-engine.sh "--pin=PINS --jobs=JOBS --rounds=ROUNDS --secs=SECS --ramp=RAMP
+		--size=SIZE --base=BASE --fsprism-args=FSPRISM_ARGS -h|--help=usage() WORD" "$@"
+	shift "$BENCH_SHIFT"
+	[ $# -gt 0 ] || break
+	[ -z "$FSPRISM" ] || bad "one FSPRISM binary, not '$FSPRISM' and '$1'"
+	FSPRISM=$1
+	shift
 done
 FSPRISM=${FSPRISM:-./fsprism}
 PINS=$(echo "$PINS" | tr ',' ' ')
@@ -155,10 +146,7 @@ for job in $JOBS; do
 		bad "--jobs: '$job' is not a job (the names are in the usage: --help)"
 done
 
-[ "$(id -u)" = 0 ] || { echo "bench-engine.sh: needs root (loop device)" >&2; exit 1; }
-command -v fio >/dev/null || { echo "bench-engine.sh: fio not found" >&2; exit 1; }
-command -v jq >/dev/null || { echo "bench-engine.sh: jq not found" >&2; exit 1; }
-[ -x "$FSPRISM" ] || { echo "bench-engine.sh: $FSPRISM is not executable" >&2; exit 1; }
+bench_need bench-engine.sh fio jq
 [ -z "$BASE" ] || [ -x "$BASE" ] || { echo "bench-engine.sh: --base $BASE is not executable" >&2; exit 1; }
 WQ_MASK=/sys/devices/virtual/workqueue/cpumask
 WQ_BEFORE=""
