@@ -90,46 +90,59 @@ case $ROUNDS in '' | *[!0-9]* | 0) bad "--rounds: '$ROUNDS' is not a whole numbe
 case $SECS in '' | *[!0-9]* | 0) bad "--secs: '$SECS' is not a whole number of seconds >= 1" ;; esac
 [ -n "$(echo $PINS)" ] || bad "--pin: no placement given (none, same, split)"
 [ -n "$(echo $JOBS)" ] || bad "--jobs: no job given"
-# job NAME -> fio arguments / fsprism arguments (a -huge job is its base job)
-fio_args() {
-	case $1 in *-huge) echo "--mem=mmaphuge" ;; esac
+# job_args NAME fio|fsprism: the arguments the job gives that tool, nothing
+# for a name that is no job. A -huge job is its base job, with fio's buffers
+# in hugetlb pages. fio scrambles each write buffer by default
+# (scramble_buffers=1, inside its latency); fsprism stamps its buffers
+# outside the clock: neither touches the data here (fio scramble_buffers=0,
+# fsprism --pattern=random,fixed).
+job_args() {
 	case ${1%-huge} in
-	randread-4k-qd1)  echo "--rw=randread --bs=4k --iodepth=1 --norandommap" ;;
-	randread-4k-qd32) echo "--rw=randread --bs=4k --iodepth=32 --norandommap" ;;
+	randread-4k-qd1)
+		fio="--rw=randread --bs=4k --iodepth=1 --norandommap"
+		fsp="sustained-randread --qd=1" ;;
+	randread-4k-qd32)
+		fio="--rw=randread --bs=4k --iodepth=32 --norandommap"
+		fsp="sustained-randread --qd=32" ;;
 	# fio submitting like fsprism does: up to two IOs per io_submit
-	randread-4k-qd32-batch) echo "--rw=randread --bs=4k --iodepth=32 --norandommap" \
-		"--iodepth_batch_submit=2 --iodepth_batch_complete_max=32" ;;
-	seqread-128k-qd1) echo "--rw=read --bs=128k --iodepth=1" ;;
-	seqwrite-128k-qd1) echo "--rw=write --bs=128k --iodepth=1 --scramble_buffers=0" ;;
-	randwrite-4k-qd32) echo "--rw=randwrite --bs=4k --iodepth=32 --norandommap --scramble_buffers=0" ;;
-	randwrite-4k-qd1) echo "--rw=randwrite --bs=4k --iodepth=1 --norandommap --scramble_buffers=0" ;;
-	seqread-128k-qd32) echo "--rw=read --bs=128k --iodepth=32" ;;
-	seqwrite-128k-qd32) echo "--rw=write --bs=128k --iodepth=32 --scramble_buffers=0" ;;
-	mixrand-4k-qd32) echo "--rw=randrw --rwmixread=50 --bs=4k --iodepth=32 --norandommap" \
-		"--scramble_buffers=0" ;;
-	# fio scrambles each write buffer by default (scramble_buffers=1, inside
-	# its latency); fsprism stamps its buffers outside the clock. Neither
-	# touches the data here (fio scramble_buffers=0, fsprism random,fixed).
-	mixseq-128k-qd1)  echo "--rw=rw --rwmixread=50 --bs=128k --iodepth=1 --scramble_buffers=0" ;;
-	esac
-}
-fsp_args() {
-	case ${1%-huge} in
-	randread-4k-qd1)  echo "sustained-randread --qd=1" ;;
-	randread-4k-qd32*) echo "sustained-randread --qd=32" ;;
-	seqread-128k-qd1) echo "sustained-seqread --qd=1" ;;
-	seqwrite-128k-qd1) echo "sustained-seqwrite --qd=1 --pattern=random,fixed" ;;
-	randwrite-4k-qd32) echo "sustained-randwrite --qd=32 --pattern=random,fixed" ;;
-	randwrite-4k-qd1) echo "sustained-randwrite --qd=1 --pattern=random,fixed" ;;
-	seqread-128k-qd32) echo "sustained-seqread --qd=32" ;;
-	seqwrite-128k-qd32) echo "sustained-seqwrite --qd=32 --pattern=random,fixed" ;;
+	randread-4k-qd32-batch)
+		fio="--rw=randread --bs=4k --iodepth=32 --norandommap"
+		fio="$fio --iodepth_batch_submit=2 --iodepth_batch_complete_max=32"
+		fsp="sustained-randread --qd=32" ;;
+	seqread-128k-qd1)
+		fio="--rw=read --bs=128k --iodepth=1"
+		fsp="sustained-seqread --qd=1" ;;
+	seqwrite-128k-qd1)
+		fio="--rw=write --bs=128k --iodepth=1 --scramble_buffers=0"
+		fsp="sustained-seqwrite --qd=1 --pattern=random,fixed" ;;
+	randwrite-4k-qd32)
+		fio="--rw=randwrite --bs=4k --iodepth=32 --norandommap --scramble_buffers=0"
+		fsp="sustained-randwrite --qd=32 --pattern=random,fixed" ;;
+	randwrite-4k-qd1)
+		fio="--rw=randwrite --bs=4k --iodepth=1 --norandommap --scramble_buffers=0"
+		fsp="sustained-randwrite --qd=1 --pattern=random,fixed" ;;
+	seqread-128k-qd32)
+		fio="--rw=read --bs=128k --iodepth=32"
+		fsp="sustained-seqread --qd=32" ;;
+	seqwrite-128k-qd32)
+		fio="--rw=write --bs=128k --iodepth=32 --scramble_buffers=0"
+		fsp="sustained-seqwrite --qd=32 --pattern=random,fixed" ;;
 	# fio's randrw draws each IO's direction at random
-	mixrand-4k-qd32) echo "mixed-random --mix=50 --qd=32 --duty=100 --interleave=random" \
-		"--pattern=random,fixed" ;;
+	mixrand-4k-qd32)
+		fio="--rw=randrw --rwmixread=50 --bs=4k --iodepth=32 --norandommap --scramble_buffers=0"
+		fsp="mixed-random --mix=50 --qd=32 --duty=100 --interleave=random --pattern=random,fixed" ;;
 	# fio's rw=rw: reads and writes each advance their own offset, and each
 	# IO's direction is drawn at random (see docs/profiles.md)
-	mixseq-128k-qd1)  echo "mixed-seq --mix=50 --duty=100 --offsets=per-direction" \
-		"--interleave=random --pattern=random,fixed" ;;
+	mixseq-128k-qd1)
+		fio="--rw=rw --rwmixread=50 --bs=128k --iodepth=1 --scramble_buffers=0"
+		fsp="mixed-seq --mix=50 --duty=100 --offsets=per-direction --interleave=random"
+		fsp="$fsp --pattern=random,fixed" ;;
+	*) return 0 ;;
+	esac
+	case $2 in
+	fio) case $1 in *-huge) fio="--mem=mmaphuge $fio" ;; esac
+		echo "$fio" ;;
+	fsprism) echo "$fsp" ;;
 	esac
 }
 
@@ -142,7 +155,7 @@ for pin in $PINS; do
 	esac
 done
 for job in $JOBS; do
-	[ -n "$(fsp_args "$job")" ] && [ -n "$(fio_args "${job%-huge}")" ] ||
+	[ -n "$(job_args "$job" fio)" ] ||
 		bad "--jobs: '$job' is not a job (the names are in the usage: --help)"
 done
 
@@ -188,7 +201,7 @@ place() {
 run_fio() {
 	# shellcheck disable=SC2046
 	$TASKSET fio --name=job --filename="$DEV" --ioengine=libaio --direct=1 \
-		$(fio_args "$1") --size="$BYTES" --ramp_time="$RAMP" --runtime="$SECS" --time_based \
+		$(job_args "$1" fio) --size="$BYTES" --ramp_time="$RAMP" --runtime="$SECS" --time_based \
 		--lat_percentiles=1 --output-format=json >"$W/fio.json" 2>"$W/fio.err" ||
 		{ cat "$W/fio.err" >&2; exit 1; }
 	jq -r '.jobs[0] | [ (.read.total_ios + .write.total_ios),
@@ -210,7 +223,7 @@ run_fsp() {
 	bin=${2:-$FSPRISM}
 	db=$W/$(echo "$bin" | md5sum | cut -c1-8).db
 	# shellcheck disable=SC2046,SC2086
-	out=$($TASKSET "$bin" run $(fsp_args "$1") "$DEV" --db "$db" \
+	out=$($TASKSET "$bin" run $(job_args "$1" fsprism) "$DEV" --db "$db" \
 		--span="$BYTES" --ramp="$RAMP" --time="${SECS}s" --bytes=0 --idle=0 --quiet ${3:-}) ||
 		{ echo "$out" >&2; exit 1; }
 	run=$(echo "$out" | sed -n 's/.*run \([0-9]*\) stored.*/\1/p')
