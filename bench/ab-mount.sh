@@ -24,27 +24,14 @@ QDS="1 32"
 RW=randread
 BS=4k
 DIRECT=1
-while [ $# -gt 0 ]; do
-	case "$1" in
-	--rounds) ROUNDS=$2; shift 2 ;;
-	--runtime) RUNTIME=$2; shift 2 ;;
-	--qd) QDS=$2; shift 2 ;;
-	--rw) RW=$2; shift 2 ;;
-	--bs) BS=$2; shift 2 ;;
-	--direct) DIRECT=$2; shift 2 ;;
-	--) shift; break ;;
-	*) echo "ab-mount: unknown option $1" >&2; exit 2 ;;
-	esac
-done
+bench_options ab-mount "--rounds=ROUNDS --runtime=RUNTIME --qd=QDS --rw=RW --bs=BS --direct=DIRECT --" "$@"
+shift "$BENCH_SHIFT"
 [ $# -eq 2 ] || { echo "ab-mount: give the two option sets after --, e.g. -- \"--threads 2\" \"--threads 4\"" >&2; exit 2; }
 OPTS_A=$1
 OPTS_B=$2
-[ "$(id -u)" = 0 ] || { echo "ab-mount: needs root (loop devices, mounts)" >&2; exit 1; }
-FSPRISM=${FSPRISM:-$(pwd)/build/fsprism}
-[ -x "$FSPRISM" ] || { echo "ab-mount: no fsprism binary at $FSPRISM (set FSPRISM=)" >&2; exit 1; }
+bench_need ab-mount fio
 FSPRISM_B=${FSPRISM_B:-$FSPRISM}
 [ -x "$FSPRISM_B" ] || { echo "ab-mount: no fsprism binary at $FSPRISM_B (FSPRISM_B=)" >&2; exit 1; }
-command -v fio >/dev/null || { echo "ab-mount: fio is not installed" >&2; exit 1; }
 
 cleanup() {
 	mountpoint -q "$T/mnt-a" && "$FSPRISM" umount "$T/mnt-a" >/dev/null 2>&1

@@ -59,6 +59,7 @@
 # Each option may also come from the environment, as PINS, JOBS, ROUNDS, SECS, RAMP, SIZE,
 # FSPRISM_BASE and FSPRISM_ARGS; an option given on the command line wins.
 set -eu
+. "$(dirname "$0")/lib.sh"
 
 ROUNDS=${ROUNDS:-4}
 SECS=${SECS:-5}
@@ -72,25 +73,15 @@ PINS=${PINS:-none}
 usage() { sed -n 's/^# \{0,1\}//; /^usage:/,/^FSPRISM_BASE and/p' "$0"; exit 0; }
 bad() { echo "bench-engine.sh: $*" >&2; exit 2; }
 FSPRISM=""
-while [ $# -gt 0 ]; do
-	case $1 in
-	--pin | --jobs | --rounds | --secs | --ramp | --size | --base | --fsprism-args)
-		[ $# -ge 2 ] || bad "$1 needs a value" ;;
-	esac
-	case $1 in
-	--pin) PINS=$2; shift 2 ;;
-	--jobs) JOBS=$2; shift 2 ;;
-	--rounds) ROUNDS=$2; shift 2 ;;
-	--secs) SECS=$2; shift 2 ;;
-	--ramp) RAMP=$2; shift 2 ;;
-	--size) SIZE=$2; shift 2 ;;
-	--base) BASE=$2; shift 2 ;;
-	--fsprism-args) FSPRISM_ARGS=$2; shift 2 ;;
-	-h | --help) usage ;;
-	-*) bad "unknown option '$1' (--help lists them)" ;;
-	*) [ -z "$FSPRISM" ] || bad "one FSPRISM binary, not '$FSPRISM' and '$1'"
-	   FSPRISM=$1; shift ;;
-	esac
+# the options, and one word among them: the binary
+while :; do
+	bench_options bench-engine.sh "--pin=PINS --jobs=JOBS --rounds=ROUNDS --secs=SECS --ramp=RAMP
+		--size=SIZE --base=BASE --fsprism-args=FSPRISM_ARGS -h|--help=usage() WORD" "$@"
+	shift "$BENCH_SHIFT"
+	[ $# -gt 0 ] || break
+	[ -z "$FSPRISM" ] || bad "one FSPRISM binary, not '$FSPRISM' and '$1'"
+	FSPRISM=$1
+	shift
 done
 FSPRISM=${FSPRISM:-./fsprism}
 PINS=$(echo "$PINS" | tr ',' ' ')
@@ -99,46 +90,59 @@ case $ROUNDS in '' | *[!0-9]* | 0) bad "--rounds: '$ROUNDS' is not a whole numbe
 case $SECS in '' | *[!0-9]* | 0) bad "--secs: '$SECS' is not a whole number of seconds >= 1" ;; esac
 [ -n "$(echo $PINS)" ] || bad "--pin: no placement given (none, same, split)"
 [ -n "$(echo $JOBS)" ] || bad "--jobs: no job given"
-# job NAME -> fio arguments / fsprism arguments (a -huge job is its base job)
-fio_args() {
-	case $1 in *-huge) echo "--mem=mmaphuge" ;; esac
+# job_args NAME fio|fsprism: the arguments the job gives that tool, nothing
+# for a name that is no job. A -huge job is its base job, with fio's buffers
+# in hugetlb pages. fio scrambles each write buffer by default
+# (scramble_buffers=1, inside its latency); fsprism stamps its buffers
+# outside the clock: neither touches the data here (fio scramble_buffers=0,
+# fsprism --pattern=random,fixed).
+job_args() {
 	case ${1%-huge} in
-	randread-4k-qd1)  echo "--rw=randread --bs=4k --iodepth=1 --norandommap" ;;
-	randread-4k-qd32) echo "--rw=randread --bs=4k --iodepth=32 --norandommap" ;;
+	randread-4k-qd1)
+		fio="--rw=randread --bs=4k --iodepth=1 --norandommap"
+		fsp="sustained-randread --qd=1" ;;
+	randread-4k-qd32)
+		fio="--rw=randread --bs=4k --iodepth=32 --norandommap"
+		fsp="sustained-randread --qd=32" ;;
 	# fio submitting like fsprism does: up to two IOs per io_submit
-	randread-4k-qd32-batch) echo "--rw=randread --bs=4k --iodepth=32 --norandommap" \
-		"--iodepth_batch_submit=2 --iodepth_batch_complete_max=32" ;;
-	seqread-128k-qd1) echo "--rw=read --bs=128k --iodepth=1" ;;
-	seqwrite-128k-qd1) echo "--rw=write --bs=128k --iodepth=1 --scramble_buffers=0" ;;
-	randwrite-4k-qd32) echo "--rw=randwrite --bs=4k --iodepth=32 --norandommap --scramble_buffers=0" ;;
-	randwrite-4k-qd1) echo "--rw=randwrite --bs=4k --iodepth=1 --norandommap --scramble_buffers=0" ;;
-	seqread-128k-qd32) echo "--rw=read --bs=128k --iodepth=32" ;;
-	seqwrite-128k-qd32) echo "--rw=write --bs=128k --iodepth=32 --scramble_buffers=0" ;;
-	mixrand-4k-qd32) echo "--rw=randrw --rwmixread=50 --bs=4k --iodepth=32 --norandommap" \
-		"--scramble_buffers=0" ;;
-	# fio scrambles each write buffer by default (scramble_buffers=1, inside
-	# its latency); fsprism stamps its buffers outside the clock. Neither
-	# touches the data here (fio scramble_buffers=0, fsprism random,fixed).
-	mixseq-128k-qd1)  echo "--rw=rw --rwmixread=50 --bs=128k --iodepth=1 --scramble_buffers=0" ;;
-	esac
-}
-fsp_args() {
-	case ${1%-huge} in
-	randread-4k-qd1)  echo "sustained-randread --qd=1" ;;
-	randread-4k-qd32*) echo "sustained-randread --qd=32" ;;
-	seqread-128k-qd1) echo "sustained-seqread --qd=1" ;;
-	seqwrite-128k-qd1) echo "sustained-seqwrite --qd=1 --pattern=random,fixed" ;;
-	randwrite-4k-qd32) echo "sustained-randwrite --qd=32 --pattern=random,fixed" ;;
-	randwrite-4k-qd1) echo "sustained-randwrite --qd=1 --pattern=random,fixed" ;;
-	seqread-128k-qd32) echo "sustained-seqread --qd=32" ;;
-	seqwrite-128k-qd32) echo "sustained-seqwrite --qd=32 --pattern=random,fixed" ;;
+	randread-4k-qd32-batch)
+		fio="--rw=randread --bs=4k --iodepth=32 --norandommap"
+		fio="$fio --iodepth_batch_submit=2 --iodepth_batch_complete_max=32"
+		fsp="sustained-randread --qd=32" ;;
+	seqread-128k-qd1)
+		fio="--rw=read --bs=128k --iodepth=1"
+		fsp="sustained-seqread --qd=1" ;;
+	seqwrite-128k-qd1)
+		fio="--rw=write --bs=128k --iodepth=1 --scramble_buffers=0"
+		fsp="sustained-seqwrite --qd=1 --pattern=random,fixed" ;;
+	randwrite-4k-qd32)
+		fio="--rw=randwrite --bs=4k --iodepth=32 --norandommap --scramble_buffers=0"
+		fsp="sustained-randwrite --qd=32 --pattern=random,fixed" ;;
+	randwrite-4k-qd1)
+		fio="--rw=randwrite --bs=4k --iodepth=1 --norandommap --scramble_buffers=0"
+		fsp="sustained-randwrite --qd=1 --pattern=random,fixed" ;;
+	seqread-128k-qd32)
+		fio="--rw=read --bs=128k --iodepth=32"
+		fsp="sustained-seqread --qd=32" ;;
+	seqwrite-128k-qd32)
+		fio="--rw=write --bs=128k --iodepth=32 --scramble_buffers=0"
+		fsp="sustained-seqwrite --qd=32 --pattern=random,fixed" ;;
 	# fio's randrw draws each IO's direction at random
-	mixrand-4k-qd32) echo "mixed-random --mix=50 --qd=32 --duty=100 --interleave=random" \
-		"--pattern=random,fixed" ;;
+	mixrand-4k-qd32)
+		fio="--rw=randrw --rwmixread=50 --bs=4k --iodepth=32 --norandommap --scramble_buffers=0"
+		fsp="mixed-random --mix=50 --qd=32 --duty=100 --interleave=random --pattern=random,fixed" ;;
 	# fio's rw=rw: reads and writes each advance their own offset, and each
 	# IO's direction is drawn at random (see docs/profiles.md)
-	mixseq-128k-qd1)  echo "mixed-seq --mix=50 --duty=100 --offsets=per-direction" \
-		"--interleave=random --pattern=random,fixed" ;;
+	mixseq-128k-qd1)
+		fio="--rw=rw --rwmixread=50 --bs=128k --iodepth=1 --scramble_buffers=0"
+		fsp="mixed-seq --mix=50 --duty=100 --offsets=per-direction --interleave=random"
+		fsp="$fsp --pattern=random,fixed" ;;
+	*) return 0 ;;
+	esac
+	case $2 in
+	fio) case $1 in *-huge) fio="--mem=mmaphuge $fio" ;; esac
+		echo "$fio" ;;
+	fsprism) echo "$fsp" ;;
 	esac
 }
 
@@ -151,14 +155,11 @@ for pin in $PINS; do
 	esac
 done
 for job in $JOBS; do
-	[ -n "$(fsp_args "$job")" ] && [ -n "$(fio_args "${job%-huge}")" ] ||
+	[ -n "$(job_args "$job" fio)" ] ||
 		bad "--jobs: '$job' is not a job (the names are in the usage: --help)"
 done
 
-[ "$(id -u)" = 0 ] || { echo "bench-engine.sh: needs root (loop device)" >&2; exit 1; }
-command -v fio >/dev/null || { echo "bench-engine.sh: fio not found" >&2; exit 1; }
-command -v jq >/dev/null || { echo "bench-engine.sh: jq not found" >&2; exit 1; }
-[ -x "$FSPRISM" ] || { echo "bench-engine.sh: $FSPRISM is not executable" >&2; exit 1; }
+bench_need bench-engine.sh fio jq
 [ -z "$BASE" ] || [ -x "$BASE" ] || { echo "bench-engine.sh: --base $BASE is not executable" >&2; exit 1; }
 WQ_MASK=/sys/devices/virtual/workqueue/cpumask
 WQ_BEFORE=""
@@ -200,7 +201,7 @@ place() {
 run_fio() {
 	# shellcheck disable=SC2046
 	$TASKSET fio --name=job --filename="$DEV" --ioengine=libaio --direct=1 \
-		$(fio_args "$1") --size="$BYTES" --ramp_time="$RAMP" --runtime="$SECS" --time_based \
+		$(job_args "$1" fio) --size="$BYTES" --ramp_time="$RAMP" --runtime="$SECS" --time_based \
 		--lat_percentiles=1 --output-format=json >"$W/fio.json" 2>"$W/fio.err" ||
 		{ cat "$W/fio.err" >&2; exit 1; }
 	jq -r '.jobs[0] | [ (.read.total_ios + .write.total_ios),
@@ -222,7 +223,7 @@ run_fsp() {
 	bin=${2:-$FSPRISM}
 	db=$W/$(echo "$bin" | md5sum | cut -c1-8).db
 	# shellcheck disable=SC2046,SC2086
-	out=$($TASKSET "$bin" run $(fsp_args "$1") "$DEV" --db "$db" \
+	out=$($TASKSET "$bin" run $(job_args "$1" fsprism) "$DEV" --db "$db" \
 		--span="$BYTES" --ramp="$RAMP" --time="${SECS}s" --bytes=0 --idle=0 --quiet ${3:-}) ||
 		{ echo "$out" >&2; exit 1; }
 	run=$(echo "$out" | sed -n 's/.*run \([0-9]*\) stored.*/\1/p')

@@ -30,22 +30,13 @@
 #         fsprism-full" narrow a run; fsprism-hist is --record=hist and
 #         passthrough_ll-xattr as above, neither in the default set)
 set -euo pipefail
+. "$(dirname "$0")/lib.sh"
 
 ROUNDS=3
 RUNTIME=5
 SIZE_MB=1024
-while [ $# -gt 0 ]; do
-	case "$1" in
-	--rounds) ROUNDS=$2; shift 2 ;;
-	--runtime) RUNTIME=$2; shift 2 ;;
-	--size) SIZE_MB=$2; shift 2 ;;
-	*) echo "bench-fuse: unknown option $1" >&2; exit 2 ;;
-	esac
-done
-[ "$(id -u)" = 0 ] || { echo "bench-fuse: needs root (loop devices, mounts)" >&2; exit 1; }
-FSPRISM=${FSPRISM:-$(pwd)/build/fsprism}
-[ -x "$FSPRISM" ] || { echo "bench-fuse: no fsprism binary at $FSPRISM (set FSPRISM=)" >&2; exit 1; }
-command -v fio >/dev/null || { echo "bench-fuse: fio is not installed" >&2; exit 1; }
+bench_options bench-fuse "--rounds=ROUNDS --runtime=RUNTIME --size=SIZE_MB" "$@"
+bench_need bench-fuse fio
 EXAMPLES=/usr/share/doc/libfuse3-dev/examples
 [ -f $EXAMPLES/passthrough_ll.c ] || { echo "bench-fuse: $EXAMPLES/passthrough_ll.c missing (libfuse3-dev)" >&2; exit 1; }
 

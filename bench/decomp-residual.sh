@@ -17,18 +17,12 @@
 #        bench/decomp-residual.sh --delay 100us --pairs 3 [COMPARE OPTIONS...]
 #   FSPRISM=path/to/fsprism overrides the binary (default ./build/fsprism).
 set -euo pipefail
+. "$(dirname "$0")/lib.sh"
 
-FSPRISM=${FSPRISM:-./build/fsprism}
-KEEP= DELAY= PAIRS=3
-while [ $# -gt 0 ]; do
-	case $1 in
-	--keep) KEEP=$2; shift 2 ;;
-	--delay) DELAY=$2; shift 2 ;;
-	--pairs) PAIRS=$2; shift 2 ;;
-	*) break ;;
-	esac
-done
-[ "$(id -u)" = 0 ] || { echo "decomp-residual: run as root" >&2; exit 1; }
+KEEP='' DELAY='' PAIRS=3
+bench_options decomp-residual "--keep=KEEP --delay=DELAY --pairs=PAIRS ANY" "$@"
+shift "$BENCH_SHIFT"
+bench_need decomp-residual
 W=$(mktemp -d /var/tmp/fsprism-decomp-residual.XXXXXX)
 trap 'rm -rf "$W"' EXIT
 DB=${KEEP:-$W/d.db}

@@ -16,18 +16,8 @@ set -euo pipefail
 RUNTIME=10
 QD=32
 ROUNDS=1
-while [ $# -gt 0 ]; do
-	case "$1" in
-	--runtime) RUNTIME=$2; shift 2 ;;
-	--qd) QD=$2; shift 2 ;;
-	--rounds) ROUNDS=$2; shift 2 ;;
-	*) echo "fuse-trace-drops: unknown option $1" >&2; exit 2 ;;
-	esac
-done
-[ "$(id -u)" = 0 ] || { echo "fuse-trace-drops: needs root" >&2; exit 1; }
-FSPRISM=${FSPRISM:-$(pwd)/build/fsprism}
-[ -x "$FSPRISM" ] || { echo "fuse-trace-drops: no fsprism binary at $FSPRISM" >&2; exit 1; }
-command -v fio >/dev/null || { echo "fuse-trace-drops: fio is not installed" >&2; exit 1; }
+bench_options fuse-trace-drops "--runtime=RUNTIME --qd=QD --rounds=ROUNDS" "$@"
+bench_need fuse-trace-drops fio
 
 cleanup() {
 	mountpoint -q "$T/mnt" && "$FSPRISM" umount "$T/mnt" >/dev/null 2>&1

@@ -27,6 +27,7 @@
 #                            [--pin "none same split"]
 #   FSPRISM=path/to/fsprism overrides the binary (default ./build/fsprism).
 set -euo pipefail
+. "$(dirname "$0")/lib.sh"
 
 ROUNDS=6
 RUNTIME=3
@@ -34,23 +35,8 @@ RAMP=1s
 QDS="1 32"
 BS=4k
 PINS=none
-while [ $# -gt 0 ]; do
-	case "$1" in
-	--rounds | --runtime | --ramp | --qd | --bs | --pin)
-		[ $# -ge 2 ] || { echo "trace-cost: $1 needs a value" >&2; exit 2; } ;;
-	esac
-	case "$1" in
-	--rounds) ROUNDS=$2; shift 2 ;;
-	--runtime) RUNTIME=$2; shift 2 ;;
-	--ramp) RAMP=$2; shift 2 ;;
-	--qd) QDS=$2; shift 2 ;;
-	--bs) BS=$2; shift 2 ;;
-	--pin) PINS=$2; shift 2 ;;
-	*) echo "trace-cost: unknown option $1" >&2; exit 2 ;;
-	esac
-done
-FSPRISM=${FSPRISM:-./build/fsprism}
-[ "$(id -u)" = 0 ] || { echo "trace-cost: run as root" >&2; exit 1; }
+bench_options trace-cost "--rounds=ROUNDS --runtime=RUNTIME --ramp=RAMP --qd=QDS --bs=BS --pin=PINS" "$@"
+bench_need trace-cost
 
 for pin in $PINS; do
 	case $pin in none | same | split) ;;

@@ -49,29 +49,17 @@
 #   FSPRISM=path/to/fsprism overrides the binary (default ./build/fsprism,
 #   then ./fsprism)
 set -euo pipefail
+. "$(dirname "$0")/lib.sh"
 
 QUICK=0
 TESTS="1,2,3"
 KEEP_DB=""
-while [ $# -gt 0 ]; do
-	case "$1" in
-	--quick) QUICK=1; shift ;;
-	--tests) TESTS=$2; shift 2 ;;
-	--db) KEEP_DB=$2; shift 2 ;;
-	-h|--help) sed -n '2,/^set -euo/p' "$0" | sed '$d; s/^# \{0,1\}//'; exit 0 ;;
-	*) echo "validate-emu: unknown option $1 (see --help)" >&2; exit 2 ;;
-	esac
-done
-[ "$(id -u)" = 0 ] || { echo "validate-emu: needs root (loop device, mounts)" >&2; exit 1; }
-if [ -z "${FSPRISM:-}" ]; then
-	FSPRISM=$(pwd)/build/fsprism
-	[ -x "$FSPRISM" ] || FSPRISM=$(pwd)/fsprism
-fi
+# shellcheck disable=SC2317 # run by bench_options, for --help
+usage() { sed -n '2,/^set -euo/p' "$0" | sed '$d; s/^# \{0,1\}//'; exit 0; }
+bench_options validate-emu "--quick=QUICK=1 --tests=TESTS --db=KEEP_DB -h|--help=usage()" "$@"
+[ -n "${FSPRISM:-}" ] || [ -x build/fsprism ] || FSPRISM=$(pwd)/fsprism
+bench_need validate-emu fio jq sqlite3 python3 filefrag losetup wipefs mkfs.ext4 mkfs.btrfs fusermount3
 FSPRISM=$(readlink -f "$FSPRISM")
-[ -x "$FSPRISM" ] || { echo "validate-emu: no fsprism binary (set FSPRISM=)" >&2; exit 1; }
-for t in fio jq sqlite3 python3 filefrag losetup wipefs mkfs.ext4 mkfs.btrfs fusermount3; do
-	command -v $t >/dev/null || { echo "validate-emu: $t is not installed" >&2; exit 1; }
-done
 HAVE_XFS=1
 command -v mkfs.xfs >/dev/null || HAVE_XFS=0
 
