@@ -904,25 +904,16 @@ int fsp_stats_print(struct fsp_store *st, int64_t run, const char *format, unsig
 			db_error(st);
 			goto out;
 		}
+		/* the run's own rows and its emulation, each format its own way;
+		 * then the kernel-side sections, in the same order in all three */
 		int erc = 0;
-		if (!strcmp(format, "csv")) {
+		int csv = !strcmp(format, "csv"), json = !strcmp(format, "json");
+		if (csv) {
 			print_csv(&hdr, rows, n, &vw, out);
-			erc = fsp_stats_block_csv(st, run, out);
-			if (erc == 0)
-				erc = fsp_stats_layers(st, run, format, out);
-			if (erc == 0)
-				erc = fsp_stats_fuse(st, run, format, out);
-		} else if (!strcmp(format, "json")) {
+		} else if (json) {
 			print_json(&hdr, rows, n, &vw, out);
 			if (vw.emulation)
 				erc = print_emulation_json(st, run, &acct, flags, out);
-			if (erc == 0)
-				erc = fsp_stats_block_json(st, run, out);
-			if (erc == 0)
-				erc = fsp_stats_layers(st, run, format, out);
-			if (erc == 0)
-				erc = fsp_stats_fuse(st, run, format, out);
-			fputs("\n}\n", out);
 		} else {
 			print_table(&hdr, rows, n, &vw, out);
 			if (vw.emulation)
@@ -930,13 +921,17 @@ int fsp_stats_print(struct fsp_store *st, int64_t run, const char *format, unsig
 			else if (flags & FSP_STATS_EXTENTS)
 				fprintf(out, "\nno emulated files in this run (mount without"
 					" --cow/--journal/--store)\n");
-			if (erc == 0)
-				erc = fsp_stats_block_table(st, run, out);
-			if (erc == 0)
-				erc = fsp_stats_layers(st, run, format, out);
-			if (erc == 0)
-				erc = fsp_stats_fuse(st, run, format, out);
 		}
+		if (erc == 0)
+			erc = csv ? fsp_stats_block_csv(st, run, out)
+			    : json ? fsp_stats_block_json(st, run, out)
+				   : fsp_stats_block_table(st, run, out);
+		if (erc == 0)
+			erc = fsp_stats_layers(st, run, format, out);
+		if (erc == 0)
+			erc = fsp_stats_fuse(st, run, format, out);
+		if (json)
+			fputs("\n}\n", out);
 		if (erc < 0)
 			db_error(st);
 		else
