@@ -94,6 +94,14 @@ static void put_file(const char *path, const char *data, mode_t mode)
 	close(fd);
 }
 
+/* Create path (O_CREAT | O_WRONLY, mode): print ok or the errno, and close it. */
+static void create(const char *name, const char *path, mode_t mode)
+{
+	int fd = openat(dirfd_g, path, O_CREAT | O_WRONLY, mode);
+	res(name, fd);
+	close(fd);
+}
+
 static void show_stat(const char *name, const char *path)
 {
 	struct stat st;
@@ -721,9 +729,7 @@ static void user_a(void) /* uid 1000, groups {1000} */
 	res("u1000 utimensat fixed file of 1001", utimensat(dirfd_g, "shared/own1001", tv, 0));
 	res("u1000 setxattr file of 1001", setxattr("shared/own1001", "user.u", "v", 1, 0));
 	res("u1000 read group file (not member)", openat(dirfd_g, "grpfile", O_RDONLY));
-	int fd = openat(dirfd_g, "mine/new", O_CREAT | O_WRONLY, 0666);
-	res("u1000 create own", fd);
-	close(fd);
+	create("u1000 create own", "mine/new", 0666);
 	show_stat("u1000 new file owner", "mine/new");
 	res("u1000 mkdir own", mkdirat(dirfd_g, "mine/nd", 0777));
 	show_stat("u1000 new dir owner", "mine/nd");
@@ -737,16 +743,12 @@ static void user_a(void) /* uid 1000, groups {1000} */
 	res("u1000 chmod own 0600", fchmodat(dirfd_g, "mine/new", 0600, 0));
 	res("u1000 utimensat fixed own", utimensat(dirfd_g, "mine/new", tv, 0));
 	res("u1000 setxattr own", setxattr("mine/new", "user.u", "v", 1, 0));
-	fd = openat(dirfd_g, "sticky/a1000", O_CREAT | O_WRONLY, 0644);
-	res("u1000 create in sticky dir", fd);
-	close(fd);
-	fd = openat(dirfd_g, "sgid_open/g", O_CREAT | O_WRONLY, 02755);
-	res("u1000 create S_ISGID in setgid dir (not member)", fd);
-	close(fd);
+	create("u1000 create in sticky dir", "sticky/a1000", 0644);
+	create("u1000 create S_ISGID in setgid dir (not member)", "sgid_open/g", 02755);
 	show_stat("u1000 file in setgid dir", "sgid_open/g");
 	res("u1000 mkdir in setgid dir", mkdirat(dirfd_g, "sgid_open/sub", 0777));
 	show_stat("u1000 dir in setgid dir", "sgid_open/sub");
-	fd = openat(dirfd_g, "suidf", O_WRONLY);
+	int fd = openat(dirfd_g, "suidf", O_WRONLY);
 	res("u1000 open suid file for write", fd);
 	val("u1000 write suid file", write(fd, "x", 1));
 	close(fd);
@@ -757,9 +759,7 @@ static void user_b(void) /* uid 1001 */
 {
 	res("u1001 unlink other's file in sticky dir", unlinkat(dirfd_g, "sticky/a1000", 0));
 	res("u1001 rename other's file in sticky dir", renameat(dirfd_g, "sticky/a1000", dirfd_g, "sticky/b"));
-	int fd = openat(dirfd_g, "sticky/b1001", O_CREAT | O_WRONLY, 0644);
-	res("u1001 create in sticky dir", fd);
-	close(fd);
+	create("u1001 create in sticky dir", "sticky/b1001", 0644);
 	res("u1001 unlink own in sticky dir", unlinkat(dirfd_g, "sticky/b1001", 0));
 	res("u1001 chmod own file", fchmodat(dirfd_g, "shared/own1001", 0640, 0));
 	res("u1001 read own 0600", openat(dirfd_g, "shared/priv1001", O_RDONLY));
@@ -771,13 +771,9 @@ static void user_c(void) /* uid 1000, groups {1000, 2000, 3000} */
 	res("u1000+g3000 write group file (0640)", openat(dirfd_g, "grpfile", O_WRONLY));
 	res("u1000+g2000 chgrp own file to 3000", fchownat(dirfd_g, "mine/f", (uid_t)-1, 3000, 0));
 	show_stat("chgrp result", "mine/f");
-	int fd = openat(dirfd_g, "sgid/f", O_CREAT | O_WRONLY, 0664);
-	res("u1000+g2000 create in setgid dir", fd);
-	close(fd);
+	create("u1000+g2000 create in setgid dir", "sgid/f", 0664);
 	show_stat("file in setgid dir (member)", "sgid/f");
-	fd = openat(dirfd_g, "sgid/s", O_CREAT | O_WRONLY, 02775);
-	res("u1000+g2000 create S_ISGID in setgid dir", fd);
-	close(fd);
+	create("u1000+g2000 create S_ISGID in setgid dir", "sgid/s", 02775);
 	show_stat("S_ISGID file in setgid dir (member)", "sgid/s");
 	res("u1000+g2000 mkdir in setgid dir", mkdirat(dirfd_g, "sgid/sub", 0775));
 	show_stat("dir in setgid dir", "sgid/sub");

@@ -116,6 +116,16 @@ static void wait_calls(int n)
 	assert_int_equal(got, n);
 }
 
+/* Every done() call saw the result and the data its IO expected, a
+ * collection time as the run asked, and all on one (reaper) thread. */
+static void seen_all_right(void)
+{
+	assert_int_equal(seen.wrong_res, 0);
+	assert_int_equal(seen.wrong_data, 0);
+	assert_int_equal(seen.untimely, 0);
+	assert_int_equal(seen.threads_seen, 0);
+}
+
 static int setup(void **state)
 {
 	(void)state;
@@ -157,6 +167,16 @@ static void need_direct(void)
 		skip(); /* no O_DIRECT on this file system */
 }
 
+/* An aio of depth slots of struct slot, reading the clock or not (and the
+ * done() calls expecting it). */
+static struct fsp_aio *start(unsigned depth, int timed)
+{
+	timed_run = timed;
+	struct fsp_aio *a = fsp_aio_start(depth, sizeof(struct slot), timed);
+	assert_non_null(a);
+	return a;
+}
+
 static struct slot *get(struct fsp_aio *a, size_t len)
 {
 	struct slot *s = (struct slot *)fsp_aio_get(a, len);
@@ -187,8 +207,7 @@ static void prep(struct slot *s, int write, uint64_t off, size_t len, long want)
 static void test_slots(void **state)
 {
 	(void)state;
-	struct fsp_aio *a = fsp_aio_start(8, sizeof(struct slot), 0);
-	assert_non_null(a);
+	struct fsp_aio *a = start(8, 0);
 	uint64_t mapped, huge;
 	fsp_aio_usage(a, &mapped, &huge);
 	assert_int_equal(mapped, 0); /* nothing before the first slot */
@@ -250,8 +269,7 @@ static void test_slots(void **state)
 static void test_no_slot(void **state)
 {
 	(void)state;
-	struct fsp_aio *a = fsp_aio_start(4, sizeof(struct slot), 0);
-	assert_non_null(a);
+	struct fsp_aio *a = start(4, 0);
 	struct slot *s = get(a, 4096);
 	void *buf = s->io.buf;
 	fsp_aio_put(a, &s->io);
@@ -266,9 +284,7 @@ static void test_no_slot(void **state)
 static void run_read_write(int timed)
 {
 	need_direct();
-	timed_run = timed;
-	struct fsp_aio *a = fsp_aio_start(16, sizeof(struct slot), timed);
-	assert_non_null(a);
+	struct fsp_aio *a = start(16, timed);
 	struct slot *s;
 	int n = 0;
 	/* reads of several sizes and places */
@@ -306,10 +322,7 @@ static void run_read_write(int timed)
 	fsp_aio_stop(a);
 
 	assert_int_equal(seen.calls, n);
-	assert_int_equal(seen.wrong_res, 0);
-	assert_int_equal(seen.wrong_data, 0);
-	assert_int_equal(seen.untimely, 0);
-	assert_int_equal(seen.threads_seen, 0); /* one reaper answers all */
+	seen_all_right(); /* one reaper answers all */
 	assert_false(pthread_equal(seen.thread, pthread_self()));
 	if (timed)
 		assert_true(seen.last_done_ns > 0);
@@ -359,9 +372,7 @@ static void stop_hung(int sig)
 static void test_submit_refused(void **state)
 {
 	(void)state;
-	timed_run = 0;
-	struct fsp_aio *a = fsp_aio_start(4, sizeof(struct slot), 0);
-	assert_non_null(a);
+	struct fsp_aio *a = start(4, 0);
 	struct slot *s = get(a, 4096);
 	s->want = 0;
 	s->write = 0;
@@ -390,9 +401,7 @@ static void test_stop_waits(void **state)
 {
 	(void)state;
 	need_direct();
-	timed_run = 0;
-	struct fsp_aio *a = fsp_aio_start(8, sizeof(struct slot), 0);
-	assert_non_null(a);
+	struct fsp_aio *a = start(8, 0);
 	enum { N = 4 };
 	for (int k = 0; k < N; k++) {
 		struct slot *s = get(a, 4096);
@@ -408,8 +417,7 @@ static void test_stop_waits(void **state)
 	assert_int_equal(seen.wrong_res, 0);
 	assert_int_equal(seen.wrong_data, 0);
 	/* and stop with nothing ever submitted, or no aio at all */
-	a = fsp_aio_start(8, sizeof(struct slot), 0);
-	assert_non_null(a);
+	a = start(8, 0);
 	fsp_aio_stop(a);
 	fsp_aio_stop(NULL);
 }
@@ -458,9 +466,7 @@ static void test_threads(void **state)
 {
 	(void)state;
 	need_direct();
-	timed_run = 1;
-	struct fsp_aio *a = fsp_aio_start(2, sizeof(struct slot), 1);
-	assert_non_null(a);
+	struct fsp_aio *a = start(2, 1);
 	pthread_t th[SUBMITTERS];
 	struct submitter w[SUBMITTERS];
 	for (int i = 0; i < SUBMITTERS; i++) {
@@ -477,10 +483,7 @@ static void test_threads(void **state)
 	print_message("# %d of %d done synchronously (context full)\n", sync,
 		      SUBMITTERS * PER_THREAD);
 	assert_int_equal(seen.calls + sync, SUBMITTERS * PER_THREAD);
-	assert_int_equal(seen.wrong_res, 0);
-	assert_int_equal(seen.wrong_data, 0);
-	assert_int_equal(seen.untimely, 0);
-	assert_int_equal(seen.threads_seen, 0);
+	seen_all_right();
 }
 
 int main(void)

@@ -56,6 +56,33 @@ static void run_join(struct fsp_dc_in *in)
 		assert_int_equal(sum_parts(&got[i]), in->io[i].reap_ns - in->io[i].submit_ns);
 }
 
+/* One value expected of an IO's parts: PART(DEVICE, 750) is ns[FSP_DC_DEVICE],
+ * WHY(NO_BLOCK, 700) why_ns[FSP_DC_NO_BLOCK], ROWS(1) the rows joined. */
+struct want {
+	enum { W_PART, W_WHY, W_ROWS } what;
+	unsigned k;
+	uint64_t v;
+	const char *name;
+};
+#define PART(k, ns) { W_PART, FSP_DC_##k, ns, #k }
+#define WHY(k, ns) { W_WHY, FSP_DC_##k, ns, #k }
+#define ROWS(n) { W_ROWS, 0, n, "rows" }
+
+/* got[i] holds every value of w[n]; what w does not name is not looked at. */
+static void expect_at(int line, size_t i, const struct want *w, size_t n)
+{
+	for (size_t k = 0; k < n; k++) {
+		uint64_t v = w[k].what == W_PART ? got[i].ns[w[k].k]
+			   : w[k].what == W_WHY ? got[i].why_ns[w[k].k] : got[i].rows;
+		if (v != w[k].v)
+			fail_msg("line %d: IO %zu: %s is %llu, expected %llu", line, i, w[k].name,
+				 (unsigned long long)v, (unsigned long long)w[k].v);
+	}
+}
+#define expect_io(i, ...) \
+	expect_at(__LINE__, i, (const struct want[]){ __VA_ARGS__ }, \
+		  sizeof((const struct want[]){ __VA_ARGS__ }) / sizeof(struct want))
+
 static struct fsp_dc_io io(uint64_t submit, uint64_t reap, uint64_t off, uint64_t len,
 			   uint32_t tid, int write)
 {
@@ -89,22 +116,18 @@ static void test_one_request(void **state)
 	};
 	struct fsp_dc_in in = raw(ios, 1, b, 4);
 	run_join(&in);
-	assert_int_equal(got[0].ns[FSP_DC_SUBMIT], 100);
-	assert_int_equal(got[0].ns[FSP_DC_BLOCK_QUEUE], 50);
-	assert_int_equal(got[0].ns[FSP_DC_DEVICE], 750);
-	assert_int_equal(got[0].ns[FSP_DC_COMPLETE], 100);
-	assert_int_equal(got[0].ns[FSP_DC_RESIDUAL], 0);
-	assert_int_equal(got[0].rows, 1);
+	expect_io(0, PART(SUBMIT, 100), PART(BLOCK_QUEUE, 50), PART(DEVICE, 750),
+		  PART(COMPLETE, 100), PART(RESIDUAL, 0), ROWS(1));
 
 	/* a partition starting at 1 MiB of the disk: the request's sector
 	 * is the disk's, the IO's offset the partition's */
 	b[0].sector = (1048576 + 8192) / 512;
 	in.map.base = 1048576;
 	run_join(&in);
-	assert_int_equal(got[0].ns[FSP_DC_DEVICE], 750);
+	expect_io(0, PART(DEVICE, 750));
 	in.map.base = 0; /* now the request is at 1 MiB + 8 KiB: not the IO's */
 	run_join(&in);
-	assert_int_equal(got[0].why_ns[FSP_DC_NO_BLOCK], 1000);
+	expect_io(0, WHY(NO_BLOCK, 1000));
 }
 
 static void test_out_of_order(void **state)
@@ -118,13 +141,9 @@ static void test_out_of_order(void **state)
 	};
 	struct fsp_dc_in in = raw(ios, 2, b, 2);
 	run_join(&in);
-	assert_int_equal(got[0].ns[FSP_DC_SUBMIT], 100);
-	assert_int_equal(got[0].ns[FSP_DC_DEVICE], 3600);
-	assert_int_equal(got[0].ns[FSP_DC_COMPLETE], 200);
-	assert_int_equal(got[1].ns[FSP_DC_SUBMIT], 490);
-	assert_int_equal(got[1].ns[FSP_DC_BLOCK_QUEUE], 100);
-	assert_int_equal(got[1].ns[FSP_DC_DEVICE], 300);
-	assert_int_equal(got[1].ns[FSP_DC_COMPLETE], 100);
+	expect_io(0, PART(SUBMIT, 100), PART(DEVICE, 3600), PART(COMPLETE, 200));
+	expect_io(1, PART(SUBMIT, 490), PART(BLOCK_QUEUE, 100), PART(DEVICE, 300),
+		  PART(COMPLETE, 100));
 }
 
 static void test_split(void **state)
@@ -139,18 +158,13 @@ static void test_split(void **state)
 	};
 	struct fsp_dc_in in = raw(ios, 1, b, 2);
 	run_join(&in);
-	assert_int_equal(got[0].ns[FSP_DC_SUBMIT], 100);
-	assert_int_equal(got[0].ns[FSP_DC_BLOCK_QUEUE], 100);  /* 100..200 */
-	assert_int_equal(got[0].ns[FSP_DC_DEVICE], 700);       /* 200..900 */
-	assert_int_equal(got[0].ns[FSP_DC_COMPLETE], 100);
-	assert_int_equal(got[0].ns[FSP_DC_RESIDUAL], 0);
-	assert_int_equal(got[0].rows, 2);
+	expect_io(0, PART(SUBMIT, 100), PART(BLOCK_QUEUE, 100), /* 100..200 */
+		  PART(DEVICE, 700),                          /* 200..900 */
+		  PART(COMPLETE, 100), PART(RESIDUAL, 0), ROWS(2));
 	/* the second made only after the first completed: a gap, residual */
 	b[1] = rq(700, 750, 900, 131072, 131072, 7, 1);
 	run_join(&in);
-	assert_int_equal(got[0].ns[FSP_DC_DEVICE], 400 + 150);
-	assert_int_equal(got[0].ns[FSP_DC_BLOCK_QUEUE], 100 + 50);
-	assert_int_equal(got[0].why_ns[FSP_DC_GAP], 100);
+	expect_io(0, PART(DEVICE, 400 + 150), PART(BLOCK_QUEUE, 100 + 50), WHY(GAP, 100));
 }
 
 static void test_merged(void **state)
@@ -162,19 +176,14 @@ static void test_merged(void **state)
 	struct fsp_dc_block b[] = { rq(50, 100, 900, 0, 8192, 7, 0) };
 	struct fsp_dc_in in = raw(ios, 2, b, 1);
 	run_join(&in);
-	assert_int_equal(got[0].ns[FSP_DC_DEVICE], 800);
-	assert_int_equal(got[1].ns[FSP_DC_DEVICE], 800);
-	assert_int_equal(got[1].ns[FSP_DC_SUBMIT], 40);
-	assert_int_equal(got[1].ns[FSP_DC_BLOCK_QUEUE], 50);
+	expect_io(0, PART(DEVICE, 800));
+	expect_io(1, PART(DEVICE, 800), PART(SUBMIT, 40), PART(BLOCK_QUEUE, 50));
 	/* B submitted after the request was made, before its issue: B's bio
 	 * was merged into it at some unknown moment, residual until issue */
 	ios[1] = io(70, 1010, 4096, 4096, 7, 0);
 	run_join(&in);
-	assert_int_equal(got[1].ns[FSP_DC_SUBMIT], 0);
-	assert_int_equal(got[1].why_ns[FSP_DC_NOT_NESTED], 30);
-	assert_int_equal(got[1].ns[FSP_DC_DEVICE], 800);
-	assert_int_equal(got[1].ns[FSP_DC_COMPLETE], 110);
-	assert_int_equal(got[0].ns[FSP_DC_DEVICE], 800);
+	expect_io(1, PART(SUBMIT, 0), WHY(NOT_NESTED, 30), PART(DEVICE, 800), PART(COMPLETE, 110));
+	expect_io(0, PART(DEVICE, 800));
 }
 
 static void test_no_block(void **state)
@@ -183,15 +192,13 @@ static void test_no_block(void **state)
 	struct fsp_dc_io ios[] = { io(0, 700, 0, 4096, 7, 0) };
 	struct fsp_dc_in in = raw(ios, 1, NULL, 0);
 	run_join(&in);
-	assert_int_equal(got[0].ns[FSP_DC_RESIDUAL], 700);
-	assert_int_equal(got[0].why_ns[FSP_DC_NO_BLOCK], 700);
-	assert_int_equal(got[0].rows, 0);
+	expect_io(0, PART(RESIDUAL, 700), WHY(NO_BLOCK, 700), ROWS(0));
 	in.kind = FSP_DC_FILE; /* a file read served from the page cache */
 	struct fsp_extent e = { 0, 1 << 20, 1 << 20, 0 };
 	in.map.ext = &e;
 	in.map.n = 1;
 	run_join(&in);
-	assert_int_equal(got[0].why_ns[FSP_DC_NO_BLOCK], 700);
+	expect_io(0, WHY(NO_BLOCK, 700));
 }
 
 static void test_qd32_one_thread(void **state)
@@ -207,23 +214,17 @@ static void test_qd32_one_thread(void **state)
 	}
 	struct fsp_dc_in in = raw(ios, 32, b, 32);
 	run_join(&in);
-	for (unsigned i = 0; i < 32; i++) {
-		assert_int_equal(got[i].rows, 1);
-		assert_int_equal(got[i].ns[FSP_DC_SUBMIT], 5);
-		assert_int_equal(got[i].ns[FSP_DC_DEVICE], 90000 - 100 * i - (1008 + 10 * i));
-		assert_int_equal(got[i].ns[FSP_DC_COMPLETE], 10000);
-	}
+	for (unsigned i = 0; i < 32; i++)
+		expect_io(i, ROWS(1), PART(SUBMIT, 5),
+			  PART(DEVICE, 90000 - 100 * i - (1008 + 10 * i)), PART(COMPLETE, 10000));
 	/* all 32 on the same 4 KiB: each IO gets one request, in order */
 	for (unsigned i = 0; i < 32; i++) {
 		ios[i].offset = 0;
 		b[i].sector = 0;
 	}
 	run_join(&in);
-	for (unsigned i = 0; i < 32; i++) {
-		assert_int_equal(got[i].rows, 1);
-		assert_int_equal(got[i].ns[FSP_DC_SUBMIT], 5);
-		assert_int_equal(got[i].ns[FSP_DC_RESIDUAL], 0);
-	}
+	for (unsigned i = 0; i < 32; i++)
+		expect_io(i, ROWS(1), PART(SUBMIT, 5), PART(RESIDUAL, 0));
 }
 
 static void test_other_thread(void **state)
@@ -234,17 +235,14 @@ static void test_other_thread(void **state)
 	struct fsp_dc_block b[] = { rq(50, 60, 900, 0, 4096, 99, 0) };
 	struct fsp_dc_in in = raw(ios, 1, b, 1);
 	run_join(&in);
-	assert_int_equal(got[0].rows, 1);
-	assert_int_equal(got[0].ns[FSP_DC_DEVICE], 840);
+	expect_io(0, ROWS(1), PART(DEVICE, 840));
 	/* two threads on one range: the tid that queued it decides, not FIFO */
 	struct fsp_dc_block b2[] = { rq(50, 60, 900, 0, 4096, 8, 0),
 				     rq(70, 80, 950, 0, 4096, 7, 0) };
 	in = raw(ios, 2, b2, 2);
 	run_join(&in);
-	assert_int_equal(got[0].ns[FSP_DC_SUBMIT], 70);
-	assert_int_equal(got[0].ns[FSP_DC_DEVICE], 870);
-	assert_int_equal(got[1].ns[FSP_DC_SUBMIT], 45);
-	assert_int_equal(got[1].ns[FSP_DC_DEVICE], 840);
+	expect_io(0, PART(SUBMIT, 70), PART(DEVICE, 870));
+	expect_io(1, PART(SUBMIT, 45), PART(DEVICE, 840));
 }
 
 static void test_inversions(void **state)
@@ -255,14 +253,11 @@ static void test_inversions(void **state)
 	struct fsp_dc_block b[] = { rq(100, 200, 1200, 0, 4096, 7, 0) };
 	struct fsp_dc_in in = raw(ios, 1, b, 1);
 	run_join(&in);
-	assert_int_equal(got[0].ns[FSP_DC_DEVICE], 0);
-	assert_int_equal(got[0].why_ns[FSP_DC_INVERTED], 900);
-	assert_int_equal(got[0].ns[FSP_DC_SUBMIT], 100);
+	expect_io(0, PART(DEVICE, 0), WHY(INVERTED, 900), PART(SUBMIT, 100));
 	/* issued before it was made */
 	b[0] = rq(300, 200, 800, 0, 4096, 7, 0);
 	run_join(&in);
-	assert_int_equal(got[0].why_ns[FSP_DC_INVERTED], 600);
-	assert_int_equal(got[0].ns[FSP_DC_COMPLETE], 200);
+	expect_io(0, WHY(INVERTED, 600), PART(COMPLETE, 200));
 	/* an IO reaped before it was submitted: nothing to split */
 	ios[0] = io(1000, 900, 0, 4096, 7, 0);
 	ngot = 0;
@@ -293,13 +288,10 @@ static void test_file_extents(void **state)
 	struct fsp_dc_in in = { .kind = FSP_DC_FILE, .io = ios, .nio = 3, .blk = b, .nblk = 3,
 				.map = { 0, e, 3 } };
 	run_join(&in);
-	assert_int_equal(got[0].ns[FSP_DC_FS_SUBMIT], 100);
-	assert_int_equal(got[0].ns[FSP_DC_DEVICE], 750);
-	assert_int_equal(got[0].ns[FSP_DC_FS_COMPLETE], 100);
-	assert_int_equal(got[0].ns[FSP_DC_SUBMIT], 0);
-	assert_int_equal(got[1].ns[FSP_DC_FS_SUBMIT], 110);
-	assert_int_equal(got[1].ns[FSP_DC_DEVICE], 640);
-	assert_int_equal(got[2].why_ns[FSP_DC_NO_BLOCK], 1000);
+	expect_io(0, PART(FS_SUBMIT, 100), PART(DEVICE, 750), PART(FS_COMPLETE, 100),
+		  PART(SUBMIT, 0));
+	expect_io(1, PART(FS_SUBMIT, 110), PART(DEVICE, 640));
+	expect_io(2, WHY(NO_BLOCK, 1000));
 	/* one request across two extents adjacent on the disk but not in the
 	 * file: each piece serves the IO at its own place in the file */
 	struct fsp_extent e2[] = { { 0, 1 << 20, 4096, 0 }, { 65536, (1 << 20) + 4096, 4096, 0 } };
@@ -308,9 +300,8 @@ static void test_file_extents(void **state)
 	in = (struct fsp_dc_in){ .kind = FSP_DC_FILE, .io = ios2, .nio = 2, .blk = b2, .nblk = 1,
 				 .map = { 0, e2, 2 } };
 	run_join(&in);
-	assert_int_equal(got[0].ns[FSP_DC_DEVICE], 700);
-	assert_int_equal(got[1].ns[FSP_DC_DEVICE], 700);
-	assert_int_equal(got[1].ns[FSP_DC_FS_COMPLETE], 100);
+	expect_io(0, PART(DEVICE, 700));
+	expect_io(1, PART(DEVICE, 700), PART(FS_COMPLETE, 100));
 }
 
 static void test_mount_chain(void **state)
@@ -335,40 +326,28 @@ static void test_mount_chain(void **state)
 				.map = { 0, &e, 1 }, .blk_tgid = 50, .dmn = d, .ndmn = 2,
 				.fuse = f, .nfuse = 2 };
 	run_join(&in);
-	const struct fsp_dc_parts *p = &got[0];
-	assert_int_equal(p->rows, 1);
-	assert_int_equal(p->ns[FSP_DC_SUBMIT], 500);
-	assert_int_equal(p->ns[FSP_DC_FUSE_QUEUE], 1000);
-	assert_int_equal(p->ns[FSP_DC_DAEMON_RECV], 100);
-	assert_int_equal(p->ns[FSP_DC_BLOCK_QUEUE], 500);
-	assert_int_equal(p->ns[FSP_DC_DEVICE], 3500);
-	assert_int_equal(p->ns[FSP_DC_BACKING], 1000); /* 5000 - 4000 in the block layer */
-	assert_int_equal(p->ns[FSP_DC_EMU], 400);
-	assert_int_equal(p->ns[FSP_DC_LAYER], 1000);   /* 6400 - 5000 - 400 */
-	assert_int_equal(p->ns[FSP_DC_FUSE_REPLY], 500);
-	assert_int_equal(p->ns[FSP_DC_COMPLETE], 1500);
-	assert_int_equal(p->ns[FSP_DC_RESIDUAL], 0);
+	expect_io(0, ROWS(1), PART(SUBMIT, 500), PART(FUSE_QUEUE, 1000),
+		  PART(DAEMON_RECV, 100), PART(BLOCK_QUEUE, 500), PART(DEVICE, 3500),
+		  PART(BACKING, 1000),               /* 5000 - 4000 in the block layer */
+		  PART(EMU, 400), PART(LAYER, 1000), /* 6400 - 5000 - 400 */
+		  PART(FUSE_REPLY, 500), PART(COMPLETE, 1500), PART(RESIDUAL, 0));
 
 	/* a delay injected at handler entry (of layer_ns): its own part, out of layer */
 	d[0].inject_ns = 700;
 	run_join(&in);
-	assert_int_equal(got[0].ns[FSP_DC_INJECT], 700);
-	assert_int_equal(got[0].ns[FSP_DC_LAYER], 300);
-	assert_int_equal(got[0].ns[FSP_DC_BACKING], 1000);
-	assert_int_equal(got[0].ns[FSP_DC_EMU], 400);
+	expect_io(0, PART(INJECT, 700), PART(LAYER, 300), PART(BACKING, 1000), PART(EMU, 400));
 	d[0].inject_ns = 0;
 
 	/* another daemon process's request: not in the backing parts */
 	in.blk_tgid = 51;
 	run_join(&in);
-	assert_int_equal(got[0].ns[FSP_DC_DEVICE], 0);
-	assert_int_equal(got[0].ns[FSP_DC_BACKING], 5000);
+	expect_io(0, PART(DEVICE, 0), PART(BACKING, 5000));
 
 	/* unmapped backing (UINT64_MAX): matched by time and tgid alone */
 	in.blk_tgid = 50;
 	in.map = (struct fsp_dc_map){ UINT64_MAX, NULL, 0 };
 	run_join(&in);
-	assert_int_equal(got[0].ns[FSP_DC_DEVICE], 3500);
+	expect_io(0, PART(DEVICE, 3500));
 
 	/* the FUSE transport's rows absent (fuse_reqs missing, columns 0):
 	 * before the handler and after it is residual, named */
@@ -377,14 +356,12 @@ static void test_mount_chain(void **state)
 	d[0].recv_ns = 0;
 	d[0].fuse_unique = 0;
 	run_join(&in);
-	assert_int_equal(got[0].why_ns[FSP_DC_NO_FUSE], 1600 + 2000);
-	assert_int_equal(got[0].ns[FSP_DC_SUBMIT], 0);
-	assert_int_equal(got[0].ns[FSP_DC_LAYER], 1000);
+	expect_io(0, WHY(NO_FUSE, 1600 + 2000), PART(SUBMIT, 0), PART(LAYER, 1000));
 
 	/* no daemon row for the IO (sampled out) */
 	d[0].pid = 8;
 	run_join(&in);
-	assert_int_equal(got[0].why_ns[FSP_DC_NO_DAEMON], 10000);
+	expect_io(0, WHY(NO_DAEMON, 10000));
 }
 
 static void test_mount_aio_reply(void **state)
@@ -408,17 +385,10 @@ static void test_mount_aio_reply(void **state)
 	struct fsp_dc_in in = { .kind = FSP_DC_MOUNT, .io = ios, .nio = 2, .blk = b, .nblk = 2,
 				.dmn = d, .ndmn = 2, .fuse = f, .nfuse = 2 };
 	run_join(&in);
-	assert_int_equal(got[0].ns[FSP_DC_SUBMIT], 200);
-	assert_int_equal(got[0].ns[FSP_DC_FUSE_QUEUE], 700);
-	assert_int_equal(got[0].ns[FSP_DC_DEVICE], 6100);
-	assert_int_equal(got[0].ns[FSP_DC_BLOCK_QUEUE], 100);
-	assert_int_equal(got[0].ns[FSP_DC_BACKING], 300);
-	assert_int_equal(got[0].ns[FSP_DC_LAYER], 500);
-	assert_int_equal(got[0].ns[FSP_DC_FUSE_REPLY], 100);
-	assert_int_equal(got[0].ns[FSP_DC_COMPLETE], 900);
-	assert_int_equal(got[1].ns[FSP_DC_DEVICE], 2150);
-	assert_int_equal(got[1].ns[FSP_DC_FUSE_REPLY], 100);
-	assert_int_equal(got[1].ns[FSP_DC_RESIDUAL], 0);
+	expect_io(0, PART(SUBMIT, 200), PART(FUSE_QUEUE, 700), PART(DEVICE, 6100),
+		  PART(BLOCK_QUEUE, 100), PART(BACKING, 300), PART(LAYER, 500),
+		  PART(FUSE_REPLY, 100), PART(COMPLETE, 900));
+	expect_io(1, PART(DEVICE, 2150), PART(FUSE_REPLY, 100), PART(RESIDUAL, 0));
 }
 
 static void test_tail_attribution(void **state)

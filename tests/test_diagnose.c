@@ -16,53 +16,52 @@
 #include <cmocka.h>
 #include "src/prism/diagnose.h"
 
+/* The judgement of a (na rounds) against b (nb rounds), the call succeeding;
+ * c the whole comparison. */
+static enum fsp_dx_judgement judge(const double *a, int na, const double *b, int nb,
+				   struct fsp_dx_cmp *c)
+{
+	assert_int_equal(fsp_dx_judge(a, na, b, nb, c), 0);
+	return c->j;
+}
+
 static void test_noise_rule(void **state)
 {
 	struct fsp_dx_cmp c;
 	/* unpaired (2 rounds against 3): 10% apart, rounds spread 20%: noise */
 	double a[] = { 100, 90, 110 }, b[] = { 90, 99, 81 };
-	assert_int_equal(fsp_dx_judge(a, 3, b, 2, &c), 0);
+	assert_int_equal(judge(a, 3, b, 2, &c), FSP_DX_INSIDE);
 	assert_false(c.paired);
-	assert_int_equal(c.j, FSP_DX_INSIDE);
 	assert_true(c.spread > 0.19 && c.spread < 0.21);
 	/* paired: the rounds disagree on the direction: noise */
-	assert_int_equal(fsp_dx_judge(a, 3, b, 3, &c), 0);
+	assert_int_equal(judge(a, 3, b, 3, &c), FSP_DX_INSIDE);
 	assert_true(c.paired);
-	assert_int_equal(c.j, FSP_DX_INSIDE);
 	/* two rounds the other way: noise however large */
 	double two_a[] = { 100, 100 }, two_b[] = { 40, 110 };
-	assert_int_equal(fsp_dx_judge(two_a, 2, two_b, 2, &c), 0);
-	assert_int_equal(c.j, FSP_DX_INSIDE);
+	assert_int_equal(judge(two_a, 2, two_b, 2, &c), FSP_DX_INSIDE);
 	/* three rounds, two agree on -70%, one the other way: still a difference */
 	double out_a[] = { 100, 100, 100 }, out_b[] = { 25, 29, 127 };
-	assert_int_equal(fsp_dx_judge(out_a, 3, out_b, 3, &c), 0);
-	assert_int_equal(c.j, FSP_DX_OUTSIDE);
+	assert_int_equal(judge(out_a, 3, out_b, 3, &c), FSP_DX_OUTSIDE);
 	/* paired: the machine drifts 60..140 over the rounds, b is 30% below a
 	 * in every round: a difference the unpaired ranges would call noise */
 	double dr_a[] = { 100, 60, 140 }, dr_b[] = { 70, 42, 98 };
-	assert_int_equal(fsp_dx_judge(dr_a, 3, dr_b, 3, &c), 0);
-	assert_int_equal(c.j, FSP_DX_OUTSIDE);
+	assert_int_equal(judge(dr_a, 3, dr_b, 3, &c), FSP_DX_OUTSIDE);
 	assert_true(c.rel < -0.29 && c.rel > -0.31);
-	assert_int_equal(fsp_dx_judge(dr_a, 3, dr_b, 2, &c), 0);
-	assert_int_equal(c.j, FSP_DX_INSIDE);
+	assert_int_equal(judge(dr_a, 3, dr_b, 2, &c), FSP_DX_INSIDE);
 	/* paired, all one way but the median inside half the ratios' range */
 	double w_a[] = { 100, 100, 100 }, w_b[] = { 98, 40, 99 };
-	assert_int_equal(fsp_dx_judge(w_a, 3, w_b, 3, &c), 0);
-	assert_int_equal(c.j, FSP_DX_INSIDE);
+	assert_int_equal(judge(w_a, 3, w_b, 3, &c), FSP_DX_INSIDE);
 	/* 40% apart, spread 4%: a difference */
 	double d[] = { 60, 61, 59 }, e[] = { 100, 102, 98 };
-	assert_int_equal(fsp_dx_judge(e, 3, d, 3, &c), 0);
-	assert_int_equal(c.j, FSP_DX_OUTSIDE);
+	assert_int_equal(judge(e, 3, d, 3, &c), FSP_DX_OUTSIDE);
 	assert_true(c.rel < -0.39 && c.rel > -0.41);
 	/* one round: spread unknown, above the floor */
 	double f[] = { 100 }, g[] = { 70 };
-	assert_int_equal(fsp_dx_judge(f, 1, g, 1, &c), 0);
-	assert_int_equal(c.j, FSP_DX_SPREAD_UNKNOWN);
+	assert_int_equal(judge(f, 1, g, 1, &c), FSP_DX_SPREAD_UNKNOWN);
 	assert_true(c.spread < 0);
 	/* one round, 2% apart: inside the floor */
 	double h[] = { 98 };
-	assert_int_equal(fsp_dx_judge(f, 1, h, 1, &c), 0);
-	assert_int_equal(c.j, FSP_DX_INSIDE);
+	assert_int_equal(judge(f, 1, h, 1, &c), FSP_DX_INSIDE);
 	/* a missing side */
 	double z[] = { 0, 0 };
 	assert_int_equal(fsp_dx_judge(f, 1, z, 2, &c), -1);
@@ -80,15 +79,22 @@ static void curve(struct fsp_dx_point *p, const double *mbps, double spread)
 	}
 }
 
-static void test_bathtub(void **state)
+/* Whether the curve of mbps over the 11 mixes 100/0 .. 0/100, each step's
+ * rounds spread as given, has a bathtub (the call succeeds); s its shape. */
+static int bathtub(const double *mbps, double spread, struct fsp_dx_shape *s)
 {
 	struct fsp_dx_point p[11];
+	curve(p, mbps, spread);
+	assert_int_equal(fsp_dx_bathtub(p, 11, s), 0);
+	return s->found;
+}
+
+static void test_bathtub(void **state)
+{
 	struct fsp_dx_shape s;
 	/* the seed's finding: 80/20 .. 10/90 at a third of the pure steps */
 	const double tub[] = { 300, 280, 110, 100, 95, 100, 98, 102, 105, 110, 310 };
-	curve(p, tub, -1);
-	assert_int_equal(fsp_dx_bathtub(p, 11, &s), 0);
-	assert_true(s.found);
+	assert_true(bathtub(tub, -1, &s));
 	assert_int_equal(s.first_pct, 80);
 	assert_int_equal(s.last_pct, 10);
 	assert_int_equal(s.nlow, 8);
@@ -96,33 +102,23 @@ static void test_bathtub(void **state)
 	assert_true(s.depth > 0.31 && s.depth < 0.32);
 	/* a flat curve, and one that dips only to 85%: no bathtub */
 	const double flat[] = { 300, 290, 295, 300, 310, 300, 290, 305, 300, 295, 300 };
-	curve(p, flat, -1);
-	assert_int_equal(fsp_dx_bathtub(p, 11, &s), 0);
-	assert_false(s.found);
+	assert_false(bathtub(flat, -1, &s));
 	const double shallow[] = { 300, 270, 260, 255, 255, 260, 255, 262, 265, 270, 300 };
-	curve(p, shallow, -1);
-	fsp_dx_bathtub(p, 11, &s);
-	assert_false(s.found);
+	assert_false(bathtub(shallow, -1, &s));
 	/* one low step is a dent, not a bathtub */
 	const double dent[] = { 300, 300, 300, 300, 300, 100, 300, 300, 300, 300, 300 };
-	curve(p, dent, -1);
-	fsp_dx_bathtub(p, 11, &s);
-	assert_false(s.found);
+	assert_false(bathtub(dent, -1, &s));
 	/* a dip to 70% when the rounds' ratios spread 70 points: the top of the
 	 * spread reaches the pure level */
 	const double noisy[] = { 300, 210, 210, 210, 210, 210, 210, 210, 210, 210, 300 };
-	curve(p, noisy, 0.70);
-	fsp_dx_bathtub(p, 11, &s);
-	assert_false(s.found);
-	curve(p, noisy, 0.05);
-	fsp_dx_bathtub(p, 11, &s);
-	assert_true(s.found);
+	assert_false(bathtub(noisy, 0.70, &s));
+	assert_true(bathtub(noisy, 0.05, &s));
 	/* pure levels differ: measured against the lower one */
 	const double uneven[] = { 600, 280, 250, 220, 200, 190, 180, 170, 160, 155, 150 };
-	curve(p, uneven, -1);
-	fsp_dx_bathtub(p, 11, &s);
-	assert_false(s.found);
+	assert_false(bathtub(uneven, -1, &s));
 	/* no pure step */
+	struct fsp_dx_point p[11];
+	curve(p, uneven, -1);
 	assert_int_equal(fsp_dx_bathtub(p + 1, 9, &s), -1);
 }
 
@@ -163,6 +159,14 @@ static void dev(struct fsp_dx_step *s, double dev_us)
 	s->recent_reads = 0;
 }
 
+/* The first step of the pairs below, the one a slowdown is measured from:
+ * 300 MB/s, 400 us per IO, 380 us of it on the device. */
+static void base(struct fsp_dx_step *s)
+{
+	plain(s, 300, 400);
+	dev(s, 380);
+}
+
 static void fuse(struct fsp_dx_step *s, double transport, double daemon, double backing)
 {
 	s->have_fuse = 1;
@@ -184,8 +188,7 @@ struct emu_case {
 
 static void emu_case(struct emu_case *c, double emu_mbps, double emu_lat_us, double emu_dev_us)
 {
-	plain(&c->raw, 300, 400);
-	dev(&c->raw, 380);
+	base(&c->raw);
 	plain(&c->fsp, 280, 430);
 	fuse(&c->fsp, 40, 1, 380);
 	plain(&c->emu, emu_mbps, emu_lat_us);
@@ -282,8 +285,7 @@ static void test_mech_drive_and_fs_cpu(void **state)
 {
 	struct fsp_dx_step raw, fs;
 	struct fsp_dx_verdict v;
-	plain(&raw, 300, 400);
-	dev(&raw, 380);
+	base(&raw);
 	plain(&fs, 200, 600);
 	dev(&fs, 570); /* same pattern, the device takes 190 us longer */
 	assert_int_equal(claims(&raw, &fs, &raw, FSP_DX_RAW, FSP_DX_FS),
@@ -410,8 +412,7 @@ static void test_mech_request_size(void **state)
 {
 	struct fsp_dx_step fs, fsp;
 	struct fsp_dx_verdict v;
-	plain(&fs, 300, 400);
-	dev(&fs, 380);
+	base(&fs);
 	plain(&fsp, 150, 800);
 	fuse(&fsp, 300, 20, 480);
 	fsp.fuse_req_per_io = 4; /* --max-write=32k under 128 KiB writes */
@@ -428,8 +429,7 @@ static void test_mech_request_size(void **state)
 			 FSP_DX_FUSE_TRANSPORT);
 	/* split at the block layer: smaller device requests, same bytes */
 	struct fsp_dx_step raw, fs2;
-	plain(&raw, 300, 400);
-	dev(&raw, 380);
+	base(&raw);
 	plain(&fs2, 200, 600);
 	dev(&fs2, 580);
 	fs2.dev_bytes = 32 << 10;
@@ -444,8 +444,7 @@ static void test_mech_recency(void **state)
 {
 	struct fsp_dx_step raw, fs;
 	struct fsp_dx_verdict v;
-	plain(&raw, 300, 400);
-	dev(&raw, 380);
+	base(&raw);
 	plain(&fs, 200, 600);
 	dev(&fs, 580);
 	fs.recent_reads = 0.6;
@@ -461,8 +460,7 @@ static void test_mech_software(void **state)
 {
 	struct fsp_dx_step fs, fsp;
 	struct fsp_dx_verdict v;
-	plain(&fs, 300, 400);
-	dev(&fs, 380);
+	base(&fs);
 	/* a read delay in the handler: the daemon's part */
 	plain(&fsp, 150, 900);
 	fuse(&fsp, 100, 400, 400);

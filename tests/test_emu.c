@@ -482,6 +482,13 @@ static void assert_ext(const struct emu_emap *m, size_t i, uint64_t l, uint64_t 
 	assert_int_equal(emu_emap_check(m), 0);
 }
 
+/* The i-th range lg saw released: len blocks at pblk. */
+static void assert_released(const struct rel_log *lg, int i, uint64_t pblk, uint64_t len)
+{
+	assert_int_equal(lg->pblk[i], pblk);
+	assert_int_equal(lg->len[i], len);
+}
+
 static uint64_t ext_txid(const struct emu_emap *m, size_t i)
 {
 	struct emu_ext e;
@@ -504,8 +511,7 @@ static void test_emap_split_merge(void **state)
 	assert_ext(&m, 1, 10, 5000, 10);
 	assert_ext(&m, 2, 20, 1020, 80);
 	assert_int_equal(lg.n, 1);
-	assert_int_equal(lg.pblk[0], 1010);
-	assert_int_equal(lg.len[0], 10);
+	assert_released(&lg, 0, 1010, 10);
 	/* contiguous continuation merges with its left neighbour */
 	assert_int_equal(emu_emap_insert(&m, 20, 5010, 10, 1, 1, log_release, &lg), 0);
 	assert_int_equal(emu_emap_count(&m), 3);
@@ -516,17 +522,14 @@ static void test_emap_split_merge(void **state)
 	assert_int_equal(emu_emap_count(&m), 1);
 	assert_ext(&m, 0, 0, 1000, 100);
 	assert_int_equal(lg.n, 3);
-	assert_int_equal(lg.pblk[2], 5000);
-	assert_int_equal(lg.len[2], 20);
+	assert_released(&lg, 2, 5000, 20);
 	/* overwrite spanning several extents and holes */
 	lg.n = 0;
 	assert_int_equal(emu_emap_insert(&m, 200, 3000, 10, 1, 1, NULL, NULL), 0);
 	assert_int_equal(emu_emap_insert(&m, 90, 7000, 115, 1, 1, log_release, &lg), 0);
 	assert_int_equal(lg.n, 2);
-	assert_int_equal(lg.pblk[0], 1090);
-	assert_int_equal(lg.len[0], 10);
-	assert_int_equal(lg.pblk[1], 3000);
-	assert_int_equal(lg.len[1], 5);
+	assert_released(&lg, 0, 1090, 10);
+	assert_released(&lg, 1, 3000, 5);
 	assert_int_equal(emu_emap_count(&m), 3);
 	assert_ext(&m, 2, 205, 3005, 5);
 	assert_int_equal(emu_emap_end(&m), 210);
@@ -573,11 +576,9 @@ static void test_emap_truncate_punch(void **state)
 	/* punch [5,12): tail of the first, head of the second */
 	assert_int_equal(emu_emap_punch(&m, 5, 7, log_release, &lg), 0);
 	assert_int_equal(lg.n, 2);
-	assert_int_equal(lg.pblk[0], 105);
-	assert_int_equal(lg.len[0], 5);
+	assert_released(&lg, 0, 105, 5);
 	assert_int_equal(lg.txid[0], 1);
-	assert_int_equal(lg.pblk[1], 500);
-	assert_int_equal(lg.len[1], 2);
+	assert_released(&lg, 1, 500, 2);
 	assert_int_equal(lg.txid[1], 2);
 	assert_ext(&m, 0, 0, 100, 5);
 	assert_ext(&m, 1, 12, 502, 8);
@@ -594,12 +595,9 @@ static void test_emap_truncate_punch(void **state)
 	/* truncate to 15 blocks */
 	assert_int_equal(emu_emap_truncate(&m, 15, log_release, &lg), 0);
 	assert_int_equal(lg.n, 3);
-	assert_int_equal(lg.pblk[0], 505);
-	assert_int_equal(lg.len[0], 5);
-	assert_int_equal(lg.pblk[1], 900);
-	assert_int_equal(lg.len[1], 3);
-	assert_int_equal(lg.pblk[2], 905);
-	assert_int_equal(lg.len[2], 5);
+	assert_released(&lg, 0, 505, 5);
+	assert_released(&lg, 1, 900, 3);
+	assert_released(&lg, 2, 905, 5);
 	assert_int_equal(emu_emap_end(&m), 15);
 	assert_int_equal(emu_emap_truncate(&m, 0, NULL, NULL), 0);
 	assert_int_equal(emu_emap_count(&m), 0);
@@ -1191,6 +1189,18 @@ static void test_journal_torn_commit(void **state)
 	}
 }
 
+/* A fresh journal with three committed transactions of two blocks each
+ * (tags 1-2, 3-4, 5-6; four log blocks each: descriptor, data, data,
+ * commit), the first also applied to model; closed, as at a crash. */
+static void jtest_three_txns(struct jtest *jt, struct home *model)
+{
+	jtest_format(jt);
+	commit_txn(jt->j, model, 1, (uint64_t[]){ 1, 2 }, 2, 1);
+	commit_txn(jt->j, NULL, 2, (uint64_t[]){ 3, 4 }, 2, 2);
+	commit_txn(jt->j, NULL, 3, (uint64_t[]){ 5, 6 }, 2, 3);
+	emu_journal_close(jt->j);
+}
+
 /* a corrupt logged byte: that transaction and every later one discarded */
 static void test_journal_corrupt_data(void **state)
 {
@@ -1199,11 +1209,7 @@ static void test_journal_corrupt_data(void **state)
 	(void)state;
 	memset(&model, 0, sizeof(model));
 	memset(&h, 0, sizeof(h));
-	jtest_format(&jt);
-	commit_txn(jt.j, &model, 1, (uint64_t[]){ 1, 2 }, 2, 1);
-	commit_txn(jt.j, NULL, 2, (uint64_t[]){ 3, 4 }, 2, 2);
-	commit_txn(jt.j, NULL, 3, (uint64_t[]){ 5, 6 }, 2, 3);
-	emu_journal_close(jt.j);
+	jtest_three_txns(&jt, &model);
 	/* txn 2 = log blocks 4 (descriptor), 5, 6 (data), 7 (commit) */
 	jt.d.buf[log_off(6) + 17] ^= 0x01;
 
@@ -1262,11 +1268,7 @@ static void test_journal_seq_gap(void **state)
 	(void)state;
 	memset(&model, 0, sizeof(model));
 	memset(&h, 0, sizeof(h));
-	jtest_format(&jt);
-	commit_txn(jt.j, &model, 1, (uint64_t[]){ 1, 2 }, 2, 1);
-	commit_txn(jt.j, NULL, 2, (uint64_t[]){ 3, 4 }, 2, 2);
-	commit_txn(jt.j, NULL, 3, (uint64_t[]){ 5, 6 }, 2, 3);
-	emu_journal_close(jt.j);
+	jtest_three_txns(&jt, &model);
 	/* renumber txn 2 as 7 and re-seal it, so only the sequence is wrong */
 	desc = jt.d.buf + log_off(4);
 	commit = jt.d.buf + log_off(7);

@@ -194,6 +194,14 @@ static void mixed_sequential_per_direction(void **state)
 	assert_int_equal(writes, 300);
 }
 
+/* A step of spec; a step that fails fails the test, with the engine's message. */
+static void step(struct fsp_step_spec *spec, struct fsp_step_result *res)
+{
+	char err[256];
+	if (fsp_engine_step(spec, res, err, sizeof(err)) != 0)
+		fail_msg("step failed: %s", err);
+}
+
 /*
  * The same through the real engine: libaio on an O_DIRECT file, every IO
  * logged (record=full) into a real SQLite store; at QD1 the submission
@@ -231,7 +239,7 @@ static void mixed_seq_real_io(enum fsp_offsets offsets)
 		.pattern = { .kind = FSP_PATTERN_RANDOM }, .log = log, .stop = &stop,
 	};
 	struct fsp_step_result res;
-	assert_int_equal(fsp_engine_step(&spec, &res, err, sizeof(err)), 0);
+	step(&spec, &res);
 	assert_int_equal(res.read_ios, 20);
 	assert_int_equal(res.write_ios, 20);
 	assert_int_equal(res.read_bytes + res.write_bytes, 40 * bs);
@@ -281,24 +289,58 @@ static void engine_mixed_seq_per_direction_real_io(void **state)
 	mixed_seq_real_io(FSP_OFFSETS_PER_DIRECTION);
 }
 
-/* A step on an O_DIRECT temp file without records; skips without O_DIRECT. */
-static int run_file_step(struct fsp_step_spec *spec, uint64_t file_size,
-			 struct fsp_step_result *res)
+/*
+ * A zero-filled temp file of size bytes from template, opened O_RDWR |
+ * O_DIRECT and kept (the caller reads it back, then unlinks it); -1, with
+ * the file gone, where the file system has no O_DIRECT.
+ */
+static int direct_temp_file(char *template, uint64_t size)
 {
-	char path[] = "/var/tmp/fsp-test-step.XXXXXX", err[256];
-	int fd = mkstemp(path);
+	int fd = mkstemp(template);
 	assert_true(fd >= 0);
 	close(fd);
-	fd = open(path, O_RDWR | O_DIRECT);
+	fd = open(template, O_RDWR | O_DIRECT);
+	if (fd < 0) {
+		unlink(template);
+		return -1;
+	}
+	assert_int_equal(ftruncate(fd, (off_t)size), 0);
+	return fd;
+}
+
+/* The whole of a test file (malloc'd), which is then removed. */
+static unsigned char *read_back(const char *path, size_t size)
+{
+	unsigned char *data = malloc(size);
+	assert_non_null(data);
+	int fd = open(path, O_RDONLY);
+	assert_true(fd >= 0);
+	assert_int_equal(pread(fd, data, size, 0), (ssize_t)size);
+	close(fd);
 	unlink(path);
+	return data;
+}
+
+/*
+ * A step on a zero-filled O_DIRECT temp file of file_size bytes, without
+ * records: 0, and in *data, unless data is NULL, the file's content after
+ * it (malloc'd); -1, nothing run, where the file system has no O_DIRECT.
+ * The file is removed.
+ */
+static int run_file_step(struct fsp_step_spec *spec, uint64_t file_size,
+			 struct fsp_step_result *res, unsigned char **data)
+{
+	char path[] = "/var/tmp/fsp-test-step.XXXXXX";
+	int fd = direct_temp_file(path, file_size);
 	if (fd < 0)
 		return -1;
-	assert_int_equal(ftruncate(fd, (off_t)file_size), 0);
 	spec->fd = fd;
-	int rc = fsp_engine_step(spec, res, err, sizeof(err));
-	if (rc != 0)
-		fail_msg("step failed: %s", err);
+	step(spec, res);
 	close(fd);
+	if (data)
+		*data = read_back(path, (size_t)file_size);
+	else
+		unlink(path);
 	return 0;
 }
 
@@ -313,7 +355,7 @@ static void engine_bursts_and_segments(void **state)
 		.seed = 5, .span_size = 1 << 20, .bytes = 64 << 10, .burst = 16 << 10,
 		.duty = 90, .pattern = { .kind = FSP_PATTERN_ZEROS, .compress_pct = 100 }, .stop = &stop,
 	};
-	if (run_file_step(&burst, 1 << 20, &res) != 0)
+	if (run_file_step(&burst, 1 << 20, &res, NULL) != 0)
 		skip();
 	assert_int_equal(res.write_ios, 16);
 	assert_int_equal(res.read_ios, 0);
@@ -336,7 +378,7 @@ static void engine_bursts_and_segments(void **state)
 		.timeline_ns = 1000000000ull,
 		.pattern = { .kind = FSP_PATTERN_RANDOM }, .stop = &stop,
 	};
-	if (run_file_step(&fill, 2 << 20, &res) != 0)
+	if (run_file_step(&fill, 2 << 20, &res, NULL) != 0)
 		skip();
 	assert_int_equal(res.write_bytes, 1 << 20);
 	assert_int_equal(res.nsegments, 4);
@@ -356,7 +398,7 @@ static void engine_bursts_and_segments(void **state)
 		.seed = 2, .span_size = 1 << 20, .time_ns = 20000000ull, .duty = 100,
 		.pattern = { .kind = FSP_PATTERN_RANDOM }, .stop = &stop,
 	};
-	if (run_file_step(&timed, 1 << 20, &res) != 0)
+	if (run_file_step(&timed, 1 << 20, &res, NULL) != 0)
 		skip();
 	assert_true(res.busy_ns >= timed.time_ns);
 	assert_true(res.read_ios > 0);
@@ -365,24 +407,11 @@ static void engine_bursts_and_segments(void **state)
 	stop = 1;
 	timed.time_ns = 0;
 	timed.bytes = 1ull << 40;
-	if (run_file_step(&timed, 1 << 20, &res) != 0)
+	if (run_file_step(&timed, 1 << 20, &res, NULL) != 0)
 		skip();
 	assert_true(res.interrupted);
 	assert_int_equal(res.read_ios, 0);
 	fsp_step_result_free(&res);
-}
-
-/* The whole of a test file (malloc'd), which is then removed. */
-static unsigned char *read_back(const char *path, size_t size)
-{
-	unsigned char *data = malloc(size);
-	assert_non_null(data);
-	int fd = open(path, O_RDONLY);
-	assert_true(fd >= 0);
-	assert_int_equal(pread(fd, data, size, 0), (ssize_t)size);
-	close(fd);
-	unlink(path);
-	return data;
 }
 
 /*
@@ -395,7 +424,7 @@ static void mixed_writes_keep_pattern(const struct fsp_pattern *pat)
 {
 	const uint32_t bs = 4096;
 	const unsigned nblocks = 64;
-	char path[] = "/var/tmp/fsp-test-mixpat.XXXXXX", err[256];
+	char path[] = "/var/tmp/fsp-test-mixpat.XXXXXX";
 	int fd = mkstemp(path);
 	assert_true(fd >= 0);
 	unsigned char *buf = malloc(bs);
@@ -418,8 +447,7 @@ static void mixed_writes_keep_pattern(const struct fsp_pattern *pat)
 		.stop = &stop,
 	};
 	struct fsp_step_result res;
-	if (fsp_engine_step(&spec, &res, err, sizeof(err)) != 0)
-		fail_msg("step failed: %s", err);
+	step(&spec, &res);
 	assert_int_equal(res.read_ios, nblocks / 2);
 	assert_int_equal(res.write_ios, nblocks / 2);
 	fsp_step_result_free(&res);
@@ -453,25 +481,6 @@ static void engine_mixed_writes_keep_pattern(void **state)
 }
 
 /*
- * A zero-filled temp file of size bytes from template, opened O_RDWR |
- * O_DIRECT and kept (the caller reads it back, then unlinks it); -1, with
- * the file gone, where the file system has no O_DIRECT.
- */
-static int direct_temp_file(char *template, uint64_t size)
-{
-	int fd = mkstemp(template);
-	assert_true(fd >= 0);
-	close(fd);
-	fd = open(template, O_RDWR | O_DIRECT);
-	if (fd < 0) {
-		unlink(template);
-		return -1;
-	}
-	assert_int_equal(ftruncate(fd, (off_t)size), 0);
-	return fd;
-}
-
-/*
  * Every sector the engine writes is unique, at QD1 and with a batch of
  * writes in flight: checks the stamped spare buffers really alternate.
  */
@@ -482,25 +491,20 @@ static void engine_writes_unique_sectors(void **state)
 	const unsigned nblocks = 64, nsec = nblocks * bs / 512;
 	static const unsigned qds[] = { 1, 4 };
 	for (unsigned k = 0; k < 2; k++) {
-		char path[] = "/var/tmp/fsp-test-unique.XXXXXX", err[256];
-		int fd = direct_temp_file(path, (uint64_t)nblocks * bs);
-		if (fd < 0)
-			skip();
 		volatile sig_atomic_t stop = 0;
 		struct fsp_step_spec spec = {
-			.fd = fd, .bs = bs, .qd = qds[k], .read_pct = 0,
+			.bs = bs, .qd = qds[k], .read_pct = 0,
 			.access = FSP_ACCESS_SEQ, .seed = 3,
 			.span_size = (uint64_t)nblocks * bs,
 			.bytes = (uint64_t)nblocks * bs, .duty = 100,
 			.pattern = { .kind = FSP_PATTERN_RANDOM }, .stop = &stop,
 		};
 		struct fsp_step_result res;
-		if (fsp_engine_step(&spec, &res, err, sizeof(err)) != 0)
-			fail_msg("step failed: %s", err);
+		unsigned char *data;
+		if (run_file_step(&spec, (uint64_t)nblocks * bs, &res, &data) != 0)
+			skip();
 		assert_int_equal(res.write_ios, nblocks);
 		fsp_step_result_free(&res);
-		close(fd);
-		unsigned char *data = read_back(path, (size_t)nblocks * bs);
 		for (unsigned i = 0; i < nsec; i++)
 			for (unsigned j = i + 1; j < nsec; j++)
 				if (!memcmp(data + i * 512, data + j * 512, 512))
@@ -519,20 +523,17 @@ static void engine_ramp_not_measured(void **state)
 	(void)state;
 	const uint32_t bs = 4096;
 	const unsigned nblocks = 64;
-	char path[] = "/var/tmp/fsp-test-ramp.XXXXXX", err[256];
-	int fd = direct_temp_file(path, (uint64_t)nblocks * bs);
-	if (fd < 0)
-		skip();
 	volatile sig_atomic_t stop = 0;
 	struct fsp_step_spec spec = {
-		.fd = fd, .bs = bs, .qd = 2, .read_pct = 0, .access = FSP_ACCESS_SEQ,
+		.bs = bs, .qd = 2, .read_pct = 0, .access = FSP_ACCESS_SEQ,
 		.seed = 1, .span_size = (uint64_t)nblocks * bs, .ramp_ns = 30000000ull,
 		.bytes = 8ull * bs, .duty = 100, .timeline_ns = 1000000ull,
 		.pattern = { .kind = FSP_PATTERN_RANDOM }, .stop = &stop,
 	};
 	struct fsp_step_result res;
-	if (fsp_engine_step(&spec, &res, err, sizeof(err)) != 0)
-		fail_msg("step failed: %s", err);
+	unsigned char *data;
+	if (run_file_step(&spec, (uint64_t)nblocks * bs, &res, &data) != 0)
+		skip();
 	assert_int_equal(res.write_ios, 8);
 	assert_int_equal(res.write_bytes, 8ull * bs);
 	assert_int_equal(res.write_hist->count, 8);
@@ -542,8 +543,6 @@ static void engine_ramp_not_measured(void **state)
 	assert_int_equal(tl, 8);
 	assert_true(res.busy_ns < spec.ramp_ns); /* the ramp is not busy time */
 	fsp_step_result_free(&res);
-	close(fd);
-	unsigned char *data = read_back(path, (size_t)nblocks * bs);
 	static const unsigned char zero[4096];
 	unsigned written = 0;
 	for (unsigned b = 0; b < nblocks; b++)
@@ -572,7 +571,7 @@ static void engine_poll_before_sleeping(void **state)
 	(void)state;
 	const uint32_t bs = 4096;
 	const unsigned nblocks = 64;
-	char path[] = "/var/tmp/fsp-test-poll.XXXXXX", err[256];
+	char path[] = "/var/tmp/fsp-test-poll.XXXXXX";
 	int fd = direct_temp_file(path, (uint64_t)nblocks * bs);
 	if (fd < 0)
 		skip();
@@ -601,8 +600,7 @@ static void engine_poll_before_sleeping(void **state)
 		};
 		struct fsp_step_result res;
 		long before = thread_nvcsw();
-		if (fsp_engine_step(&spec, &res, err, sizeof(err)) != 0)
-			fail_msg("step failed: %s", err);
+		step(&spec, &res);
 		sleeps[i] = thread_nvcsw() - before;
 		assert_int_equal(res.read_ios, nblocks);
 		fsp_step_result_free(&res);
@@ -672,22 +670,16 @@ static void engine_tables_capped(void **state)
 	(void)state;
 	const uint32_t bs = 4096;
 	const unsigned nblocks = 64;
-	char path[] = "/var/tmp/fsp-test-cap.XXXXXX", err[256];
-	int fd = direct_temp_file(path, (uint64_t)nblocks * bs);
-	if (fd < 0)
-		skip();
 	volatile sig_atomic_t stop = 0;
 	struct fsp_step_spec spec = {
-		.fd = fd, .bs = bs, .qd = 1, .read_pct = 0, .access = FSP_ACCESS_SEQ,
+		.bs = bs, .qd = 1, .read_pct = 0, .access = FSP_ACCESS_SEQ,
 		.seed = 1, .span_size = (uint64_t)nblocks * bs, .bytes = (uint64_t)nblocks * bs,
 		.burst = bs, .duty = 100, .timeline_ns = 1, .timeline_max = 4,
 		.segments_max = 3, .pattern = { .kind = FSP_PATTERN_RANDOM }, .stop = &stop,
 	};
 	struct fsp_step_result res;
-	if (fsp_engine_step(&spec, &res, err, sizeof(err)) != 0)
-		fail_msg("step failed: %s", err);
-	close(fd);
-	unlink(path);
+	if (run_file_step(&spec, (uint64_t)nblocks * bs, &res, NULL) != 0)
+		skip();
 	assert_int_equal(res.write_ios, nblocks);
 	assert_true(res.ntimeline <= 4);
 	uint64_t tl = 0;

@@ -256,43 +256,58 @@ static void test_random_against_brute_force(void **state)
 
 /* ---- the replay, through libaio on an O_DIRECT file ---- */
 
-struct file {
+/* A replayer on a 1 MiB O_DIRECT file in a fresh directory, and its error buffer. */
+struct target {
 	char dir[64], path[128];
 	int fd;
+	struct fsp_replayer *r;
+	char err[256];
 };
 
-/* A 1 MiB O_DIRECT file in a fresh directory (skips where there is no O_DIRECT). */
-static void file_open(struct file *f, int flags)
+/* The file opened with flags (skips where there is no O_DIRECT). */
+static void target_open(struct target *t, int flags)
 {
-	assert_int_equal(test_dir_make(f->dir, sizeof f->dir, "/var/tmp", "replay"), 0);
-	test_dir_path(f->path, sizeof f->path, f->dir, "dev");
-	f->fd = open(f->path, O_RDWR | O_CREAT | O_DIRECT, 0600);
-	if (f->fd < 0) {
-		test_dir_remove(f->dir);
+	assert_int_equal(test_dir_make(t->dir, sizeof t->dir, "/var/tmp", "replay"), 0);
+	test_dir_path(t->path, sizeof t->path, t->dir, "dev");
+	t->fd = open(t->path, O_RDWR | O_CREAT | O_DIRECT, 0600);
+	if (t->fd < 0) {
+		test_dir_remove(t->dir);
 		skip();
 	}
-	assert_int_equal(ftruncate(f->fd, 1 << 20), 0);
+	assert_int_equal(ftruncate(t->fd, 1 << 20), 0);
 	if (flags != O_RDWR) {
-		close(f->fd);
-		f->fd = open(f->path, flags | O_DIRECT);
-		assert_true(f->fd >= 0);
+		close(t->fd);
+		t->fd = open(t->path, flags | O_DIRECT);
+		assert_true(t->fd >= 0);
 	}
+	t->r = fsp_replayer_new(t->fd, 4096, FSP_POLL_DEFAULT_NS, t->err, sizeof t->err);
+	assert_non_null(t->r);
 }
 
-static void file_close(struct file *f)
+static void target_close(struct target *t)
 {
-	close(f->fd);
-	assert_int_equal(test_dir_remove(f->dir), 0);
+	fsp_replayer_free(t->r);
+	close(t->fd);
+	assert_int_equal(test_dir_remove(t->dir), 0);
+}
+
+/* fsp_replay_run of io[n] in the order o made of them (the caller frees
+ * it), stopped from the start or not, into res zeroed first. */
+static int replay(struct target *t, struct fsp_replay_io *io, size_t n, struct fsp_replay_order *o,
+		  int stopped, struct fsp_replay_result *res)
+{
+	assert_int_equal(fsp_replay_order_init(o, io, n), 0);
+	volatile sig_atomic_t stop = stopped;
+	memset(res, 0, sizeof *res);
+	t->err[0] = 0;
+	return fsp_replay_run(t->r, io, o, &stop, res, t->err, sizeof t->err);
 }
 
 static void test_run_serial(void **state)
 {
 	(void)state;
-	struct file f;
-	file_open(&f, O_RDWR);
-	char err[256];
-	struct fsp_replayer *r = fsp_replayer_new(f.fd, 4096, FSP_POLL_DEFAULT_NS, err, sizeof err);
-	assert_non_null(r);
+	struct target t;
+	target_open(&t, O_RDWR);
 	/* write, read, FUA write, flush, read, 8 KiB write, flush: one at a time */
 	struct fsp_replay_io io[7] = {
 		rec(FSP_REPLAY_WRITE, 0, 10), rec(FSP_REPLAY_READ, 20, 30),
@@ -303,10 +318,8 @@ static void test_run_serial(void **state)
 	io[2].fua = 1;
 	io[5].len = 8192;
 	struct fsp_replay_order o;
-	assert_int_equal(fsp_replay_order_init(&o, io, 7), 0);
-	volatile sig_atomic_t stop = 0;
-	struct fsp_replay_result res = { 0 };
-	assert_int_equal(fsp_replay_run(r, io, &o, &stop, &res, err, sizeof err), 0);
+	struct fsp_replay_result res;
+	assert_int_equal(replay(&t, io, 7, &o, 0, &res), 0);
 	assert_int_equal(res.read_ios, 2);
 	assert_int_equal(res.write_ios, 3);
 	assert_int_equal(res.flushes, 2);
@@ -319,9 +332,8 @@ static void test_run_serial(void **state)
 	assert_true(res.ended_ns >= res.started_ns);
 	assert_int_equal(o.done_prefix, 7);
 	fsp_replay_order_free(&o);
-	fsp_replayer_free(r);
 	/* the writes reached the file (at issue * 4096: 0, 40, 100 blocks) */
-	int fd = open(f.path, O_RDONLY);
+	int fd = open(t.path, O_RDONLY);
 	unsigned char b[8192];
 	assert_int_equal(pread(fd, b, 4096, 40 * 4096), 4096);
 	assert_int_equal(b[0], 0x5a);
@@ -331,28 +343,23 @@ static void test_run_serial(void **state)
 	assert_int_equal(pread(fd, b, 4096, 20 * 4096), 4096);
 	assert_int_equal(b[0], 0); /* read, never written */
 	close(fd);
-	file_close(&f);
+	target_close(&t);
 }
 
 static void test_run_overlapped(void **state)
 {
 	(void)state;
-	struct file f;
-	file_open(&f, O_RDWR);
-	char err[256];
-	struct fsp_replayer *r = fsp_replayer_new(f.fd, 4096, FSP_POLL_DEFAULT_NS, err, sizeof err);
-	assert_non_null(r);
+	struct target t;
+	target_open(&t, O_RDWR);
 	/* 32 reads all in flight together, then a write after them all */
 	struct fsp_replay_io io[33];
 	for (int i = 0; i < 32; i++)
 		io[i] = rec(FSP_REPLAY_READ, (uint64_t)i, 1000);
 	io[32] = rec(FSP_REPLAY_WRITE, 2000, 2100);
 	struct fsp_replay_order o;
-	assert_int_equal(fsp_replay_order_init(&o, io, 33), 0);
+	struct fsp_replay_result res;
+	assert_int_equal(replay(&t, io, 33, &o, 0, &res), 0);
 	assert_int_equal(o.depth_max, 32);
-	volatile sig_atomic_t stop = 0;
-	struct fsp_replay_result res = { 0 };
-	assert_int_equal(fsp_replay_run(r, io, &o, &stop, &res, err, sizeof err), 0);
 	/* nothing holds the reads back: one batch, at the recorded depth */
 	assert_int_equal(res.depth_max, 32);
 	assert_int_equal(res.read_ios, 32);
@@ -362,63 +369,44 @@ static void test_run_overlapped(void **state)
 	/* the replayer serves a second sequence */
 	struct fsp_replay_io again[2] = { rec(FSP_REPLAY_READ, 0, 5),
 					  rec(FSP_REPLAY_READ, 1, 5) };
-	assert_int_equal(fsp_replay_order_init(&o, again, 2), 0);
-	memset(&res, 0, sizeof res);
-	assert_int_equal(fsp_replay_run(r, again, &o, &stop, &res, err, sizeof err), 0);
+	assert_int_equal(replay(&t, again, 2, &o, 0, &res), 0);
 	assert_int_equal(res.read_ios, 2);
 	assert_int_equal(res.depth_max, 2);
 	fsp_replay_order_free(&o);
-	fsp_replayer_free(r);
-	file_close(&f);
+	target_close(&t);
 }
 
 static void test_run_skip_error_stop(void **state)
 {
 	(void)state;
-	struct file f;
-	file_open(&f, O_RDWR);
-	char err[256];
-	struct fsp_replayer *r = fsp_replayer_new(f.fd, 4096, FSP_POLL_DEFAULT_NS, err, sizeof err);
-	assert_non_null(r);
+	struct target t;
+	target_open(&t, O_RDWR);
 	/* an IO off the block size, and one that waits for it */
 	struct fsp_replay_io io[2] = { rec(FSP_REPLAY_READ, 0, 10), rec(FSP_REPLAY_READ, 20, 30) };
 	io[0].offset = 512;
 	struct fsp_replay_order o;
-	assert_int_equal(fsp_replay_order_init(&o, io, 2), 0);
-	volatile sig_atomic_t stop = 0;
-	struct fsp_replay_result res = { 0 };
-	assert_int_equal(fsp_replay_run(r, io, &o, &stop, &res, err, sizeof err), 0);
+	struct fsp_replay_result res;
+	assert_int_equal(replay(&t, io, 2, &o, 0, &res), 0);
 	assert_int_equal(res.skipped, 1);
 	assert_int_equal(res.read_ios, 1);
 	assert_int_equal(res.submitted, 1);
 	fsp_replay_order_free(&o);
 	/* stopped before: nothing goes out */
 	struct fsp_replay_io more[2] = { rec(FSP_REPLAY_READ, 0, 10), rec(FSP_REPLAY_READ, 1, 10) };
-	assert_int_equal(fsp_replay_order_init(&o, more, 2), 0);
-	stop = 1;
-	memset(&res, 0, sizeof res);
-	assert_int_equal(fsp_replay_run(r, more, &o, &stop, &res, err, sizeof err), 0);
+	assert_int_equal(replay(&t, more, 2, &o, 1, &res), 0);
 	assert_int_equal(res.submitted + res.read_ios, 0);
 	fsp_replay_order_free(&o);
-	fsp_replayer_free(r);
-	file_close(&f);
+	target_close(&t);
 	/* a write on a descriptor opened for reading fails, named with its errno */
-	file_open(&f, O_RDONLY);
-	r = fsp_replayer_new(f.fd, 4096, FSP_POLL_DEFAULT_NS, err, sizeof err);
-	assert_non_null(r);
+	target_open(&t, O_RDONLY);
 	struct fsp_replay_io w[2] = { rec(FSP_REPLAY_READ, 0, 10), rec(FSP_REPLAY_WRITE, 20, 30) };
-	assert_int_equal(fsp_replay_order_init(&o, w, 2), 0);
-	stop = 0;
-	memset(&res, 0, sizeof res);
-	err[0] = 0;
-	assert_int_equal(fsp_replay_run(r, w, &o, &stop, &res, err, sizeof err), -1);
-	assert_non_null(strstr(err, "write"));
-	assert_non_null(strstr(err, strerror(EBADF)));
+	assert_int_equal(replay(&t, w, 2, &o, 0, &res), -1);
+	assert_non_null(strstr(t.err, "write"));
+	assert_non_null(strstr(t.err, strerror(EBADF)));
 	assert_int_equal(res.read_ios, 1);
 	assert_int_equal(res.write_ios, 0);
 	fsp_replay_order_free(&o);
-	fsp_replayer_free(r);
-	file_close(&f);
+	target_close(&t);
 }
 
 int main(void)

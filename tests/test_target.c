@@ -130,6 +130,22 @@ static void expect_refused(const char *dev, int destroy_data, const char *want)
 	assert_string_equal(err, want);
 }
 
+static void expect_allowed(const char *dev, int destroy_data)
+{
+	char err[512];
+	assert_int_equal(check(dev, destroy_data, err, sizeof(err)), 0);
+}
+
+/* fsp_target_geometry of path fails with errno e. */
+static void expect_no_geometry(const char *path, int e)
+{
+	uint64_t size = 7;
+	unsigned bs = 7;
+	errno = 0;
+	assert_int_equal(fsp_target_geometry(path, &size, &bs), -1);
+	assert_int_equal(errno, e);
+}
+
 static void test_missing(void **state)
 {
 	(void)state;
@@ -142,11 +158,7 @@ static void test_missing(void **state)
 	errno = 0;
 	assert_int_equal(fsp_target_is_blockdev(missing), -1);
 	assert_int_equal(errno, ENOENT);
-	uint64_t size = 7;
-	unsigned bs = 7;
-	errno = 0;
-	assert_int_equal(fsp_target_geometry(missing, &size, &bs), -1);
-	assert_int_equal(errno, ENOENT);
+	expect_no_geometry(missing, ENOENT);
 }
 
 /* The raw-write check is for block devices: a file is never "raw". */
@@ -191,12 +203,8 @@ static void test_geometry_of_files(void **state)
 		close(fd);
 	}
 	/* neither a file nor a block device */
-	errno = 0;
-	assert_int_equal(fsp_target_geometry("/dev/null", &size, &bs), -1);
-	assert_int_equal(errno, EINVAL);
-	errno = 0;
-	assert_int_equal(fsp_target_geometry(dir, &size, &bs), -1);
-	assert_int_equal(errno, EINVAL);
+	expect_no_geometry("/dev/null", EINVAL);
+	expect_no_geometry(dir, EINVAL);
 }
 
 static void test_loop_zero_allowed(void **state)
@@ -204,9 +212,8 @@ static void test_loop_zero_allowed(void **state)
 	(void)state;
 	make_zero(zero_file, 8 * MIB);
 	const char *dev = attach(zero_file);
-	char err[512];
-	assert_int_equal(check(dev, 0, err, sizeof(err)), 0);
-	assert_int_equal(check(dev, 1, err, sizeof(err)), 0);
+	expect_allowed(dev, 0);
+	expect_allowed(dev, 1);
 	assert_int_equal(fsp_target_is_blockdev(dev), 1);
 	uint64_t size = 0;
 	unsigned bs = 0;
@@ -236,9 +243,8 @@ static void test_loop_signatures(void **state)
 		 "%s carries a dos partition table (use --destroy-data to overwrite it)", pt);
 	expect_refused(pt, 0, want);
 	/* destroy_data overrides a signature: it only says there may be data */
-	char err[512];
-	assert_int_equal(check(fs, 1, err, sizeof(err)), 0);
-	assert_int_equal(check(pt, 1, err, sizeof(err)), 0);
+	expect_allowed(fs, 1);
+	expect_allowed(pt, 1);
 }
 
 /* In use is refused even with destroy_data: writing under a live user
@@ -285,8 +291,7 @@ static void test_loop_busy(void **state)
 	expect_refused(dev, 0, want);
 	expect_refused(dev, 1, want);
 	close(fd);
-	char err[512];
-	assert_int_equal(check(dev, 0, err, sizeof(err)), 0);
+	expect_allowed(dev, 0);
 }
 
 static void test_loop_backing(void **state)
@@ -303,8 +308,7 @@ static void test_loop_backing(void **state)
 	expect_refused(lower, 0, want);
 	expect_refused(lower, 1, want);
 	/* the loop device on top is free to be written */
-	char err[512];
-	assert_int_equal(check(upper, 0, err, sizeof(err)), 0);
+	expect_allowed(upper, 0);
 }
 
 int main(void)
