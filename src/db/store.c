@@ -124,22 +124,6 @@ static int check_version(sqlite3 *db, const char *path, char *err, size_t errlen
 	return 0;
 }
 
-/* Is table.column there (PRAGMA table_info)? 1, 0, or -1 on error. */
-static int has_column(sqlite3 *db, const char *table, const char *column)
-{
-	char sql[128];
-	snprintf(sql, sizeof(sql), "PRAGMA table_info(%s)", table);
-	sqlite3_stmt *s;
-	if (sqlite3_prepare_v2(db, sql, -1, &s, NULL) != SQLITE_OK)
-		return -1;
-	int found = 0, rc;
-	while ((rc = sqlite3_step(s)) == SQLITE_ROW)
-		if (!strcmp((const char *)sqlite3_column_text(s, 1), column))
-			found = 1;
-	sqlite3_finalize(s);
-	return rc == SQLITE_DONE ? found : -1;
-}
-
 static int create_schema(sqlite3 *db)
 {
 	char sql[160];
@@ -179,7 +163,7 @@ static int migrate_v3(sqlite3 *db)
 	};
 	int rc = exec_sql(db, FSP_SCHEMA_SQL); /* the new tables: IF NOT EXISTS */
 	for (size_t i = 0; rc == SQLITE_OK && i < sizeof(added) / sizeof(added[0]); i++) {
-		int has = has_column(db, added[i].table, added[i].column);
+		int has = fsp_db_has_column(db, added[i].table, added[i].column);
 		char sql[128];
 		snprintf(sql, sizeof(sql), "ALTER TABLE %s ADD COLUMN %s INTEGER",
 			 added[i].table, added[i].column);
