@@ -26,110 +26,58 @@ static void bind_u64_or_null(sqlite3_stmt *s, int i, uint64_t v)
 		sqlite3_bind_null(s, i);
 }
 
+static void bind_block_io(sqlite3_stmt *s, const void *row, const void *arg)
+{
+	const struct fsp_block_io *r = row;
+	(void)arg;
+	if (r->step >= 0)
+		sqlite3_bind_int(s, 2, r->step);
+	else
+		sqlite3_bind_null(s, 2);
+	fsp_db_bind_devno(s, 3, r->dev);
+	sqlite3_bind_int64(s, 4, (int64_t)r->sector);
+	sqlite3_bind_int64(s, 5, r->bytes);
+	sqlite3_bind_text(s, 6, fsp_block_op_name(r->op), -1, SQLITE_STATIC);
+	sqlite3_bind_int(s, 7, r->flags);
+	bind_u64_or_null(s, 8, r->tgid);
+	bind_u64_or_null(s, 9, r->queue_ns);
+	bind_u64_or_null(s, 10, r->insert_ns);
+	sqlite3_bind_int64(s, 11, (int64_t)r->issue_ns);
+	sqlite3_bind_int64(s, 12, (int64_t)r->complete_ns);
+	sqlite3_bind_int(s, 13, r->error);
+	bind_u64_or_null(s, 14, r->tid);
+}
+
+static const struct fsp_db_insert block_ios_insert = {
+	.sql = "INSERT INTO block_ios(run, step, dev, sector, bytes, op, flags, tgid,"
+	       " queue_ns, insert_ns, issue_ns, complete_ns, error, tid)"
+	       " VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+	.elem = sizeof(struct fsp_block_io),
+	.bind = bind_block_io,
+	.prepare_fail = "cannot prepare the block rows",
+	.insert_fail = "cannot insert block rows",
+};
+
 int fsp_block_ios_insert(struct fsp_store *st, int64_t run,
 			 const struct fsp_block_io *rows, size_t n)
 {
-	sqlite3 *db = st->db;
-	sqlite3_stmt *s;
-	if (sqlite3_prepare_v2(db,
-		"INSERT INTO block_ios(run, step, dev, sector, bytes, op, flags, tgid,"
-		" queue_ns, insert_ns, issue_ns, complete_ns, error, tid)"
-		" VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,?)", -1, &s, NULL) != SQLITE_OK) {
-		fprintf(stderr, "fsprism: database: cannot prepare the block rows: %s\n",
-			sqlite3_errmsg(db));
-		return -1;
-	}
-	int rc = 0;
-	for (size_t i = 0; i < n && !rc; i++) {
-		const struct fsp_block_io *r = &rows[i];
-		char dev[24];
-		snprintf(dev, sizeof(dev), "%u:%u", r->dev >> 20, r->dev & 0xfffff);
-		sqlite3_bind_int64(s, 1, run);
-		if (r->step >= 0)
-			sqlite3_bind_int(s, 2, r->step);
-		else
-			sqlite3_bind_null(s, 2);
-		sqlite3_bind_text(s, 3, dev, -1, SQLITE_TRANSIENT);
-		sqlite3_bind_int64(s, 4, (int64_t)r->sector);
-		sqlite3_bind_int64(s, 5, r->bytes);
-		sqlite3_bind_text(s, 6, fsp_block_op_name(r->op), -1, SQLITE_STATIC);
-		sqlite3_bind_int(s, 7, r->flags);
-		bind_u64_or_null(s, 8, r->tgid);
-		bind_u64_or_null(s, 9, r->queue_ns);
-		bind_u64_or_null(s, 10, r->insert_ns);
-		sqlite3_bind_int64(s, 11, (int64_t)r->issue_ns);
-		sqlite3_bind_int64(s, 12, (int64_t)r->complete_ns);
-		sqlite3_bind_int(s, 13, r->error);
-		bind_u64_or_null(s, 14, r->tid);
-		if (sqlite3_step(s) != SQLITE_DONE) {
-			fprintf(stderr, "fsprism: database: cannot insert block rows: %s\n",
-				sqlite3_errmsg(db));
-			rc = -1;
-		}
-		sqlite3_reset(s);
-	}
-	sqlite3_finalize(s);
-	return rc;
-}
-
-static int has_table(sqlite3 *db)
-{
-	sqlite3_stmt *s;
-	int rc = -1;
-	if (sqlite3_prepare_v2(db, "SELECT count(*) FROM sqlite_master"
-			       " WHERE type = 'table' AND name = 'block_ios'",
-			       -1, &s, NULL) != SQLITE_OK)
-		return -1;
-	if (sqlite3_step(s) == SQLITE_ROW)
-		rc = sqlite3_column_int(s, 0) > 0;
-	sqlite3_finalize(s);
-	return rc;
-}
-
-/* block_ios.tid came later in version 3 */
-static int has_tid(sqlite3 *db)
-{
-	sqlite3_stmt *s;
-	int rc = 0;
-	if (sqlite3_prepare_v2(db, "SELECT count(*) FROM pragma_table_info('block_ios')"
-			       " WHERE name = 'tid'", -1, &s, NULL) != SQLITE_OK)
-		return 0;
-	if (sqlite3_step(s) == SQLITE_ROW)
-		rc = sqlite3_column_int(s, 0) > 0;
-	sqlite3_finalize(s);
-	return rc;
+	return fsp_db_insert_rows(st, &block_ios_insert, run, rows, n, NULL);
 }
 
 int fsp_block_ios_any(struct fsp_store *st, int64_t run)
 {
-	sqlite3 *db = st->db;
-	int t = has_table(db);
-	if (t <= 0)
-		return t;
-	sqlite3_stmt *s;
-	int rc = -1;
-	if (sqlite3_prepare_v2(db, "SELECT EXISTS(SELECT 1 FROM block_ios WHERE run = ?)",
-			       -1, &s, NULL) != SQLITE_OK)
-		return -1;
-	sqlite3_bind_int64(s, 1, run);
-	if (sqlite3_step(s) == SQLITE_ROW)
-		rc = sqlite3_column_int(s, 0);
-	sqlite3_finalize(s);
-	return rc;
+	return fsp_db_run_has_rows(st, "block_ios", run);
 }
 
 int fsp_block_ios_steps(struct fsp_store *st, int64_t run, int *steps, int max)
 {
-	sqlite3 *db = st->db;
-	if (has_table(db) <= 0)
+	if (fsp_db_has_table(st->db, "block_ios") <= 0)
 		return 0;
-	sqlite3_stmt *s;
+	sqlite3_stmt *s = fsp_db_prepare_run(st, "SELECT DISTINCT step FROM block_ios WHERE"
+					     " run = ? AND step IS NOT NULL ORDER BY step", run);
 	int n = 0;
-	if (sqlite3_prepare_v2(db, "SELECT DISTINCT step FROM block_ios"
-			       " WHERE run = ? AND step IS NOT NULL ORDER BY step",
-			       -1, &s, NULL) != SQLITE_OK)
+	if (!s)
 		return 0;
-	sqlite3_bind_int64(s, 1, run);
 	while (n < max && sqlite3_step(s) == SQLITE_ROW)
 		steps[n++] = sqlite3_column_int(s, 0);
 	sqlite3_finalize(s);
@@ -144,41 +92,43 @@ static int push(uint64_t **a, size_t *n, size_t *cap, uint64_t v)
 	return 0;
 }
 
+/* fsp_block_ios_times' arrays, as fsp_db_each_row's argument */
+struct times {
+	struct fsp_block_times *t;
+	size_t capq, capd;
+};
+
+static int times_row(void *arg, sqlite3_stmt *s)
+{
+	struct times *x = arg;
+	struct fsp_block_times *t = x->t;
+	uint64_t issue = (uint64_t)sqlite3_column_int64(s, 1);
+	uint64_t done = (uint64_t)sqlite3_column_int64(s, 2);
+	if (sqlite3_column_type(s, 0) != SQLITE_NULL) {
+		uint64_t q = (uint64_t)sqlite3_column_int64(s, 0);
+		if (push(&t->queue_ns, &t->nq, &x->capq, issue > q ? issue - q : 0))
+			return -1;
+	}
+	if (push(&t->device_ns, &t->nd, &x->capd, done > issue ? done - issue : 0))
+		return -1;
+	t->bytes += (uint64_t)sqlite3_column_int64(s, 3);
+	return 0;
+}
+
 int fsp_block_ios_times(struct fsp_store *st, int64_t run, int step, unsigned op,
 			struct fsp_block_times *t, char *err, size_t errlen)
 {
-	sqlite3 *db = st->db;
 	memset(t, 0, sizeof(*t));
 	sqlite3_stmt *s;
-	if (sqlite3_prepare_v2(db,
-		"SELECT coalesce(queue_ns, insert_ns), issue_ns, complete_ns, bytes"
-		" FROM block_ios WHERE run = ? AND step = ? AND op = ?",
-		-1, &s, NULL) != SQLITE_OK) {
-		snprintf(err, errlen, "cannot read block_ios: %s", sqlite3_errmsg(db));
+	if (fsp_db_prepare_read(st, "SELECT coalesce(queue_ns, insert_ns), issue_ns, complete_ns,"
+				" bytes FROM block_ios WHERE run = ? AND step = ? AND op = ?", &s,
+				"block_ios", err, errlen))
 		return -1;
-	}
 	sqlite3_bind_int64(s, 1, run);
 	sqlite3_bind_int(s, 2, step);
 	sqlite3_bind_text(s, 3, fsp_block_op_name(op), -1, SQLITE_STATIC);
-	size_t capq = 0, capd = 0;
-	int rc, fail = 0;
-	while (!fail && (rc = sqlite3_step(s)) == SQLITE_ROW) {
-		uint64_t issue = (uint64_t)sqlite3_column_int64(s, 1);
-		uint64_t done = (uint64_t)sqlite3_column_int64(s, 2);
-		if (sqlite3_column_type(s, 0) != SQLITE_NULL) {
-			uint64_t q = (uint64_t)sqlite3_column_int64(s, 0);
-			fail |= push(&t->queue_ns, &t->nq, &capq, issue > q ? issue - q : 0);
-		}
-		fail |= push(&t->device_ns, &t->nd, &capd, done > issue ? done - issue : 0);
-		t->bytes += (uint64_t)sqlite3_column_int64(s, 3);
-	}
-	if (!fail && rc != SQLITE_DONE) {
-		snprintf(err, errlen, "cannot read block_ios: %s", sqlite3_errmsg(db));
-		fail = 1;
-	} else if (fail)
-		snprintf(err, errlen, "out of memory reading block_ios");
-	sqlite3_finalize(s);
-	if (fail) {
+	struct times x = { t, 0, 0 };
+	if (fsp_db_each_row(st, s, times_row, &x, "block_ios", err, errlen)) {
 		fsp_block_times_free(t);
 		return -1;
 	}
@@ -194,14 +144,12 @@ void fsp_block_times_free(struct fsp_block_times *t)
 
 int fsp_block_ios_summary(struct fsp_store *st, int64_t run, struct fsp_block_summary *sum)
 {
-	sqlite3 *db = st->db;
 	memset(sum, 0, sizeof(*sum));
 	sum->traced = -1;
-	sqlite3_stmt *s;
-	if (sqlite3_prepare_v2(db, "SELECT key, value FROM run_attrs"
-			       " WHERE run = ? AND key LIKE 'block.%'", -1, &s, NULL) != SQLITE_OK)
+	sqlite3_stmt *s = fsp_db_prepare_run(st, "SELECT key, value FROM run_attrs"
+					     " WHERE run = ? AND key LIKE 'block.%'", run);
+	if (!s)
 		return -1;
-	sqlite3_bind_int64(s, 1, run);
 	while (sqlite3_step(s) == SQLITE_ROW) {
 		const char *k = (const char *)sqlite3_column_text(s, 0);
 		const char *v = (const char *)sqlite3_column_text(s, 1);
@@ -239,93 +187,65 @@ static unsigned op_number(const char *name)
 	return FSP_BLOCK_OTHER;
 }
 
+static void fill_block_io(void *row, sqlite3_stmt *s)
+{
+	struct fsp_block_io *r = row;
+	memset(r, 0, sizeof(*r));
+	r->step = sqlite3_column_type(s, 0) == SQLITE_NULL ? -1 : sqlite3_column_int(s, 0);
+	r->dev = parse_dev((const char *)sqlite3_column_text(s, 1));
+	r->sector = (uint64_t)sqlite3_column_int64(s, 2);
+	r->bytes = (uint32_t)sqlite3_column_int64(s, 3);
+	r->op = (uint16_t)op_number((const char *)sqlite3_column_text(s, 4));
+	r->flags = (uint16_t)sqlite3_column_int(s, 5);
+	r->tgid = (uint32_t)sqlite3_column_int64(s, 6);
+	r->queue_ns = (uint64_t)sqlite3_column_int64(s, 7);
+	r->insert_ns = (uint64_t)sqlite3_column_int64(s, 8);
+	r->issue_ns = (uint64_t)sqlite3_column_int64(s, 9);
+	r->complete_ns = (uint64_t)sqlite3_column_int64(s, 10);
+	r->error = sqlite3_column_int(s, 11);
+	r->tid = (uint32_t)sqlite3_column_int64(s, 12);
+}
+
 int fsp_block_ios_load(struct fsp_store *st, int64_t run, int step, int64_t from_ns,
 		       int64_t to_ns, struct fsp_block_io **rows, size_t *n, char *err,
 		       size_t errlen)
 {
-	sqlite3 *db = st->db;
 	*rows = NULL;
 	*n = 0;
-	int t = has_table(db);
+	int t = fsp_db_has_table(st->db, "block_ios");
 	if (t <= 0) {
 		if (t < 0)
-			snprintf(err, errlen, "cannot read the schema: %s", sqlite3_errmsg(db));
+			snprintf(err, errlen, "cannot read the schema: %s", sqlite3_errmsg(st->db));
 		return t;
 	}
-	int tid = has_tid(db);
+	/* block_ios.tid came later in version 3 */
 	char sql[512];
 	snprintf(sql, sizeof(sql),
 		 "SELECT step, dev, sector, bytes, op, flags, tgid, queue_ns, insert_ns,"
 		 " issue_ns, complete_ns, error, %s FROM block_ios WHERE run = ?1"
 		 " AND (?2 < 0 OR step = ?2) AND (?3 = 0 AND ?4 = 0 OR"
 		 " coalesce(queue_ns, insert_ns, issue_ns) BETWEEN ?3 AND ?4)"
-		 " ORDER BY issue_ns, rowid", tid ? "tid" : "0");
+		 " ORDER BY issue_ns, rowid", fsp_db_column_or_0(st->db, "block_ios", "tid"));
 	sqlite3_stmt *s;
-	if (sqlite3_prepare_v2(db, sql, -1, &s, NULL) != SQLITE_OK) {
-		snprintf(err, errlen, "cannot read block_ios: %s", sqlite3_errmsg(db));
+	if (fsp_db_prepare_read(st, sql, &s, "block_ios", err, errlen))
 		return -1;
-	}
 	sqlite3_bind_int64(s, 1, run);
 	sqlite3_bind_int(s, 2, step);
 	sqlite3_bind_int64(s, 3, from_ns);
 	sqlite3_bind_int64(s, 4, to_ns);
 	size_t cap = 0;
-	int rc, fail = 0;
-	while ((rc = sqlite3_step(s)) == SQLITE_ROW) {
-		if (fsp_grow((void **)rows, &cap, *n + 1, sizeof(**rows), 1024)) {
-			fail = 1;
-			break;
-		}
-		struct fsp_block_io *r = &(*rows)[(*n)++];
-		memset(r, 0, sizeof(*r));
-		r->step = sqlite3_column_type(s, 0) == SQLITE_NULL ? -1 : sqlite3_column_int(s, 0);
-		r->dev = parse_dev((const char *)sqlite3_column_text(s, 1));
-		r->sector = (uint64_t)sqlite3_column_int64(s, 2);
-		r->bytes = (uint32_t)sqlite3_column_int64(s, 3);
-		r->op = (uint16_t)op_number((const char *)sqlite3_column_text(s, 4));
-		r->flags = (uint16_t)sqlite3_column_int(s, 5);
-		r->tgid = (uint32_t)sqlite3_column_int64(s, 6);
-		r->queue_ns = (uint64_t)sqlite3_column_int64(s, 7);
-		r->insert_ns = (uint64_t)sqlite3_column_int64(s, 8);
-		r->issue_ns = (uint64_t)sqlite3_column_int64(s, 9);
-		r->complete_ns = (uint64_t)sqlite3_column_int64(s, 10);
-		r->error = sqlite3_column_int(s, 11);
-		r->tid = (uint32_t)sqlite3_column_int64(s, 12);
-	}
-	if (fail)
-		snprintf(err, errlen, "out of memory reading block_ios");
-	else if (rc != SQLITE_DONE) {
-		snprintf(err, errlen, "cannot read block_ios: %s", sqlite3_errmsg(db));
-		fail = 1;
-	}
-	sqlite3_finalize(s);
-	if (fail) {
-		free(*rows);
-		*rows = NULL;
-		*n = 0;
-		return -1;
-	}
-	return 0;
+	return fsp_db_load_rows(st, s, (void **)rows, n, &cap, sizeof(**rows), fill_block_io,
+				"block_ios", err, errlen);
 }
 
 int64_t fsp_block_ios_fuse_run(struct fsp_store *st, int64_t run)
 {
-	sqlite3_stmt *s;
-	int64_t id = -1;
-	if (sqlite3_prepare_v2(st->db,
+	/* no mount run: NULL, read as 0 */
+	return fsp_db_run_int(st,
 		"SELECT CASE WHEN r.kind = 'mount' THEN r.id ELSE"
 		" (SELECT m.id FROM runs m WHERE m.parent = r.parent AND m.kind = 'mount'"
 		"  AND m.label = r.label || '-fuse' ORDER BY m.id DESC LIMIT 1) END"
-		" FROM runs r WHERE r.id = ?", -1, &s, NULL) != SQLITE_OK)
-		return -1;
-	sqlite3_bind_int64(s, 1, run);
-	int rc = sqlite3_step(s);
-	if (rc == SQLITE_ROW)
-		id = sqlite3_column_type(s, 0) == SQLITE_NULL ? 0 : sqlite3_column_int64(s, 0);
-	else if (rc == SQLITE_DONE)
-		id = 0;
-	sqlite3_finalize(s);
-	return id;
+		" FROM runs r WHERE r.id = ?", run, 0);
 }
 
 int fsp_block_ios_op_lengths(struct fsp_store *st, int64_t run, int step, int64_t from_ns,

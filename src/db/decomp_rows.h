@@ -49,7 +49,7 @@ struct fsp_dc_fuse {
 	uint64_t unique, send_ns, end_ns;
 };
 
-/* A growing array of rows; free(rows). */
+/* A growing array of rows; free(v). A reader that fails leaves it empty. */
 #define FSP_DC_ARRAY(T) struct { T *v; size_t n, cap; }
 typedef FSP_DC_ARRAY(struct fsp_dc_io) fsp_dc_ios;
 typedef FSP_DC_ARRAY(struct fsp_dc_block) fsp_dc_blocks;

@@ -313,6 +313,29 @@ static struct opstat *opstat_get(struct steptab *t, unsigned step, unsigned op)
 	return *sp;
 }
 
+/*
+ * Each (step, op) of t that has stats, in order (the checkpoint's, the
+ * merge's and the save's one walk): fn(arg, step, op, stats). Stops at fn's
+ * first non-zero return and returns it; 0 when all were seen.
+ */
+static int steptab_each(const struct steptab *t,
+			int (*fn)(void *arg, unsigned step, unsigned op, const struct opstat *s),
+			void *arg)
+{
+	for (unsigned page = 0; page < STEP_PAGES; page++) {
+		if (!t->pages[page])
+			continue;
+		for (unsigned slot = 0; slot < STEP_PAGE; slot++)
+			for (unsigned op = 0; op < FSP_OP__COUNT; op++) {
+				const struct opstat *s = (*t->pages[page])[slot][op];
+				int rc = s ? fn(arg, page * STEP_PAGE + slot, op, s) : 0;
+				if (rc)
+					return rc;
+			}
+	}
+	return 0;
+}
+
 static inline void count_drop(struct ctx *c)
 {
 	/* single writer: a plain load+store, no locked instruction */
@@ -548,45 +571,47 @@ static void writer_take(struct fsp_oplog *log, struct fsp_rec *recs, size_t n)
 		spill_append(log, recs, rows);
 }
 
+/* A checkpoint being measured (out NULL) or written. */
+struct ckpt_out {
+	char *out;
+	size_t len;
+};
+
+/* One (step, op) of the checkpoint: its entry, then each layer's header and bins. */
+static int ckpt_put(void *arg, unsigned step, unsigned op, const struct opstat *s)
+{
+	struct ckpt_out *c = arg;
+	struct ckpt_entry e = { step, op, s->bytes, s->errors, s->expected };
+	if (c->out)
+		memcpy(c->out + c->len, &e, sizeof(e));
+	c->len += sizeof(e);
+	for (int l = 0; l < FSP_LAYER__COUNT; l++) {
+		const struct fsp_hist *h = &s->hist[l];
+		struct ckpt_layer cl = { h->count, h->sum, h->min, h->max, 0, 0 };
+		size_t at = c->len;
+		c->len += sizeof(cl);
+		for (unsigned b = 0; b < FSP_HIST_NBUCKETS; b++) {
+			if (!h->buckets[b])
+				continue;
+			if (c->out) {
+				struct ckpt_bin bin = { b, 0, h->buckets[b] };
+				memcpy(c->out + c->len, &bin, sizeof(bin));
+			}
+			cl.nbins++;
+			c->len += sizeof(struct ckpt_bin);
+		}
+		if (c->out)
+			memcpy(c->out + at, &cl, sizeof(cl));
+	}
+	return 0;
+}
+
 /* Bytes of t's checkpoint, or, with out, write it there. */
 static size_t ckpt_build(const struct steptab *t, char *out)
 {
-	size_t len = 0;
-	for (unsigned page = 0; page < STEP_PAGES; page++) {
-		if (!t->pages[page])
-			continue;
-		for (unsigned slot = 0; slot < STEP_PAGE; slot++) {
-			for (unsigned op = 0; op < FSP_OP__COUNT; op++) {
-				const struct opstat *s = (*t->pages[page])[slot][op];
-				if (!s)
-					continue;
-				struct ckpt_entry e = { page * STEP_PAGE + slot, op, s->bytes,
-							s->errors, s->expected };
-				if (out)
-					memcpy(out + len, &e, sizeof(e));
-				len += sizeof(e);
-				for (int l = 0; l < FSP_LAYER__COUNT; l++) {
-					const struct fsp_hist *h = &s->hist[l];
-					struct ckpt_layer cl = { h->count, h->sum, h->min, h->max, 0, 0 };
-					size_t at = len;
-					len += sizeof(cl);
-					for (unsigned b = 0; b < FSP_HIST_NBUCKETS; b++) {
-						if (!h->buckets[b])
-							continue;
-						if (out) {
-							struct ckpt_bin bin = { b, 0, h->buckets[b] };
-							memcpy(out + len, &bin, sizeof(bin));
-						}
-						cl.nbins++;
-						len += sizeof(struct ckpt_bin);
-					}
-					if (out)
-						memcpy(out + at, &cl, sizeof(cl));
-				}
-			}
-		}
-	}
-	return len;
+	struct ckpt_out c = { out, 0 };
+	steptab_each(t, ckpt_put, &c);
+	return c.len;
 }
 
 /* Replace t by the checkpoint p[0..len) of frame type `type`. 0, or -1 if
@@ -1097,28 +1122,43 @@ unsigned fsp_oplog_contexts(const struct fsp_oplog *log)
 	return n;
 }
 
+/* Add one (step, op) of another table into the table arg. */
+static int merge_one(void *arg, unsigned step, unsigned op, const struct opstat *s)
+{
+	struct opstat *d = opstat_get(arg, step, op);
+	if (!d)
+		return -1;
+	for (int l = 0; l < FSP_LAYER__COUNT; l++)
+		fsp_hist_merge(&d->hist[l], &s->hist[l]);
+	d->bytes += s->bytes;
+	d->errors += s->errors;
+	d->expected += s->expected;
+	return 0;
+}
+
 /* Add the histograms of src into dst (the writer's, once it has stopped). */
 static int steptab_merge(struct steptab *dst, const struct steptab *src)
 {
-	for (unsigned page = 0; page < STEP_PAGES; page++) {
-		if (!src->pages[page])
-			continue;
-		for (unsigned slot = 0; slot < STEP_PAGE; slot++) {
-			for (unsigned op = 0; op < FSP_OP__COUNT; op++) {
-				const struct opstat *s = (*src->pages[page])[slot][op];
-				if (!s)
-					continue;
-				struct opstat *d = opstat_get(dst, page * STEP_PAGE + slot, op);
-				if (!d)
-					return -1;
-				for (int l = 0; l < FSP_LAYER__COUNT; l++)
-					fsp_hist_merge(&d->hist[l], &s->hist[l]);
-				d->bytes += s->bytes;
-				d->errors += s->errors;
-				d->expected += s->expected;
-			}
-		}
-	}
+	return steptab_each(src, merge_one, dst);
+}
+
+/* Where save_hists stores, and the operations it has stored. */
+struct hist_save {
+	struct fsp_store *store;
+	int64_t run;
+	uint64_t ops;
+};
+
+static int save_one(void *arg, unsigned step, unsigned op, const struct opstat *m)
+{
+	struct hist_save *h = arg;
+	if (!m->hist[0].count)
+		return 0;
+	h->ops += m->hist[FSP_LAYER_TOTAL].count;
+	for (int l = 0; l < FSP_LAYER__COUNT; l++)
+		if (fsp_store_save_hist(h->store, h->run, (int)step, (int)op, l, &m->hist[l],
+					m->bytes, m->errors, m->expected) != 0)
+			return -1;
 	return 0;
 }
 
@@ -1126,26 +1166,10 @@ static int steptab_merge(struct steptab *dst, const struct steptab *src)
 static int save_hists(struct fsp_store *store, int64_t run, const struct steptab *t,
 		      uint64_t *ops)
 {
-	*ops = 0;
-	for (unsigned page = 0; page < STEP_PAGES; page++) {
-		if (!t->pages[page])
-			continue;
-		for (unsigned slot = 0; slot < STEP_PAGE; slot++) {
-			for (unsigned op = 0; op < FSP_OP__COUNT; op++) {
-				const struct opstat *m = (*t->pages[page])[slot][op];
-				if (!m || !m->hist[0].count)
-					continue;
-				int step = (int)(page * STEP_PAGE + slot);
-				*ops += m->hist[FSP_LAYER_TOTAL].count;
-				for (int l = 0; l < FSP_LAYER__COUNT; l++)
-					if (fsp_store_save_hist(store, run, step, (int)op, l,
-								&m->hist[l], m->bytes, m->errors,
-								m->expected) != 0)
-						return -1;
-			}
-		}
-	}
-	return 0;
+	struct hist_save h = { store, run, 0 };
+	int rc = steptab_each(t, save_one, &h);
+	*ops = h.ops;
+	return rc;
 }
 
 int fsp_oplog_close(struct fsp_oplog *log)

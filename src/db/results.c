@@ -6,19 +6,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include "src/base/grow.h"
 #include "src/db/handle.h"
 #include "src/db/results.h"
-
-/* A statement on st with run bound to parameter 1; NULL if it does not prepare. */
-static sqlite3_stmt *prepare_run(struct fsp_store *st, const char *sql, int64_t run)
-{
-	sqlite3_stmt *s;
-	if (sqlite3_prepare_v2(st->db, sql, -1, &s, NULL) != SQLITE_OK)
-		return NULL;
-	sqlite3_bind_int64(s, 1, run);
-	return s;
-}
 
 static char *col_text(sqlite3_stmt *s, int i)
 {
@@ -34,19 +23,6 @@ static const char *col_str(sqlite3_stmt *s, int i)
 static uint64_t col_u64(sqlite3_stmt *s, int i)
 {
 	return (uint64_t)sqlite3_column_int64(s, i);
-}
-
-/* The one integer of a one-row query on run: dflt if there is no row, -1 on error. */
-static int64_t run_int(struct fsp_store *st, const char *sql, int64_t run, int64_t dflt)
-{
-	sqlite3_stmt *s = prepare_run(st, sql, run);
-	if (!s)
-		return -1;
-	int rc = sqlite3_step(s);
-	int64_t v = rc == SQLITE_ROW ? sqlite3_column_int64(s, 0) :
-		rc == SQLITE_DONE ? dflt : -1;
-	sqlite3_finalize(s);
-	return v;
 }
 
 /* The end of a walk over s: finalized; 0 when done or stopped, -1 on error. */
@@ -84,7 +60,7 @@ static void run_texts(struct fsp_run_row *h, char **text[RUN_NTEXT])
 int fsp_store_load_run(struct fsp_store *st, int64_t run, struct fsp_run_row *h)
 {
 	memset(h, 0, sizeof(*h));
-	sqlite3_stmt *s = prepare_run(st,
+	sqlite3_stmt *s = fsp_db_prepare_run(st,
 		"SELECT id, kind, backing_path, backing_device, backing_fstype,"
 		" record_mode, label, started_at, options, started_ns, ended_ns,"
 		" recorded, dropped FROM runs WHERE id=?", run);
@@ -156,8 +132,8 @@ int64_t fsp_store_child_run(struct fsp_store *st, int64_t parent, const char *la
 
 char *fsp_store_attr(struct fsp_store *st, int64_t run, const char *key)
 {
-	sqlite3_stmt *s = prepare_run(st, "SELECT value FROM run_attrs WHERE run=? AND key=?",
-				      run);
+	sqlite3_stmt *s = fsp_db_prepare_run(st, "SELECT value FROM run_attrs WHERE run=?"
+					     " AND key=?", run);
 	char *v = NULL;
 	if (!s)
 		return NULL;
@@ -183,7 +159,7 @@ int fsp_store_each_attr(struct fsp_store *st, int64_t run, unsigned which,
 	};
 	if (which > FSP_ATTRS_ALL || !sql[which])
 		return -1;
-	sqlite3_stmt *s = prepare_run(st, sql[which], run);
+	sqlite3_stmt *s = fsp_db_prepare_run(st, sql[which], run);
 	if (!s)
 		return -1;
 	int rc;
@@ -198,7 +174,7 @@ int fsp_store_each_attr(struct fsp_store *st, int64_t run, unsigned which,
 int fsp_store_each_step(struct fsp_store *st, int64_t run,
 			int (*fn)(void *arg, const struct fsp_step_row *r), void *arg)
 {
-	sqlite3_stmt *s = prepare_run(st,
+	sqlite3_stmt *s = fsp_db_prepare_run(st,
 		"SELECT step, label, access, block_size, qd, read_pct, pattern,"
 		" span_offset, span_size, started_ns, ended_ns, busy_ns, read_ios,"
 		" write_ios, read_bytes, write_bytes, cpu_user_ns, cpu_sys_ns"
@@ -236,7 +212,7 @@ int fsp_store_each_step(struct fsp_store *st, int64_t run,
 int fsp_store_step_span(struct fsp_store *st, int64_t run, int step, char **label,
 			int64_t *started_ns, int64_t *ended_ns)
 {
-	sqlite3_stmt *s = prepare_run(st,
+	sqlite3_stmt *s = fsp_db_prepare_run(st,
 		"SELECT label, started_ns, ended_ns FROM steps WHERE run=? AND step=?", run);
 	*label = NULL;
 	*started_ns = *ended_ns = 0;
@@ -255,8 +231,8 @@ int fsp_store_step_span(struct fsp_store *st, int64_t run, int step, char **labe
 
 int fsp_store_step_windows(struct fsp_store *st, int64_t run, int64_t (*win)[2], int max)
 {
-	sqlite3_stmt *s = prepare_run(st, "SELECT started_ns, ended_ns FROM steps WHERE "
-				      "run=? ORDER BY step", run);
+	sqlite3_stmt *s = fsp_db_prepare_run(st, "SELECT started_ns, ended_ns FROM steps WHERE "
+					     "run=? ORDER BY step", run);
 	int n = 0;
 	if (!s)
 		return 0;
@@ -271,7 +247,7 @@ int fsp_store_step_windows(struct fsp_store *st, int64_t run, int64_t (*win)[2],
 
 int64_t fsp_store_count_steps(struct fsp_store *st, int64_t run)
 {
-	return run_int(st, "SELECT count(*) FROM steps WHERE run=?", run, 0);
+	return fsp_db_run_int(st, "SELECT count(*) FROM steps WHERE run=?", run, 0);
 }
 
 /* ---- histograms ----------------------------------------------------------- */
@@ -279,7 +255,7 @@ int64_t fsp_store_count_steps(struct fsp_store *st, int64_t run)
 int fsp_store_each_hist_key(struct fsp_store *st, int64_t run,
 			    int (*fn)(void *arg, int step, int op), void *arg)
 {
-	sqlite3_stmt *s = prepare_run(st,
+	sqlite3_stmt *s = fsp_db_prepare_run(st,
 		"SELECT DISTINCT step, op FROM hist WHERE run=? ORDER BY step, op", run);
 	if (!s)
 		return -1;
@@ -292,15 +268,15 @@ int fsp_store_each_hist_key(struct fsp_store *st, int64_t run,
 
 int64_t fsp_store_count_hist_steps(struct fsp_store *st, int64_t run)
 {
-	return run_int(st, "SELECT count(DISTINCT step) FROM hist WHERE run=?", run, 0);
+	return fsp_db_run_int(st, "SELECT count(DISTINCT step) FROM hist WHERE run=?", run, 0);
 }
 
 int fsp_store_load_hist_merged(struct fsp_store *st, int64_t run, int op, int layer,
 			       struct fsp_hist *acc)
 {
 	fsp_hist_init(acc);
-	sqlite3_stmt *s = prepare_run(st, "SELECT DISTINCT step FROM hist WHERE run=? "
-				      "AND op=? AND layer=?", run);
+	sqlite3_stmt *s = fsp_db_prepare_run(st, "SELECT DISTINCT step FROM hist WHERE run=? "
+					     "AND op=? AND layer=?", run);
 	if (!s)
 		return -1;
 	sqlite3_bind_int(s, 2, op);
@@ -344,7 +320,7 @@ int fsp_store_op_totals(struct fsp_store *st, int64_t run, int op, uint64_t *cou
 			uint64_t *bytes)
 {
 	*count = *bytes = 0;
-	sqlite3_stmt *s = prepare_run(st,
+	sqlite3_stmt *s = fsp_db_prepare_run(st,
 		"SELECT coalesce(sum(count), 0), coalesce(sum(bytes), 0) FROM hist"
 		" WHERE run=? AND op=? AND layer=?", run);
 	if (!s)
@@ -365,7 +341,7 @@ int fsp_store_emu_layer_used(struct fsp_store *st, int64_t run)
 	char sql[160];
 	snprintf(sql, sizeof(sql), "SELECT count(*) FROM hist WHERE run=? AND layer=%d"
 		 " AND max_ns > 0", FSP_LAYER_EMU);
-	int64_t n = run_int(st, sql, run, 0);
+	int64_t n = fsp_db_run_int(st, sql, run, 0);
 	return n < 0 ? -1 : n > 0;
 }
 
@@ -378,8 +354,8 @@ int64_t fsp_store_windowed_layers(struct fsp_store *st, int64_t run, int op,
 	int64_t n = 0;
 	for (int l = 0; l < FSP_LAYER__COUNT; l++)
 		fsp_hist_init(&h[l]);
-	sqlite3_stmt *s = prepare_run(st, "SELECT start_ns, total_ns, backing_ns, layer_ns, "
-				      "emu_ns FROM ops WHERE run=? AND op=?", run);
+	sqlite3_stmt *s = fsp_db_prepare_run(st, "SELECT start_ns, total_ns, backing_ns, layer_ns, "
+					     "emu_ns FROM ops WHERE run=? AND op=?", run);
 	if (!s)
 		return -1;
 	sqlite3_bind_int(s, 2, op);
@@ -410,16 +386,16 @@ int fsp_store_is_emulated(struct fsp_store *st, int64_t run)
 		 " + (SELECT count(*) FROM emu_files WHERE run=?1)"
 		 " + (SELECT count(*) FROM run_attrs WHERE run=?1 AND key LIKE 'emu.%%')",
 		 FSP_OP_DEV_READ, FSP_OP_DEV_FLUSH);
-	int64_t n = run_int(st, sql, run, 0);
+	int64_t n = fsp_db_run_int(st, sql, run, 0);
 	return n < 0 ? -1 : n > 0;
 }
 
 int fsp_store_emu_file_totals(struct fsp_store *st, int64_t run, uint64_t *files,
 			      uint64_t *extents)
 {
-	int64_t f = run_int(st, "SELECT count(*) FROM emu_files WHERE run=?", run, 0);
-	int64_t e = run_int(st, "SELECT coalesce(sum(extents), 0) FROM emu_files WHERE run=?",
-			    run, 0);
+	int64_t f = fsp_db_run_int(st, "SELECT count(*) FROM emu_files WHERE run=?", run, 0);
+	int64_t e = fsp_db_run_int(st, "SELECT coalesce(sum(extents), 0) FROM emu_files"
+				   " WHERE run=?", run, 0);
 	*files = f > 0 ? (uint64_t)f : 0;
 	*extents = e > 0 ? (uint64_t)e : 0;
 	return f < 0 || e < 0 ? -1 : 0;
@@ -428,7 +404,7 @@ int fsp_store_emu_file_totals(struct fsp_store *st, int64_t run, uint64_t *files
 int fsp_store_each_emu_file(struct fsp_store *st, int64_t run,
 			    int (*fn)(void *arg, const struct fsp_emu_file *f), void *arg)
 {
-	sqlite3_stmt *s = prepare_run(st,
+	sqlite3_stmt *s = fsp_db_prepare_run(st,
 		"SELECT obj, path, size, allocated, extents FROM emu_files WHERE run=?"
 		" ORDER BY coalesce(path, '') = '', path, obj", run);
 	if (!s)
@@ -450,7 +426,7 @@ int fsp_store_each_emu_extent(struct fsp_store *st, int64_t run,
 					const struct fsp_emu_extent *e),
 			      void *arg)
 {
-	sqlite3_stmt *s = prepare_run(st,
+	sqlite3_stmt *s = fsp_db_prepare_run(st,
 		"SELECT e.obj, f.path, e.logical, e.physical, e.length, f.size, f.extents"
 		" FROM emu_extents e LEFT JOIN emu_files f ON f.run = e.run AND f.obj = e.obj"
 		" WHERE e.run=? ORDER BY coalesce(f.path, '') = '', f.path, e.obj, e.logical",
@@ -477,8 +453,9 @@ int fsp_store_each_emu_extent(struct fsp_store *st, int64_t run,
 int fsp_store_load_run_facts(struct fsp_store *st, int64_t run, struct fsp_run_facts *f)
 {
 	memset(f, 0, sizeof(*f));
-	sqlite3_stmt *s = prepare_run(st, "SELECT host, kernel, version, started_at,"
-				      " ended_at, coalesce(parent, 0) FROM runs WHERE id=?", run);
+	sqlite3_stmt *s = fsp_db_prepare_run(st, "SELECT host, kernel, version, started_at,"
+					     " ended_at, coalesce(parent, 0) FROM runs"
+					     " WHERE id=?", run);
 	if (!s)
 		return -1;
 	int rc = sqlite3_step(s);
@@ -508,9 +485,9 @@ int fsp_store_each_child_run(struct fsp_store *st, int64_t run,
 				       const char *label),
 			     void *arg)
 {
-	sqlite3_stmt *s = prepare_run(st, "SELECT id, kind, label FROM runs"
-				      " WHERE coalesce(parent, 0)=?"
-				      " ORDER BY id", run);
+	sqlite3_stmt *s = fsp_db_prepare_run(st, "SELECT id, kind, label FROM runs"
+					     " WHERE coalesce(parent, 0)=?"
+					     " ORDER BY id", run);
 	if (!s)
 		return -1;
 	int rc;
@@ -524,9 +501,9 @@ int fsp_store_each_timeline(struct fsp_store *st, int64_t run,
 			    int (*fn)(void *arg, int step, const struct fsp_timeline_row *t),
 			    void *arg)
 {
-	sqlite3_stmt *s = prepare_run(st, "SELECT step, t_ns, read_bytes, write_bytes,"
-				      " read_ios, write_ios FROM timeline WHERE run=?"
-				      " ORDER BY step, t_ns", run);
+	sqlite3_stmt *s = fsp_db_prepare_run(st, "SELECT step, t_ns, read_bytes, write_bytes,"
+					     " read_ios, write_ios FROM timeline WHERE run=?"
+					     " ORDER BY step, t_ns", run);
 	if (!s)
 		return -1;
 	int rc;
@@ -546,8 +523,9 @@ int fsp_store_each_segment(struct fsp_store *st, int64_t run,
 			   int (*fn)(void *arg, int step, const struct fsp_segment_row *g),
 			   void *arg)
 {
-	sqlite3_stmt *s = prepare_run(st, "SELECT step, segment, offset, bytes, ns"
-				      " FROM segments WHERE run=? ORDER BY step, segment", run);
+	sqlite3_stmt *s = fsp_db_prepare_run(st, "SELECT step, segment, offset, bytes, ns"
+					     " FROM segments WHERE run=?"
+					     " ORDER BY step, segment", run);
 	if (!s)
 		return -1;
 	int rc;
@@ -564,7 +542,7 @@ int fsp_store_each_segment(struct fsp_store *st, int64_t run,
 
 int64_t fsp_store_count_op_rows(struct fsp_store *st, int64_t run)
 {
-	return run_int(st, "SELECT count(*) FROM ops WHERE run=?", run, 0);
+	return fsp_db_run_int(st, "SELECT count(*) FROM ops WHERE run=?", run, 0);
 }
 
 int fsp_store_each_op_latency(struct fsp_store *st, int64_t run,
@@ -572,9 +550,9 @@ int fsp_store_each_op_latency(struct fsp_store *st, int64_t run,
 					uint64_t total_ns),
 			      void *arg)
 {
-	sqlite3_stmt *s = prepare_run(st, "SELECT step, op, start_ns, total_ns FROM ops"
-				      " WHERE run=? AND op NOT IN (SELECT op FROM op_names"
-				      " WHERE name LIKE 'dev!_%' ESCAPE '!')", run);
+	sqlite3_stmt *s = fsp_db_prepare_run(st, "SELECT step, op, start_ns, total_ns FROM ops"
+					     " WHERE run=? AND op NOT IN (SELECT op FROM op_names"
+					     " WHERE name LIKE 'dev!_%' ESCAPE '!')", run);
 	if (!s)
 		return -1;
 	int rc;
@@ -588,16 +566,15 @@ int fsp_store_each_op_latency(struct fsp_store *st, int64_t run,
 /* Is there a block_ios table (a version-2 database has none)? */
 static int have_block_ios(struct fsp_store *st)
 {
-	return run_int(st, "SELECT count(*) FROM sqlite_master WHERE type='table'"
-		       " AND name='block_ios'", 0, 0) > 0;
+	return fsp_db_has_table(st->db, "block_ios") > 0;
 }
 
 int64_t fsp_store_count_block_positions(struct fsp_store *st, int64_t run)
 {
 	if (!have_block_ios(st))
 		return 0;
-	return run_int(st, "SELECT count(*) FROM block_ios WHERE run=? AND step IS NOT NULL"
-		       " AND bytes > 0", run, 0);
+	return fsp_db_run_int(st, "SELECT count(*) FROM block_ios WHERE run=? AND step IS NOT NULL"
+			      " AND bytes > 0", run, 0);
 }
 
 int fsp_store_each_block_position(struct fsp_store *st, int64_t run,
@@ -608,9 +585,9 @@ int fsp_store_each_block_position(struct fsp_store *st, int64_t run,
 {
 	if (!have_block_ios(st))
 		return 0;
-	sqlite3_stmt *s = prepare_run(st, "SELECT step, op, issue_ns, sector, bytes"
-				      " FROM block_ios WHERE run=? AND step IS NOT NULL"
-				      " AND bytes > 0 ORDER BY issue_ns", run);
+	sqlite3_stmt *s = fsp_db_prepare_run(st, "SELECT step, op, issue_ns, sector, bytes"
+					     " FROM block_ios WHERE run=? AND step IS NOT NULL"
+					     " AND bytes > 0 ORDER BY issue_ns", run);
 	if (!s)
 		return -1;
 	int rc;
@@ -626,8 +603,8 @@ int fsp_store_each_block_position(struct fsp_store *st, int64_t run,
 int fsp_store_child_runs(struct fsp_store *st, int64_t parent, const char *kind,
 			 const char *label, int64_t *ids, int max)
 {
-	sqlite3_stmt *s = prepare_run(st, "SELECT id FROM runs WHERE parent=? AND kind=?"
-				      " AND label=? ORDER BY id", parent);
+	sqlite3_stmt *s = fsp_db_prepare_run(st, "SELECT id FROM runs WHERE parent=? AND kind=?"
+					     " AND label=? ORDER BY id", parent);
 	if (!s)
 		return -1;
 	sqlite3_bind_text(s, 2, kind, -1, SQLITE_STATIC);
@@ -654,12 +631,12 @@ int fsp_store_each_op_in_window(struct fsp_store *st, int64_t run, int64_t t0, i
 				int (*fn)(void *arg, const struct fsp_op_row *r), void *arg)
 {
 	/* ops.inject_ns is newer than the version-2 and -3 files: 0 without it */
-	sqlite3_stmt *s = prepare_run(st,
+	sqlite3_stmt *s = fsp_db_prepare_run(st,
 		"SELECT op, offset, length, bytes, start_ns, total_ns, backing_ns, layer_ns,"
 		" coalesce(emu_ns, 0), coalesce(inject_ns, 0) FROM ops"
 		" WHERE run=? AND start_ns BETWEEN ? AND ? ORDER BY start_ns", run);
 	if (!s)
-		s = prepare_run(st,
+		s = fsp_db_prepare_run(st,
 			"SELECT op, offset, length, bytes, start_ns, total_ns, backing_ns,"
 			" layer_ns, coalesce(emu_ns, 0), 0 FROM ops"
 			" WHERE run=? AND start_ns BETWEEN ? AND ? ORDER BY start_ns", run);
@@ -763,50 +740,6 @@ void fsp_fuse_transport_free(struct fsp_fuse_transport *x)
 	memset(x, 0, sizeof(*x));
 }
 
-/* Does table have column? (0 also when the table is missing.) */
-static int table_has_column(struct fsp_store *st, const char *table, const char *column)
-{
-	char sql[96];
-	sqlite3_stmt *s;
-	int found = 0;
-	snprintf(sql, sizeof(sql), "PRAGMA table_info(%s)", table);
-	if (sqlite3_prepare_v2(st->db, sql, -1, &s, NULL) != SQLITE_OK)
-		return 0;
-	while (!found && sqlite3_step(s) == SQLITE_ROW)
-		found = !strcmp(col_str(s, 1), column);
-	sqlite3_finalize(s);
-	return found;
-}
-
-/* The rows of one query on run into a growing array of elem bytes, each
- * filled by fill(row, stmt). Count, or -1. */
-static int64_t load_rows(struct fsp_store *st, const char *sql, int64_t run, size_t elem,
-			 void (*fill)(void *row, sqlite3_stmt *s), void **out)
-{
-	sqlite3_stmt *s = prepare_run(st, sql, run);
-	size_t n = 0, cap = 0;
-	char *v = NULL;
-	int rc;
-	*out = NULL;
-	if (!s)
-		return -1;
-	while ((rc = sqlite3_step(s)) == SQLITE_ROW) {
-		if (fsp_grow((void **)&v, &cap, n + 1, elem, 1024)) {
-			rc = SQLITE_NOMEM;
-			break;
-		}
-		fill(v + n * elem, s);
-		n++;
-	}
-	sqlite3_finalize(s);
-	if (rc != SQLITE_DONE) {
-		free(v);
-		return -1;
-	}
-	*out = v;
-	return (int64_t)n;
-}
-
 static void fill_drow(void *row, sqlite3_stmt *s)
 {
 	struct fsp_fuse_drow *r = row;
@@ -826,24 +759,34 @@ static void fill_trow(void *row, sqlite3_stmt *s)
 	r->opcode = (uint32_t)sqlite3_column_int(s, 3);
 }
 
+/* The rows of one query on run into a growing array of elem bytes (free
+ * it), each set by fill(row, s). 0, or -1 (the caller names no reason). */
+static int load_run_rows(struct fsp_store *st, const char *sql, int64_t run, void **v,
+			 size_t *n, size_t elem, void (*fill)(void *row, sqlite3_stmt *s))
+{
+	sqlite3_stmt *s = fsp_db_prepare_run(st, sql, run);
+	size_t cap = 0;
+	return s ? fsp_db_load_rows(st, s, v, n, &cap, elem, fill, "rows", NULL, 0) : -1;
+}
+
 int fsp_store_fuse_transport(struct fsp_store *st, int64_t run, struct fsp_fuse_transport *x)
 {
 	memset(x, 0, sizeof(*x));
-	if (!table_has_column(st, "fuse_reqs", "fuse_unique") ||
-	    !table_has_column(st, "ops", "fuse_unique"))
-		return 0;
-	if (run_int(st, "SELECT EXISTS(SELECT 1 FROM fuse_reqs WHERE run=?)", run, 0) != 1)
+	if (fsp_db_has_column(st->db, "fuse_reqs", "fuse_unique") <= 0 ||
+	    fsp_db_has_column(st->db, "ops", "fuse_unique") <= 0 ||
+	    fsp_db_run_has_rows(st, "fuse_reqs", run) != 1)
 		return 0;
 	char sql[256];
-	void *d = NULL, *t = NULL;
+	struct fsp_fuse_drow *d = NULL;
+	struct fsp_fuse_trow *t = NULL;
+	size_t nd = 0, nt = 0;
 	/* the FUSE operations' rows: not the emulation's device records */
 	snprintf(sql, sizeof(sql), "SELECT op, coalesce(fuse_unique, 0), start_ns, total_ns,"
 		 " coalesce(recv_ns, 0) FROM ops WHERE run=? AND op < %d", FSP_OP_DEV_READ);
-	int64_t nd = load_rows(st, sql, run, sizeof(struct fsp_fuse_drow), fill_drow, &d);
-	int64_t nt = nd < 0 ? -1 : load_rows(st,
-		"SELECT fuse_unique, send_ns, end_ns, opcode FROM fuse_reqs WHERE run=?", run,
-		sizeof(struct fsp_fuse_trow), fill_trow, &t);
-	int rc = nt < 0 ? -1 : fsp_fuse_join(d, (size_t)nd, t, (size_t)nt, x) < 0 ? -1 : 1;
+	int rc = load_run_rows(st, sql, run, (void **)&d, &nd, sizeof(*d), fill_drow) ||
+		 load_run_rows(st, "SELECT fuse_unique, send_ns, end_ns, opcode FROM fuse_reqs"
+			       " WHERE run=?", run, (void **)&t, &nt, sizeof(*t), fill_trow) ||
+		 fsp_fuse_join(d, nd, t, nt, x) ? -1 : 1;
 	free(d);
 	free(t);
 	return rc;

@@ -59,6 +59,25 @@ static void store_fail(struct fsp_store *st, const char *what)
 		sqlite3_errmsg(st->db));
 }
 
+/* Run s once and reset it for its next use; a failure is printed as
+ * "WHAT: SQLite's reason". 0, or -1. */
+static int step_once(struct fsp_store *st, sqlite3_stmt *s, const char *what)
+{
+	int rc = sqlite3_step(s);
+	sqlite3_reset(s);
+	if (rc != SQLITE_DONE) {
+		store_fail(st, what);
+		return -1;
+	}
+	return 0;
+}
+
+/* The writers' statements: a row inserted (or deleted) */
+static int step_reset(struct fsp_store *st, sqlite3_stmt *s)
+{
+	return step_once(st, s, "cannot insert");
+}
+
 static int exec_sql(sqlite3 *db, const char *sql)
 {
 	return sqlite3_exec(db, sql, NULL, NULL, NULL);
@@ -124,22 +143,6 @@ static int check_version(sqlite3 *db, const char *path, char *err, size_t errlen
 	return 0;
 }
 
-/* Is table.column there (PRAGMA table_info)? 1, 0, or -1 on error. */
-static int has_column(sqlite3 *db, const char *table, const char *column)
-{
-	char sql[128];
-	snprintf(sql, sizeof(sql), "PRAGMA table_info(%s)", table);
-	sqlite3_stmt *s;
-	if (sqlite3_prepare_v2(db, sql, -1, &s, NULL) != SQLITE_OK)
-		return -1;
-	int found = 0, rc;
-	while ((rc = sqlite3_step(s)) == SQLITE_ROW)
-		if (!strcmp((const char *)sqlite3_column_text(s, 1), column))
-			found = 1;
-	sqlite3_finalize(s);
-	return rc == SQLITE_DONE ? found : -1;
-}
-
 static int create_schema(sqlite3 *db)
 {
 	char sql[160];
@@ -179,7 +182,7 @@ static int migrate_v3(sqlite3 *db)
 	};
 	int rc = exec_sql(db, FSP_SCHEMA_SQL); /* the new tables: IF NOT EXISTS */
 	for (size_t i = 0; rc == SQLITE_OK && i < sizeof(added) / sizeof(added[0]); i++) {
-		int has = has_column(db, added[i].table, added[i].column);
+		int has = fsp_db_has_column(db, added[i].table, added[i].column);
 		char sql[128];
 		snprintf(sql, sizeof(sql), "ALTER TABLE %s ADD COLUMN %s INTEGER",
 			 added[i].table, added[i].column);
@@ -538,10 +541,8 @@ int64_t fsp_store_begin_run(struct fsp_store *st, const struct fsp_run_info *inf
 	else
 		sqlite3_bind_null(s, 12);
 	bind_text_or_null(s, 13, info->label);
-	if (sqlite3_step(s) == SQLITE_DONE)
+	if (step_once(st, s, "cannot insert run") == 0)
 		id = sqlite3_last_insert_rowid(st->db);
-	else
-		store_fail(st, "cannot insert run");
 	sqlite3_finalize(s);
 out:
 	free(device);
@@ -600,13 +601,9 @@ int fsp_store_set_attr(struct fsp_store *st, int64_t run, const char *key,
 	sqlite3_bind_int64(s, 1, run);
 	sqlite3_bind_text(s, 2, key, -1, SQLITE_TRANSIENT);
 	bind_text_or_null(s, 3, value);
-	int rc = sqlite3_step(s);
+	int rc = step_once(st, s, "cannot set run attribute");
 	sqlite3_finalize(s);
-	if (rc != SQLITE_DONE) {
-		store_fail(st, "cannot set run attribute");
-		return -1;
-	}
-	return 0;
+	return rc;
 }
 
 int fsp_store_set_attr_u64(struct fsp_store *st, int64_t run, const char *key, uint64_t v)
@@ -721,17 +718,6 @@ static void bind_rec(sqlite3_stmt *s, int base, int64_t run, const struct fsp_re
 	sqlite3_bind_int64(s, base + 17, (int64_t)r->model_ns);
 	sqlite3_bind_int64(s, base + 18, (int64_t)r->fuse_unique);
 	sqlite3_bind_int64(s, base + 19, (int64_t)r->recv_ns);
-}
-
-static int step_reset(struct fsp_store *st, sqlite3_stmt *s)
-{
-	int rc = sqlite3_step(s);
-	sqlite3_reset(s);
-	if (rc != SQLITE_DONE) {
-		store_fail(st, "cannot insert");
-		return -1;
-	}
-	return 0;
 }
 
 int fsp_store_insert_recs(struct fsp_store *st, int64_t run,

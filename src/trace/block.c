@@ -1,8 +1,9 @@
 /*
  * block.c - the block-layer trace, user side (block.h): which devices to
- * follow, loading and attaching block.bpf.c through its generated skeleton,
- * a consumer thread (ring.h) that drains the ring buffer into bounded memory
- * (rows.h) during the run, and storing the rows after it.
+ * follow, the filter and in-flight slots block.bpf.c is loaded with through
+ * its generated skeleton, its requests drained into bounded memory (rows.h)
+ * during the run (the load, attach and consumer thread are every trace's:
+ * ring.h), and storing the rows after it.
  *
  * The BPF side submits with BPF_RB_NO_WAKEUP (the default wakes the
  * consumer whenever it has caught up, which at a high rate is nearly every
@@ -29,9 +30,9 @@
 #include "src/sys/sysfs.h"
 #include "src/db/block_ios.h"
 #include "src/trace/block.h"
+#include "src/trace/ring.h"
 
 #define DEFAULT_RING_BYTES (8u << 20)
-#define DEFAULT_MAX_ROWS (4u << 20)
 
 /* ---- which devices ------------------------------------------------------------- */
 
@@ -233,18 +234,16 @@ void fsp_btrace_save_untraced(struct fsp_store *st, int64_t run, const char *why
 	fsp_store_set_attr(st, run, "block.untraced_reason", why);
 }
 
+static int insert_block_ios(struct fsp_store *st, int64_t run, const void *rows, size_t n)
+{
+	return fsp_block_ios_insert(st, run, rows, n);
+}
+
 static int save_rows(struct fsp_trows *rows, struct fsp_store *st, int64_t run,
 		     const struct fsp_bt_window *w, size_t nw)
 {
 	fsp_bt_rows_assign_steps(rows, w, nw);
-	if (fsp_store_tx_begin(st) != 0)
-		return -1;
-	for (struct fsp_trows_chunk *c = rows->head; c; c = c->next)
-		if (fsp_block_ios_insert(st, run, FSP_TROWS_AT(c, struct fsp_block_io, 0), c->n) != 0) {
-			fsp_store_tx_rollback(st);
-			return -1;
-		}
-	return fsp_store_tx_commit(st);
+	return fsp_trows_store(rows, st, run, insert_block_ios);
 }
 
 #ifdef HAVE_BPF
@@ -254,7 +253,6 @@ static int save_rows(struct fsp_trows *rows, struct fsp_store *st, int64_t run,
 #include <linux/types.h>
 #include "src/trace/block_event.h"
 #include "src/trace/block.skel.h"
-#include "src/trace/ring.h"
 
 _Static_assert(FSP_BT_MAX_DEVS == FSP_BTRACE_MAX_DEVS, "one limit on traced devices");
 _Static_assert((int)FSP_BT_OP_READ == (int)FSP_BLOCK_READ &&
@@ -267,10 +265,9 @@ _Static_assert((int)FSP_BT_OP_READ == (int)FSP_BLOCK_READ &&
 
 struct fsp_btrace {
 	struct fsp_block_bpf *skel;
-	struct fsp_tring ring;
+	struct fsp_trace tr;
 	struct fsp_btrace_devs devs;
 	struct fsp_trows rows;
-	int stopped;
 	uint64_t dropped_ring;
 	uint64_t missed_nested, missed_tags, missed_reissued, missed_open;
 };
@@ -296,25 +293,6 @@ static int on_event(void *ctx, void *data, size_t size)
 static uint64_t read_drops(struct fsp_btrace *bt, uint32_t which)
 {
 	return fsp_trace_percpu_sum(bt->skel->maps.drops, which);
-}
-
-/*
- * Requests issued whose completion was never seen: their slots are still
- * taken after the programs are detached (in flight at the end, or a
- * completion the kernel did not run the program for).
- */
-static uint64_t slots_taken(struct fsp_btrace *bt)
-{
-	struct bpf_map *m = bt->skel->maps.inflight;
-	uint32_t n = bpf_map__max_entries(m);
-	struct fsp_bt_slot v;
-	uint64_t taken = 0;
-	if (bpf_map__value_size(m) != sizeof(v))
-		return 0;
-	for (uint32_t i = 0; i < n; i++)
-		if (bpf_map__lookup_elem(m, &i, sizeof(i), &v, sizeof(v), 0) == 0 && v.open)
-			taken++;
-	return taken;
 }
 
 static unsigned bits_for(unsigned long n) /* smallest b with 2^b >= n */
@@ -375,26 +353,19 @@ struct fsp_btrace *fsp_btrace_start(const struct fsp_btrace_devs *d,
 	struct fsp_btrace_opts dflt = { 0 };
 	if (!o)
 		o = &dflt;
-	if (access("/sys/kernel/btf/vmlinux", R_OK) != 0) {
-		fsp_set_err(why, whylen, "the kernel has no BTF (/sys/kernel/btf/vmlinux: %s)",
-			strerror(errno));
+	if (!fsp_trace_have_btf(why, whylen))
 		return NULL;
-	}
 	struct fsp_btrace *bt = calloc(1, sizeof(*bt));
 	if (!bt) {
 		fsp_set_err(why, whylen, "out of memory");
 		return NULL;
 	}
 	bt->devs = *d;
-	size_t ring = o->ring_bytes ? o->ring_bytes
-				    : fsp_trace_env_size("FSPRISM_TRACE_RING_BYTES", DEFAULT_RING_BYTES);
-	fsp_trows_init(&bt->rows, sizeof(struct fsp_block_io),
-		       o->max_rows ? o->max_rows
-				   : fsp_trace_env_size("FSPRISM_TRACE_MAX_ROWS", DEFAULT_MAX_ROWS));
+	fsp_trows_init(&bt->rows, sizeof(struct fsp_block_io), fsp_trace_max_rows(o->max_rows));
 	fsp_trace_libbpf_quiet();
 	bt->skel = fsp_block_bpf__open();
 	if (!bt->skel) {
-		fsp_set_err(why, whylen, "cannot open the block-layer BPF program: %s", strerror(errno));
+		fsp_trace_open_why("block-layer", why, whylen);
 		goto fail;
 	}
 	/* the filter is read-only data of the program: set before load */
@@ -408,21 +379,15 @@ struct fsp_btrace *fsp_btrace_start(const struct fsp_btrace_devs *d,
 		bt->skel->rodata->dev_ranges[i].first = d->first[i];
 		bt->skel->rodata->dev_ranges[i].end = d->end[i];
 	}
-	int err = bpf_map__set_max_entries(bt->skel->maps.events, (uint32_t)ring);
-	if (!err)
-		err = bpf_map__set_max_entries(bt->skel->maps.inflight, slots);
-	if (!err)
-		err = fsp_block_bpf__load(bt->skel);
-	if (err) {
-		fsp_trace_load_why(err, "block-layer", why, whylen);
-		goto fail;
-	}
-	err = fsp_block_bpf__attach(bt->skel);
-	if (err) {
-		fsp_trace_attach_why(err, "block", why, whylen);
-		goto fail;
-	}
-	if (fsp_tring_start(&bt->ring, bt->skel->maps.events, on_event, bt, why, whylen) < 0)
+	struct fsp_trace_spec spec = {
+		.program = "block-layer", .tracepoints = "block",
+		.events = bt->skel->maps.events,
+		.ring_bytes = fsp_trace_size(o->ring_bytes, "FSPRISM_TRACE_RING_BYTES",
+					     DEFAULT_RING_BYTES),
+		.inflight = bt->skel->maps.inflight, .slots = slots,
+		.on_event = on_event, .ctx = bt,
+	};
+	if (fsp_trace_start(&bt->tr, bt->skel->skeleton, &spec, why, whylen) < 0)
 		goto fail;
 	return bt;
 fail:
@@ -432,20 +397,16 @@ fail:
 
 void fsp_btrace_stop(struct fsp_btrace *bt)
 {
-	if (!bt || bt->stopped)
+	if (!bt || !fsp_trace_stop(&bt->tr))
 		return;
-	bt->stopped = 1;
-	if (bt->skel)
-		fsp_block_bpf__detach(bt->skel); /* destroys the links */
-	fsp_tring_stop(&bt->ring);
-	if (bt->skel) {
-		bt->dropped_ring = read_drops(bt, 0);
-		bt->missed_tags = read_drops(bt, 1);
-		bt->missed_reissued = read_drops(bt, 2);
-		bt->missed_open = slots_taken(bt);
-		bt->missed_nested = fsp_trace_prog_misses(bt->skel->progs.fsp_rq_issue) +
-				    fsp_trace_prog_misses(bt->skel->progs.fsp_rq_complete);
-	}
+	bt->dropped_ring = read_drops(bt, 0);
+	bt->missed_tags = read_drops(bt, 1);
+	bt->missed_reissued = read_drops(bt, 2);
+	/* issued, their completion never seen: in flight at the end, or a
+	 * completion the kernel did not run the program for */
+	bt->missed_open = FSP_TRACE_SLOTS_OPEN(bt->skel->maps.inflight, struct fsp_bt_slot);
+	bt->missed_nested = fsp_trace_prog_misses(bt->skel->progs.fsp_rq_issue) +
+			    fsp_trace_prog_misses(bt->skel->progs.fsp_rq_complete);
 }
 
 void fsp_btrace_free(struct fsp_btrace *bt)
@@ -453,7 +414,7 @@ void fsp_btrace_free(struct fsp_btrace *bt)
 	if (!bt)
 		return;
 	fsp_btrace_stop(bt);
-	fsp_tring_free(&bt->ring);
+	fsp_trace_free(&bt->tr);
 	fsp_block_bpf__destroy(bt->skel);
 	fsp_trows_free(&bt->rows);
 	free(bt);
@@ -473,7 +434,7 @@ struct fsp_btrace *fsp_btrace_start(const struct fsp_btrace_devs *d,
 				    const struct fsp_btrace_opts *o, char *why,
 				    size_t whylen)
 {
-	fsp_set_err(why, whylen, "this fsprism was built without eBPF (configure --disable-bpf, or libbpf, clang, bpftool or the kernel's BTF were missing)");
+	fsp_set_err(why, whylen, "%s", FSP_TRACE_UNBUILT);
 	return NULL;
 }
 

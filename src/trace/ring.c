@@ -1,6 +1,6 @@
 /*
- * ring.c - the BPF ring-buffer consumer and the helpers every trace shares
- * (ring.h).
+ * ring.c - a trace's programs from load to teardown, the BPF ring-buffer
+ * consumer, and the helpers every trace shares (ring.h).
  */
 #include "config.h"
 #ifdef HAVE_BPF
@@ -11,10 +11,14 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 #include <bpf/bpf.h>
 #include <bpf/btf.h>
 #include <bpf/libbpf.h>
+#include "src/base/err.h"
 #include "src/trace/ring.h"
+
+#define DEFAULT_MAX_ROWS (4u << 20)
 
 static void *consumer_main(void *arg)
 {
@@ -84,7 +88,21 @@ void fsp_trace_libbpf_quiet(void)
 	libbpf_last[0] = 0;
 }
 
-void fsp_trace_load_why(int err, const char *what, char *why, size_t whylen)
+int fsp_trace_have_btf(char *why, size_t whylen)
+{
+	if (access("/sys/kernel/btf/vmlinux", R_OK) == 0)
+		return 1;
+	fsp_set_err(why, whylen, "the kernel has no BTF (/sys/kernel/btf/vmlinux: %s)",
+		    strerror(errno));
+	return 0;
+}
+
+void fsp_trace_open_why(const char *what, char *why, size_t whylen)
+{
+	fsp_set_err(why, whylen, "cannot open the %s BPF program: %s", what, strerror(errno));
+}
+
+static void load_why(int err, const char *what, char *why, size_t whylen)
 {
 	if (err == -EPERM || errno == EPERM)
 		snprintf(why, whylen, "no privilege to load BPF programs (needs root, or CAP_BPF and CAP_PERFMON)");
@@ -93,10 +111,49 @@ void fsp_trace_load_why(int err, const char *what, char *why, size_t whylen)
 			 strerror(-err), libbpf_last[0] ? ": " : "", libbpf_last);
 }
 
-void fsp_trace_attach_why(int err, const char *what, char *why, size_t whylen)
+static void attach_why(int err, const char *what, char *why, size_t whylen)
 {
 	snprintf(why, whylen, "cannot attach to the %s tracepoints: %s%s%s", what, strerror(-err),
 		 libbpf_last[0] ? ": " : "", libbpf_last);
+}
+
+int fsp_trace_start(struct fsp_trace *t, struct bpf_object_skeleton *skel,
+		    const struct fsp_trace_spec *spec, char *why, size_t whylen)
+{
+	t->skel = skel;
+	/* a map's size is set between open and load; a failure is the load's */
+	int err = bpf_map__set_max_entries(spec->events, (uint32_t)spec->ring_bytes);
+	if (!err)
+		err = bpf_map__set_max_entries(spec->inflight, spec->slots);
+	if (!err)
+		err = bpf_object__load_skeleton(skel);
+	if (err) {
+		load_why(err, spec->program, why, whylen);
+		return -1;
+	}
+	err = bpf_object__attach_skeleton(skel);
+	if (err) {
+		attach_why(err, spec->tracepoints, why, whylen);
+		return -1;
+	}
+	return fsp_tring_start(&t->ring, spec->events, spec->on_event, spec->ctx, why, whylen);
+}
+
+int fsp_trace_stop(struct fsp_trace *t)
+{
+	if (t->stopped)
+		return 0;
+	t->stopped = 1;
+	if (t->skel)
+		bpf_object__detach_skeleton(t->skel); /* destroys the links */
+	fsp_tring_stop(&t->ring);
+	return t->skel != NULL;
+}
+
+void fsp_trace_free(struct fsp_trace *t)
+{
+	fsp_trace_stop(t);
+	fsp_tring_free(&t->ring);
 }
 
 int fsp_trace_has_tracepoint(const char *module, const char *name)
@@ -121,14 +178,21 @@ int fsp_trace_has_tracepoint(const char *module, const char *name)
 	return found;
 }
 
-size_t fsp_trace_env_size(const char *name, size_t dflt)
+size_t fsp_trace_size(size_t given, const char *name, size_t dflt)
 {
 	const char *v = getenv(name);
 	char *end;
+	if (given)
+		return given;
 	if (!v || !*v)
 		return dflt;
 	unsigned long long n = strtoull(v, &end, 10);
 	return *end || !n ? dflt : (size_t)n;
+}
+
+size_t fsp_trace_max_rows(size_t max)
+{
+	return fsp_trace_size(max, "FSPRISM_TRACE_MAX_ROWS", DEFAULT_MAX_ROWS);
 }
 
 uint64_t fsp_trace_prog_misses(struct bpf_program *p)
@@ -153,5 +217,19 @@ uint64_t fsp_trace_percpu_sum(struct bpf_map *m, uint32_t which)
 			sum += v[i];
 	free(v);
 	return sum;
+}
+uint64_t fsp_trace_slots_open(struct bpf_map *m, size_t size, size_t open_at)
+{
+	uint32_t n = bpf_map__max_entries(m), flag;
+	unsigned char v[64];
+	uint64_t open = 0;
+	if (bpf_map__value_size(m) != size || size > sizeof(v) || open_at + sizeof(flag) > size)
+		return 0;
+	for (uint32_t i = 0; i < n; i++)
+		if (bpf_map__lookup_elem(m, &i, sizeof(i), v, size, 0) == 0) {
+			memcpy(&flag, v + open_at, sizeof(flag));
+			open += flag != 0;
+		}
+	return open;
 }
 #endif

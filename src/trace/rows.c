@@ -1,6 +1,6 @@
 /*
- * rows.c - the traces' bounded row store and the block rows' join to steps
- * (rows.h).
+ * rows.c - the traces' bounded row store, its storing, and the block rows'
+ * join to steps (rows.h).
  */
 #include <stdlib.h>
 #include <string.h>
@@ -51,6 +51,19 @@ void fsp_trows_free(struct fsp_trows *r)
 	}
 	r->head = r->tail = NULL;
 	r->n = 0;
+}
+
+int fsp_trows_store(const struct fsp_trows *r, struct fsp_store *st, int64_t run,
+		    int (*insert)(struct fsp_store *st, int64_t run, const void *rows, size_t n))
+{
+	if (fsp_store_tx_begin(st) != 0)
+		return -1;
+	for (const struct fsp_trows_chunk *c = r->head; c; c = c->next)
+		if (insert(st, run, c->data, c->n) != 0) {
+			fsp_store_tx_rollback(st);
+			return -1;
+		}
+	return fsp_store_tx_commit(st);
 }
 
 static uint64_t entered_ns(const struct fsp_block_io *io)

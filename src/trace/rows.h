@@ -3,8 +3,9 @@
  * window is over: a list of fixed-size chunks of rows of one type (block
  * requests, FUSE requests), grown by one thread (the trace's consumer),
  * bounded by a cap on the rows (each row past it, or one that finds no
- * memory, is counted as dropped); and the join of each block request to
- * the engine step whose window it fell in.
+ * memory, is counted as dropped), stored once the window is over; and
+ * the join of each block request to the engine step whose window it fell
+ * in.
  * Kept apart from the BPF code so that it is tested without a kernel.
  */
 #ifndef FSP_TRACE_ROWS_H
@@ -37,6 +38,11 @@ void fsp_trows_init(struct fsp_trows *r, size_t elem, size_t cap);
 /* Keep a copy of row (elem bytes): 0, or -1 when it was counted as dropped. */
 int fsp_trows_add(struct fsp_trows *r, const void *row);
 void fsp_trows_free(struct fsp_trows *r);
+/* Store the rows of run in one transaction, a chunk at a time, with insert
+ * (a table's batched insert: fsp_block_ios_insert, fsp_fuse_reqs_insert).
+ * 0, or -1 (printed) with none stored. */
+int fsp_trows_store(const struct fsp_trows *r, struct fsp_store *st, int64_t run,
+		    int (*insert)(struct fsp_store *st, int64_t run, const void *rows, size_t n));
 
 /* A step's measured window, CLOCK_MONOTONIC, both ends inclusive. */
 struct fsp_bt_window {
