@@ -93,6 +93,18 @@ expect_eq "raw: fill segment bytes" $((64 << 20)) \
 	"$(q "SELECT sum(bytes) FROM segments WHERE run=$RUN")"
 expect_eq "raw: fill wrote the span" $((64 << 20)) \
 	"$(q "SELECT write_bytes FROM steps WHERE run=$RUN")"
+# how the engine waited: with the default poll a QD1 step's waits poll;
+# with --poll=0 none does, and nothing is set aside
+attr_of() { q "SELECT value FROM run_attrs WHERE run=$RUN AND key='$1'"; }
+if run_ok "raw: QD1 reads, default poll" sustained-randread "$RAW" --qd=1 $TINY; then
+	w=$(attr_of engine.poll_waits) b=$(attr_of engine.poll_backoffs)
+	check "default poll: waits that polled ($w), set aside $b times" \
+		sh -c "[ '${w:-0}' -gt 0 ] && [ -n '$b' ]"
+fi
+if run_ok "raw: QD1 reads, --poll=0" sustained-randread "$RAW" --qd=1 --poll=0 $TINY; then
+	expect_eq "--poll=0: no wait polled, none set aside" "0 0" \
+		"$(attr_of engine.poll_waits) $(attr_of engine.poll_backoffs)"
+fi
 
 # ---- where it ran: the placement is stored with the run ---------------------
 if [ "$(nproc)" -ge 2 ] && taskset -c 1 "$FSPRISM" run sustained-randread "$RAW" --qd=1 $TINY \

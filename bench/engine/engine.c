@@ -621,6 +621,7 @@ int fsp_engine_step(const struct fsp_step_spec *spec,
 	}
 	uint64_t user0, sys0, user1, sys1;
 	process_cpu(&user0, &sys0);
+	const struct fsp_reaper ramp_reaper = L.reaper; /* the ramp's waits are not counted */
 	res->started_ns = fsp_now_ns();
 	L.seg_start_ns = res->started_ns;
 
@@ -645,6 +646,8 @@ int fsp_engine_step(const struct fsp_step_spec *spec,
 	res->cpu_user_ns = user1 - user0;
 	res->cpu_sys_ns = sys1 - sys0;
 	res->interrupted = spec->stop && *spec->stop;
+	res->poll_waits = L.reaper.polls - ramp_reaper.polls;
+	res->poll_backoffs = L.reaper.backoffs - ramp_reaper.backoffs;
 	/* a fill's last, partial segment */
 	if (spec->segment && !spec->burst &&
 	    L.done_bytes > L.segments_closed * spec->segment) {

@@ -191,6 +191,9 @@ struct fsp_step_result {
 	size_t nsegments;
 	uint64_t timeline_dropped_ios; /* completions past the timeline's last bucket */
 	uint64_t segments_dropped;     /* segments or bursts not kept (cap, no memory) */
+	/* how the measured IO was waited for (reap.h): waits that polled, and
+	 * times the poll was set aside because polls held another task off */
+	uint64_t poll_waits, poll_backoffs;
 };
 
 /*

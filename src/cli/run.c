@@ -730,6 +730,20 @@ static void store_dropped(struct fsp_store *st, int64_t run, const struct step *
 		fsp_store_set_attr_u64(st, run, "segments_dropped", segs);
 }
 
+/* How the engine waited (bench/engine/reap.h): the poll set aside shows
+ * that the engine's polls held another task off the CPU. */
+static void store_waits(struct fsp_store *st, int64_t run, const struct step *steps,
+			unsigned nsteps)
+{
+	uint64_t polls = 0, backoffs = 0;
+	for (unsigned i = 0; i < nsteps; i++) {
+		polls += steps[i].res.poll_waits;
+		backoffs += steps[i].res.poll_backoffs;
+	}
+	fsp_store_set_attr_u64(st, run, "engine.poll_waits", polls);
+	fsp_store_set_attr_u64(st, run, "engine.poll_backoffs", backoffs);
+}
+
 /* ---- score and summary ------------------------------------------------------------ */
 
 struct score {
@@ -1185,6 +1199,7 @@ int cmd_run(int argc, char **argv)
 	if (steps) {
 		store_huge_share(st, run, steps, nsteps);
 		store_dropped(st, run, steps, nsteps);
+		store_waits(st, run, steps, nsteps);
 	}
 	if (rc > 128)
 		fsp_store_set_attr(st, run, "interrupted", "1");
