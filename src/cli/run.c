@@ -715,31 +715,26 @@ static void store_huge_share(struct fsp_store *st, int64_t run,
 		set_attr_double(st, run, "engine.huge_buffer_pct", least);
 }
 
-/* What the capped tables could not keep (engine.h, FSP_TIMELINE_MAX): stored only if any. */
-static void store_dropped(struct fsp_store *st, int64_t run, const struct step *steps,
-			  unsigned nsteps)
+/*
+ * The steps' counts, summed over the run: what the capped tables could not
+ * keep (engine.h, FSP_TIMELINE_MAX; stored only if any), and how the engine
+ * waited (bench/engine/reap.h; a poll set aside shows that the engine's
+ * polls held another task off the CPU).
+ */
+static void store_counts(struct fsp_store *st, int64_t run, const struct step *steps,
+			 unsigned nsteps)
 {
-	uint64_t ios = 0, segs = 0;
+	uint64_t ios = 0, segs = 0, polls = 0, backoffs = 0;
 	for (unsigned i = 0; i < nsteps; i++) {
 		ios += steps[i].res.timeline_dropped_ios;
 		segs += steps[i].res.segments_dropped;
+		polls += steps[i].res.poll_waits;
+		backoffs += steps[i].res.poll_backoffs;
 	}
 	if (ios)
 		fsp_store_set_attr_u64(st, run, "timeline_dropped_ios", ios);
 	if (segs)
 		fsp_store_set_attr_u64(st, run, "segments_dropped", segs);
-}
-
-/* How the engine waited (bench/engine/reap.h): the poll set aside shows
- * that the engine's polls held another task off the CPU. */
-static void store_waits(struct fsp_store *st, int64_t run, const struct step *steps,
-			unsigned nsteps)
-{
-	uint64_t polls = 0, backoffs = 0;
-	for (unsigned i = 0; i < nsteps; i++) {
-		polls += steps[i].res.poll_waits;
-		backoffs += steps[i].res.poll_backoffs;
-	}
 	fsp_store_set_attr_u64(st, run, "engine.poll_waits", polls);
 	fsp_store_set_attr_u64(st, run, "engine.poll_backoffs", backoffs);
 }
@@ -1198,8 +1193,7 @@ int cmd_run(int argc, char **argv)
 	}
 	if (steps) {
 		store_huge_share(st, run, steps, nsteps);
-		store_dropped(st, run, steps, nsteps);
-		store_waits(st, run, steps, nsteps);
+		store_counts(st, run, steps, nsteps);
 	}
 	if (rc > 128)
 		fsp_store_set_attr(st, run, "interrupted", "1");
