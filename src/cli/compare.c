@@ -998,14 +998,9 @@ static int parse_args(int argc, char **argv, struct opts *o)
 			return -1;
 		}
 	}
-	if (status) {
-		char *end;
-		double s = strtod(status, &end);
-		if (*end || end == status || !(s >= 0.1 && s <= 3600)) {
-			fail("bad --status-interval '%s' (seconds, 0.1 to 3600)", status);
-			return -1;
-		}
-		o->status_interval = s;
+	if (status && fsp_opt_status_interval(status, &o->status_interval) < 0) {
+		fail("bad --status-interval '%s' " FSP_STATUS_RANGE, status);
+		return -1;
 	}
 	if (o->replay && !o->want[T_FS] && !o->want[T_EMU]) {
 		fail("--replay replays the device IO of the fs and emu targets, which "

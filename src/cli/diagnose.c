@@ -844,10 +844,8 @@ int cmd_diagnose(int argc, char **argv)
 		else if (c == OPT_WIDE)
 			wide = 1;
 	}
-	if (g.npos == 0)
-		return fsp_usage_error("diagnose", "missing the database");
-	if (g.npos > 1)
-		return fsp_usage_error("diagnose", "unexpected argument '%s'", g.pos[1]);
+	if (fsp_opt_one_database(&g))
+		return 2;
 	int json = !strcmp(format, "json");
 	if (!json && strcmp(format, "table"))
 		return fsp_usage_error("diagnose", "unknown --format '%s' (table or json)",

@@ -47,6 +47,26 @@ int fsp_usage_error(const char *cmd, const char *fmt, ...)
 	return 2;
 }
 
+int fsp_opt_one_database(const struct fsp_opt *g)
+{
+	if (!g->npos)
+		return fsp_usage_error(g->cmd, "no database given");
+	if (g->npos > 1)
+		return fsp_usage_error(g->cmd, "unexpected argument '%s': one database only",
+				       g->pos[1]);
+	return 0;
+}
+
+int fsp_opt_status_interval(const char *s, double *secs)
+{
+	char *end;
+	double v = strtod(s, &end);
+	if (*end || end == s || !(v >= 0.1 && v <= 3600))
+		return -1;
+	*secs = v;
+	return 0;
+}
+
 int fsp_opt_run_id(const char *s, int64_t *id)
 {
 	char *end;

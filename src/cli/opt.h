@@ -67,6 +67,16 @@ int fsp_opt_next(struct fsp_opt *g);
 int fsp_usage_error(const char *cmd, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3)));
 
+/* The commands that read one results database (stats, report, diagnose):
+ * is there exactly one positional? 0, or 2 after the usage error. */
+int fsp_opt_one_database(const struct fsp_opt *g);
+
+/* s as a --status-interval's seconds, the one range run and compare
+ * accept (compare passes its value on to run): 0, or -1 when s is not a
+ * number in FSP_STATUS_RANGE; the command says so. */
+#define FSP_STATUS_RANGE "(seconds, 0.1 to 3600)"
+int fsp_opt_status_interval(const char *s, double *secs);
+
 /* s as a run id (a whole number, 1 or more, nothing after it): 0, or -1;
  * the command says what it expected. */
 int fsp_opt_run_id(const char *s, int64_t *id);

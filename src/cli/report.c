@@ -290,11 +290,8 @@ int cmd_report(int argc, char **argv)
 		case OPT_CHARTJS: chartjs = g.arg; break;
 		}
 	}
-	if (!g.npos)
-		return fsp_usage_error("report", "no database given");
-	if (g.npos > 1)
-		return fsp_usage_error("report", "unexpected argument '%s': one database only",
-				       g.pos[1]);
+	if (fsp_opt_one_database(&g))
+		return 2;
 	if (!out)
 		return fsp_usage_error("report", "no output file: give -o FILE.html");
 	struct fsp_store *st = fsp_store_open_readonly(g.pos[0], err, sizeof(err));

@@ -156,11 +156,10 @@ static int parse_args(int argc, char **argv, struct run_opts *o)
 			o->report = v;
 			break;
 		case OPT_STATUS: {
-			char *end;
-			double secs = strtod(v, &end);
-			if (*end || end == v || !(secs >= 0.1 && secs <= 3600))
+			double secs;
+			if (fsp_opt_status_interval(v, &secs) < 0)
 				return fsp_usage_error("run", "bad --status-interval '%s' "
-						       "(seconds, 0.1 to 3600)", v);
+						       FSP_STATUS_RANGE, v);
 			o->status_ns = (uint64_t)(secs * 1e9);
 			break;
 		}

@@ -1001,11 +1001,8 @@ int cmd_stats(int argc, char **argv)
 		case OPT_WIDE: flags |= FSP_STATS_WIDE; break;
 		}
 	}
-	if (!g.npos)
-		return fsp_usage_error("stats", "no database given");
-	if (g.npos > 1)
-		return fsp_usage_error("stats", "unexpected argument '%s': one database only",
-				       g.pos[1]);
+	if (fsp_opt_one_database(&g))
+		return 2;
 	path = g.pos[0];
 	if (!valid_format(format)) {
 		fprintf(stderr, "fsprism stats: unknown format '%s' (table, csv or json)\n", format);

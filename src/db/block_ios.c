@@ -102,16 +102,16 @@ static int times_row(void *arg, sqlite3_stmt *s)
 {
 	struct times *x = arg;
 	struct fsp_block_times *t = x->t;
-	uint64_t issue = (uint64_t)sqlite3_column_int64(s, 1);
-	uint64_t done = (uint64_t)sqlite3_column_int64(s, 2);
+	uint64_t issue = fsp_db_col_u64(s, 1);
+	uint64_t done = fsp_db_col_u64(s, 2);
 	if (sqlite3_column_type(s, 0) != SQLITE_NULL) {
-		uint64_t q = (uint64_t)sqlite3_column_int64(s, 0);
+		uint64_t q = fsp_db_col_u64(s, 0);
 		if (push(&t->queue_ns, &t->nq, &x->capq, issue > q ? issue - q : 0))
 			return -1;
 	}
 	if (push(&t->device_ns, &t->nd, &x->capd, done > issue ? done - issue : 0))
 		return -1;
-	t->bytes += (uint64_t)sqlite3_column_int64(s, 3);
+	t->bytes += fsp_db_col_u64(s, 3);
 	return 0;
 }
 
@@ -193,15 +193,15 @@ static void fill_block_io(void *row, sqlite3_stmt *s)
 	memset(r, 0, sizeof(*r));
 	r->step = sqlite3_column_type(s, 0) == SQLITE_NULL ? -1 : sqlite3_column_int(s, 0);
 	r->dev = parse_dev((const char *)sqlite3_column_text(s, 1));
-	r->sector = (uint64_t)sqlite3_column_int64(s, 2);
+	r->sector = fsp_db_col_u64(s, 2);
 	r->bytes = (uint32_t)sqlite3_column_int64(s, 3);
 	r->op = (uint16_t)op_number((const char *)sqlite3_column_text(s, 4));
 	r->flags = (uint16_t)sqlite3_column_int(s, 5);
 	r->tgid = (uint32_t)sqlite3_column_int64(s, 6);
-	r->queue_ns = (uint64_t)sqlite3_column_int64(s, 7);
-	r->insert_ns = (uint64_t)sqlite3_column_int64(s, 8);
-	r->issue_ns = (uint64_t)sqlite3_column_int64(s, 9);
-	r->complete_ns = (uint64_t)sqlite3_column_int64(s, 10);
+	r->queue_ns = fsp_db_col_u64(s, 7);
+	r->insert_ns = fsp_db_col_u64(s, 8);
+	r->issue_ns = fsp_db_col_u64(s, 9);
+	r->complete_ns = fsp_db_col_u64(s, 10);
 	r->error = sqlite3_column_int(s, 11);
 	r->tid = (uint32_t)sqlite3_column_int64(s, 12);
 }
@@ -267,8 +267,8 @@ int fsp_block_ios_op_lengths(struct fsp_store *st, int64_t run, int step, int64_
 	sqlite3_bind_int64(s, 6, to_ns);
 	int rc;
 	while ((rc = sqlite3_step(s)) == SQLITE_ROW)
-		if (fn(arg, sqlite3_column_int(s, 0), (uint64_t)sqlite3_column_int64(s, 1),
-		       (uint64_t)sqlite3_column_int64(s, 2))) {
+		if (fn(arg, sqlite3_column_int(s, 0), fsp_db_col_u64(s, 1),
+		       fsp_db_col_u64(s, 2))) {
 			rc = SQLITE_DONE;
 			break;
 		}

@@ -10,11 +10,6 @@
 #include "src/db/handle.h"
 #include "src/db/schema.h"
 
-static uint64_t col_u64(sqlite3_stmt *s, int i)
-{
-	return (uint64_t)sqlite3_column_int64(s, i); /* NULL reads 0 */
-}
-
 /* The rows of s into out, a FSP_DC_ARRAY, each set by fill(row, s). */
 #define LOAD(st, s, out, fill, what, err, errlen)                                      \
 	fsp_db_load_rows(st, s, (void **)&(out)->v, &(out)->n, &(out)->cap,             \
@@ -23,11 +18,11 @@ static uint64_t col_u64(sqlite3_stmt *s, int i)
 static void io_row(void *row, sqlite3_stmt *s)
 {
 	struct fsp_dc_io *io = row;
-	io->submit_ns = col_u64(s, 0);
-	io->reap_ns = io->submit_ns + col_u64(s, 1);
-	io->offset = col_u64(s, 2);
-	io->length = col_u64(s, 3);
-	io->tid = (uint32_t)col_u64(s, 4);
+	io->submit_ns = fsp_db_col_u64(s, 0);
+	io->reap_ns = io->submit_ns + fsp_db_col_u64(s, 1);
+	io->offset = fsp_db_col_u64(s, 2);
+	io->length = fsp_db_col_u64(s, 3);
+	io->tid = (uint32_t)fsp_db_col_u64(s, 4);
 	io->write = sqlite3_column_int(s, 5) == FSP_OP_WRITE;
 }
 
@@ -50,14 +45,14 @@ int fsp_decomp_read_ios(struct fsp_store *st, int64_t run, int step, fsp_dc_ios 
 static void block_row(void *row, sqlite3_stmt *s)
 {
 	struct fsp_dc_block *b = row;
-	b->queue_ns = col_u64(s, 0);
-	b->insert_ns = col_u64(s, 1);
-	b->issue_ns = col_u64(s, 2);
-	b->complete_ns = col_u64(s, 3);
-	b->sector = col_u64(s, 4);
-	b->bytes = (uint32_t)col_u64(s, 5);
-	b->tgid = (uint32_t)col_u64(s, 6);
-	b->tid = (uint32_t)col_u64(s, 7);
+	b->queue_ns = fsp_db_col_u64(s, 0);
+	b->insert_ns = fsp_db_col_u64(s, 1);
+	b->issue_ns = fsp_db_col_u64(s, 2);
+	b->complete_ns = fsp_db_col_u64(s, 3);
+	b->sector = fsp_db_col_u64(s, 4);
+	b->bytes = (uint32_t)fsp_db_col_u64(s, 5);
+	b->tgid = (uint32_t)fsp_db_col_u64(s, 6);
+	b->tid = (uint32_t)fsp_db_col_u64(s, 7);
 	const char *op = (const char *)sqlite3_column_text(s, 8);
 	b->write = op && !strcmp(op, "write");
 }
@@ -102,17 +97,17 @@ int fsp_decomp_read_blocks_window(struct fsp_store *st, int64_t run, uint64_t fr
 static void daemon_row(void *row, sqlite3_stmt *s)
 {
 	struct fsp_dc_daemon *d = row;
-	d->start_ns = col_u64(s, 0);
-	d->total_ns = col_u64(s, 1);
-	d->backing_ns = col_u64(s, 2);
-	d->emu_ns = col_u64(s, 3);
-	d->offset = col_u64(s, 4);
-	d->length = col_u64(s, 5);
-	d->pid = (uint32_t)col_u64(s, 6);
+	d->start_ns = fsp_db_col_u64(s, 0);
+	d->total_ns = fsp_db_col_u64(s, 1);
+	d->backing_ns = fsp_db_col_u64(s, 2);
+	d->emu_ns = fsp_db_col_u64(s, 3);
+	d->offset = fsp_db_col_u64(s, 4);
+	d->length = fsp_db_col_u64(s, 5);
+	d->pid = (uint32_t)fsp_db_col_u64(s, 6);
 	d->write = sqlite3_column_int(s, 7) == FSP_OP_WRITE;
-	d->recv_ns = col_u64(s, 8);
-	d->fuse_unique = col_u64(s, 9);
-	d->inject_ns = col_u64(s, 10);
+	d->recv_ns = fsp_db_col_u64(s, 8);
+	d->fuse_unique = fsp_db_col_u64(s, 9);
+	d->inject_ns = fsp_db_col_u64(s, 10);
 }
 
 int fsp_decomp_read_daemon(struct fsp_store *st, int64_t run, uint64_t from_ns,
@@ -150,9 +145,9 @@ int fsp_decomp_have_fuse(struct fsp_store *st, int64_t run)
 static void fuse_row(void *row, sqlite3_stmt *s)
 {
 	struct fsp_dc_fuse *f = row;
-	f->unique = col_u64(s, 0);
-	f->send_ns = col_u64(s, 1);
-	f->end_ns = col_u64(s, 2);
+	f->unique = fsp_db_col_u64(s, 0);
+	f->send_ns = fsp_db_col_u64(s, 1);
+	f->end_ns = fsp_db_col_u64(s, 2);
 }
 
 int fsp_decomp_read_fuse(struct fsp_store *st, int64_t run, fsp_dc_fuses *out, int *have,
@@ -173,10 +168,10 @@ int fsp_decomp_read_fuse(struct fsp_store *st, int64_t run, fsp_dc_fuses *out, i
 static void extent_row(void *row, sqlite3_stmt *s)
 {
 	struct fsp_extent *e = row;
-	e->logical = col_u64(s, 0);
-	e->physical = col_u64(s, 1);
-	e->length = col_u64(s, 2);
-	e->flags = (uint32_t)col_u64(s, 3);
+	e->logical = fsp_db_col_u64(s, 0);
+	e->physical = fsp_db_col_u64(s, 1);
+	e->length = fsp_db_col_u64(s, 2);
+	e->flags = (uint32_t)fsp_db_col_u64(s, 3);
 }
 
 int fsp_decomp_read_extents(struct fsp_store *st, int64_t run, int step, fsp_dc_extents *out,

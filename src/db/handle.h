@@ -26,6 +26,13 @@ struct fsp_store {
 	sqlite3_stmt *segment_ins;
 };
 
+/* Column i of the row s stands on, as the unsigned count or time it stores
+ * (a NULL reads 0): how every reader in src/db reads one. */
+static inline uint64_t fsp_db_col_u64(sqlite3_stmt *s, int i)
+{
+	return (uint64_t)sqlite3_column_int64(s, i);
+}
+
 /* ---- stmt.c ---------------------------------------------------------------- */
 
 /* What a database made by an older fsprism may lack: is there a table

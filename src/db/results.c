@@ -20,11 +20,6 @@ static const char *col_str(sqlite3_stmt *s, int i)
 	return (const char *)sqlite3_column_text(s, i);
 }
 
-static uint64_t col_u64(sqlite3_stmt *s, int i)
-{
-	return (uint64_t)sqlite3_column_int64(s, i);
-}
-
 /* The end of a walk over s: finalized; 0 when done or stopped, -1 on error. */
 static int walk_end(sqlite3_stmt *s, int rc)
 {
@@ -191,17 +186,17 @@ int fsp_store_each_step(struct fsp_store *st, int64_t run,
 			.qd = sqlite3_column_int64(s, 4),
 			.read_pct = sqlite3_column_int64(s, 5),
 			.pattern = col_str(s, 6),
-			.span_offset = col_u64(s, 7),
-			.span_size = col_u64(s, 8),
-			.started_ns = col_u64(s, 9),
-			.ended_ns = col_u64(s, 10),
-			.busy_ns = col_u64(s, 11),
-			.read_ios = col_u64(s, 12),
-			.write_ios = col_u64(s, 13),
-			.read_bytes = col_u64(s, 14),
-			.write_bytes = col_u64(s, 15),
-			.cpu_user_ns = col_u64(s, 16),
-			.cpu_sys_ns = col_u64(s, 17),
+			.span_offset = fsp_db_col_u64(s, 7),
+			.span_size = fsp_db_col_u64(s, 8),
+			.started_ns = fsp_db_col_u64(s, 9),
+			.ended_ns = fsp_db_col_u64(s, 10),
+			.busy_ns = fsp_db_col_u64(s, 11),
+			.read_ios = fsp_db_col_u64(s, 12),
+			.write_ios = fsp_db_col_u64(s, 13),
+			.read_bytes = fsp_db_col_u64(s, 14),
+			.write_bytes = fsp_db_col_u64(s, 15),
+			.cpu_user_ns = fsp_db_col_u64(s, 16),
+			.cpu_sys_ns = fsp_db_col_u64(s, 17),
 		};
 		if (fn(arg, &r))
 			break;
@@ -311,7 +306,7 @@ uint64_t fsp_store_expected_replies(struct fsp_store *st, int64_t run, int step,
 	sqlite3_bind_int(s, 3, op);
 	sqlite3_bind_int(s, 4, FSP_LAYER_TOTAL);
 	if (sqlite3_step(s) == SQLITE_ROW)
-		n = (uint64_t)sqlite3_column_int64(s, 0);
+		n = fsp_db_col_u64(s, 0);
 	sqlite3_finalize(s);
 	return n;
 }
@@ -329,8 +324,8 @@ int fsp_store_op_totals(struct fsp_store *st, int64_t run, int op, uint64_t *cou
 	sqlite3_bind_int(s, 3, FSP_LAYER_TOTAL);
 	int rc = sqlite3_step(s);
 	if (rc == SQLITE_ROW) {
-		*count = col_u64(s, 0);
-		*bytes = col_u64(s, 1);
+		*count = fsp_db_col_u64(s, 0);
+		*bytes = fsp_db_col_u64(s, 1);
 	}
 	sqlite3_finalize(s);
 	return rc == SQLITE_ROW ? 0 : -1;
@@ -366,10 +361,10 @@ int64_t fsp_store_windowed_layers(struct fsp_store *st, int64_t run, int op,
 			in = t >= win[i][0] && t <= win[i][1];
 		if (!in)
 			continue;
-		fsp_hist_add(&h[FSP_LAYER_TOTAL], col_u64(s, 1));
-		fsp_hist_add(&h[FSP_LAYER_BACKING], col_u64(s, 2));
-		fsp_hist_add(&h[FSP_LAYER_LAYER], col_u64(s, 3));
-		fsp_hist_add(&h[FSP_LAYER_EMU], col_u64(s, 4));
+		fsp_hist_add(&h[FSP_LAYER_TOTAL], fsp_db_col_u64(s, 1));
+		fsp_hist_add(&h[FSP_LAYER_BACKING], fsp_db_col_u64(s, 2));
+		fsp_hist_add(&h[FSP_LAYER_LAYER], fsp_db_col_u64(s, 3));
+		fsp_hist_add(&h[FSP_LAYER_EMU], fsp_db_col_u64(s, 4));
 		n++;
 	}
 	sqlite3_finalize(s);
@@ -412,8 +407,8 @@ int fsp_store_each_emu_file(struct fsp_store *st, int64_t run,
 	int rc;
 	while ((rc = sqlite3_step(s)) == SQLITE_ROW) {
 		struct fsp_emu_file f = {
-			.obj = col_u64(s, 0), .path = col_str(s, 1), .size = col_u64(s, 2),
-			.allocated = col_u64(s, 3), .nextents = (size_t)col_u64(s, 4),
+			.obj = fsp_db_col_u64(s, 0), .path = col_str(s, 1), .size = fsp_db_col_u64(s, 2),
+			.allocated = fsp_db_col_u64(s, 3), .nextents = (size_t)fsp_db_col_u64(s, 4),
 		};
 		if (fn(arg, &f))
 			break;
@@ -436,11 +431,11 @@ int fsp_store_each_emu_extent(struct fsp_store *st, int64_t run,
 	int rc;
 	while ((rc = sqlite3_step(s)) == SQLITE_ROW) {
 		struct fsp_emu_file f = {
-			.obj = col_u64(s, 0), .path = col_str(s, 1), .size = col_u64(s, 5),
-			.nextents = (size_t)col_u64(s, 6),
+			.obj = fsp_db_col_u64(s, 0), .path = col_str(s, 1), .size = fsp_db_col_u64(s, 5),
+			.nextents = (size_t)fsp_db_col_u64(s, 6),
 		};
 		struct fsp_emu_extent e = {
-			.logical = col_u64(s, 2), .physical = col_u64(s, 3), .length = col_u64(s, 4),
+			.logical = fsp_db_col_u64(s, 2), .physical = fsp_db_col_u64(s, 3), .length = fsp_db_col_u64(s, 4),
 		};
 		if (fn(arg, &f, &e))
 			break;
@@ -509,9 +504,9 @@ int fsp_store_each_timeline(struct fsp_store *st, int64_t run,
 	int rc;
 	while ((rc = sqlite3_step(s)) == SQLITE_ROW) {
 		struct fsp_timeline_row t = {
-			.t_ns = col_u64(s, 1), .read_bytes = col_u64(s, 2),
-			.write_bytes = col_u64(s, 3), .read_ios = col_u64(s, 4),
-			.write_ios = col_u64(s, 5),
+			.t_ns = fsp_db_col_u64(s, 1), .read_bytes = fsp_db_col_u64(s, 2),
+			.write_bytes = fsp_db_col_u64(s, 3), .read_ios = fsp_db_col_u64(s, 4),
+			.write_ios = fsp_db_col_u64(s, 5),
 		};
 		if (fn(arg, sqlite3_column_int(s, 0), &t))
 			break;
@@ -531,8 +526,8 @@ int fsp_store_each_segment(struct fsp_store *st, int64_t run,
 	int rc;
 	while ((rc = sqlite3_step(s)) == SQLITE_ROW) {
 		struct fsp_segment_row g = {
-			.segment = col_u64(s, 1), .offset = col_u64(s, 2),
-			.bytes = col_u64(s, 3), .ns = col_u64(s, 4),
+			.segment = fsp_db_col_u64(s, 1), .offset = fsp_db_col_u64(s, 2),
+			.bytes = fsp_db_col_u64(s, 3), .ns = fsp_db_col_u64(s, 4),
 		};
 		if (fn(arg, sqlite3_column_int(s, 0), &g))
 			break;
@@ -557,8 +552,8 @@ int fsp_store_each_op_latency(struct fsp_store *st, int64_t run,
 		return -1;
 	int rc;
 	while ((rc = sqlite3_step(s)) == SQLITE_ROW)
-		if (fn(arg, sqlite3_column_int(s, 0), sqlite3_column_int(s, 1), col_u64(s, 2),
-		       col_u64(s, 3)))
+		if (fn(arg, sqlite3_column_int(s, 0), sqlite3_column_int(s, 1), fsp_db_col_u64(s, 2),
+		       fsp_db_col_u64(s, 3)))
 			break;
 	return walk_end(s, rc);
 }
@@ -592,8 +587,8 @@ int fsp_store_each_block_position(struct fsp_store *st, int64_t run,
 		return -1;
 	int rc;
 	while ((rc = sqlite3_step(s)) == SQLITE_ROW)
-		if (fn(arg, sqlite3_column_int(s, 0), col_str(s, 1), col_u64(s, 2),
-		       col_u64(s, 3), col_u64(s, 4)))
+		if (fn(arg, sqlite3_column_int(s, 0), col_str(s, 1), fsp_db_col_u64(s, 2),
+		       fsp_db_col_u64(s, 3), fsp_db_col_u64(s, 4)))
 			break;
 	return walk_end(s, rc);
 }
@@ -647,11 +642,11 @@ int fsp_store_each_op_in_window(struct fsp_store *st, int64_t run, int64_t t0, i
 	int rc;
 	while ((rc = sqlite3_step(s)) == SQLITE_ROW) {
 		struct fsp_op_row r = {
-			.op = sqlite3_column_int(s, 0), .offset = col_u64(s, 1),
-			.length = col_u64(s, 2), .bytes = col_u64(s, 3),
-			.start_ns = col_u64(s, 4), .total_ns = col_u64(s, 5),
-			.backing_ns = col_u64(s, 6), .layer_ns = col_u64(s, 7),
-			.emu_ns = col_u64(s, 8), .inject_ns = col_u64(s, 9),
+			.op = sqlite3_column_int(s, 0), .offset = fsp_db_col_u64(s, 1),
+			.length = fsp_db_col_u64(s, 2), .bytes = fsp_db_col_u64(s, 3),
+			.start_ns = fsp_db_col_u64(s, 4), .total_ns = fsp_db_col_u64(s, 5),
+			.backing_ns = fsp_db_col_u64(s, 6), .layer_ns = fsp_db_col_u64(s, 7),
+			.emu_ns = fsp_db_col_u64(s, 8), .inject_ns = fsp_db_col_u64(s, 9),
 		};
 		if (fn(arg, &r))
 			break;
@@ -744,18 +739,18 @@ static void fill_drow(void *row, sqlite3_stmt *s)
 {
 	struct fsp_fuse_drow *r = row;
 	r->op = (uint32_t)sqlite3_column_int(s, 0);
-	r->unique = col_u64(s, 1);
-	r->start_ns = col_u64(s, 2);
-	r->total_ns = col_u64(s, 3);
-	r->recv_ns = col_u64(s, 4);
+	r->unique = fsp_db_col_u64(s, 1);
+	r->start_ns = fsp_db_col_u64(s, 2);
+	r->total_ns = fsp_db_col_u64(s, 3);
+	r->recv_ns = fsp_db_col_u64(s, 4);
 }
 
 static void fill_trow(void *row, sqlite3_stmt *s)
 {
 	struct fsp_fuse_trow *r = row;
-	r->unique = col_u64(s, 0);
-	r->send_ns = col_u64(s, 1);
-	r->end_ns = col_u64(s, 2);
+	r->unique = fsp_db_col_u64(s, 0);
+	r->send_ns = fsp_db_col_u64(s, 1);
+	r->end_ns = fsp_db_col_u64(s, 2);
 	r->opcode = (uint32_t)sqlite3_column_int(s, 3);
 }
 

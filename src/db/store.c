@@ -830,14 +830,14 @@ int fsp_store_load_hist(struct fsp_store *st, int64_t run, int step, int op,
 	int rc = sqlite3_step(s);
 	if (rc == SQLITE_ROW) {
 		found = 1;
-		h->count = (uint64_t)sqlite3_column_int64(s, 0);
-		h->sum = (uint64_t)sqlite3_column_int64(s, 1);
-		h->min = (uint64_t)sqlite3_column_int64(s, 2);
-		h->max = (uint64_t)sqlite3_column_int64(s, 3);
+		h->count = fsp_db_col_u64(s, 0);
+		h->sum = fsp_db_col_u64(s, 1);
+		h->min = fsp_db_col_u64(s, 2);
+		h->max = fsp_db_col_u64(s, 3);
 		if (bytes)
-			*bytes = (uint64_t)sqlite3_column_int64(s, 4);
+			*bytes = fsp_db_col_u64(s, 4);
 		if (errors)
-			*errors = (uint64_t)sqlite3_column_int64(s, 5);
+			*errors = fsp_db_col_u64(s, 5);
 	}
 	sqlite3_finalize(s);
 	if (rc != SQLITE_ROW)
@@ -849,8 +849,8 @@ int fsp_store_load_hist(struct fsp_store *st, int64_t run, int step, int op,
 		return -1;
 	bind_hist_key(s, run, step, op, layer);
 	while ((rc = sqlite3_step(s)) == SQLITE_ROW) {
-		uint64_t lo = (uint64_t)sqlite3_column_int64(s, 0);
-		h->buckets[fsp_hist_bucket(lo)] += (uint64_t)sqlite3_column_int64(s, 1);
+		uint64_t lo = fsp_db_col_u64(s, 0);
+		h->buckets[fsp_hist_bucket(lo)] += fsp_db_col_u64(s, 1);
 	}
 	sqlite3_finalize(s);
 	return rc == SQLITE_DONE ? found : -1;
