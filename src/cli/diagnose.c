@@ -851,13 +851,9 @@ int cmd_diagnose(int argc, char **argv)
 		return fsp_usage_error("diagnose", "unknown --format '%s' (table or json)",
 				       format);
 	int64_t run = 0;
-	if (run_arg) {
-		char *end;
-		run = strtoll(run_arg, &end, 10);
-		if (*end || run <= 0)
-			return fsp_usage_error("diagnose", "--run needs a positive run id, not "
-					       "'%s'", run_arg);
-	}
+	if (run_arg && fsp_opt_run_id(run_arg, &run) < 0)
+		return fsp_usage_error("diagnose", "--run needs a positive run id, not "
+				       "'%s'", run_arg);
 	char err[1024];
 	struct fsp_store *st = fsp_store_open_readonly(g.pos[0], err, sizeof err);
 	if (!st) {

@@ -178,16 +178,12 @@ static int parse_args(int argc, char **argv, struct run_opts *o)
 				return 2;
 			}
 			break;
-		case OPT_PARENT: {
-			char *end;
-			long long p = strtoll(v, &end, 10);
-			if (*end || p <= 0) {
+		case OPT_PARENT:
+			if (fsp_opt_run_id(v, &o->parent) < 0) {
 				fprintf(stderr, "fsprism run: parent: '%s' is not a run id\n", v);
 				return 2;
 			}
-			o->parent = p;
 			break;
-		}
 		case OPT_LABEL:
 			o->label = v;
 			break;
