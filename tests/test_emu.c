@@ -1440,6 +1440,31 @@ static void test_journal_idempotent(void **state)
 	jtest_end(&jt);
 }
 
+/* a re-format ignores the previous journal's transactions */
+static void test_journal_stale_uuid(void **state)
+{
+	struct jtest jt = { .cfg = jcfg(64, 1) };
+	static struct home h;
+	(void)state;
+	memset(&h, 0, sizeof(h));
+	jt.cfg.uuid = 111;
+	jtest_format(&jt);
+	commit_txn(jt.j, NULL, 1, (uint64_t[]){ 1 }, 1, 1);
+	commit_txn(jt.j, NULL, 2, (uint64_t[]){ 2 }, 1, 2);
+	commit_txn(jt.j, NULL, 3, (uint64_t[]){ 3 }, 1, 3);
+	emu_journal_close(jt.j);
+	jt.cfg.uuid = 222;
+	assert_int_equal(emu_journal_format(&jt.io, &jt.cfg, &jt.j), 0);
+	commit_txn(jt.j, NULL, 9, (uint64_t[]){ 9 }, 1, 1);
+	emu_journal_close(jt.j);
+	jtest_replay(&jt, &h, 0);
+	/* old txn 2 (same sequence, same place) belongs to another journal */
+	assert_int_equal(jt.rep.txns_replayed, 1);
+	assert_int_equal(jt.rep.end, EMU_REPLAY_CLEAN);
+	assert_int_equal(h.applied, 1);
+	jtest_end(&jt);
+}
+
 static int failing_apply(void *ctx, uint64_t seq, uint64_t tag, const void *block)
 {
 	int *calls = ctx;
@@ -1470,31 +1495,6 @@ static void test_journal_apply_error(void **state)
 	assert_int_equal(jt.rep.txns_replayed, 1);
 	assert_int_equal(h.applied, 2);
 	assert_int_equal(emu_journal_commit(jt.j, NULL), 0);
-	jtest_end(&jt);
-}
-
-/* a re-format ignores the previous journal's transactions */
-static void test_journal_stale_uuid(void **state)
-{
-	struct jtest jt = { .cfg = jcfg(64, 1) };
-	static struct home h;
-	(void)state;
-	memset(&h, 0, sizeof(h));
-	jt.cfg.uuid = 111;
-	jtest_format(&jt);
-	commit_txn(jt.j, NULL, 1, (uint64_t[]){ 1 }, 1, 1);
-	commit_txn(jt.j, NULL, 2, (uint64_t[]){ 2 }, 1, 2);
-	commit_txn(jt.j, NULL, 3, (uint64_t[]){ 3 }, 1, 3);
-	emu_journal_close(jt.j);
-	jt.cfg.uuid = 222;
-	assert_int_equal(emu_journal_format(&jt.io, &jt.cfg, &jt.j), 0);
-	commit_txn(jt.j, NULL, 9, (uint64_t[]){ 9 }, 1, 1);
-	emu_journal_close(jt.j);
-	jtest_replay(&jt, &h, 0);
-	/* old txn 2 (same sequence, same place) belongs to another journal */
-	assert_int_equal(jt.rep.txns_replayed, 1);
-	assert_int_equal(jt.rep.end, EMU_REPLAY_CLEAN);
-	assert_int_equal(h.applied, 1);
 	jtest_end(&jt);
 }
 

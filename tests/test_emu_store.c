@@ -179,43 +179,37 @@ static void random_op(struct emu_store *st, struct model *m, int direct)
 	}
 }
 
-/* Every mode combination: random ops checked as they go, then after a
- * clean close and remount. */
-static void test_modes_model(void **state)
+static void test_bad_input(void **state)
 {
 	(void)state;
-	static struct model m;
-	setenv("EMU_TEST_NOFLUSH", "1", 1); /* flush paths: the other tests */
-	for (int cow = 0; cow < 3; cow++)
-		for (int journal = 0; journal < 4; journal++)
-			for (int direct = 0; direct < 2; direct++) {
-				struct emu_store_info info;
-				memset(&m, 0, sizeof(m));
-				rng_state = 0x9e3779b97f4a7c15ull + (uint64_t)(cow * 8 + journal * 2 + direct);
-				struct emu_store *st = open_store("modes", cow, journal, 1, &info);
-				assert_non_null(st);
-				assert_true(info.formatted);
-				for (int k = 0; k < 400; k++) {
-					random_op(st, &m, direct);
-					if (k % 50 == 0)
-						check_all(st, &m);
-				}
-				check_all(st, &m);
-				assert_int_equal(emu_store_close(st, NULL), 0);
-				st = open_store("modes", cow, journal, 0, &info);
-				assert_non_null(st);
-				assert_false(info.formatted);
-				assert_true(info.clean);
-				assert_int_equal(info.damaged_objects, 0);
-				assert_int_equal(info.bitmap_mismatches, 0);
-				check_all(st, &m);
-				/* and it keeps working after the remount */
-				for (int k = 0; k < 100; k++)
-					random_op(st, &m, direct);
-				check_all(st, &m);
-				assert_int_equal(emu_store_close(st, NULL), 0);
-			}
-	unsetenv("EMU_TEST_NOFLUSH");
+	struct emu_store_info info;
+	struct emu_store_cfg cfg;
+	char err[512], path[512];
+	emu_store_cfg_default(&cfg);
+	path_of(path, sizeof(path), "tiny");
+	assert_null(emu_store_open(path, 64 << 10, &cfg, &info, err, sizeof(err)));
+	assert_non_null(strstr(err, "too small"));
+	cfg.block_size = 1000;
+	path_of(path, sizeof(path), "odd");
+	assert_null(emu_store_open(path, STORE_BYTES, &cfg, &info, err, sizeof(err)));
+	assert_non_null(strstr(err, "block size"));
+	assert_int_equal(emu_cow_mode_parse("always"), EMU_COW_ALWAYS);
+	assert_int_equal(emu_cow_mode_parse("sometimes"), -1);
+	assert_int_equal(emu_journal_mode_parse("data"), EMU_JOURNAL_DATA);
+	/* a store with a damaged root in both slots is refused, not served */
+	cfg.block_size = 4096;
+	struct emu_store *st = open_store("broken", 0, 0, 1, &info);
+	assert_non_null(st);
+	assert_int_equal(emu_store_close(st, NULL), 0);
+	path_of(path, sizeof(path), "broken");
+	assert_int_equal(emu_store_probe(path), 1);
+	int fd = open(path, O_WRONLY);
+	static uint8_t junk[8192];
+	memset(junk, 0x5a, sizeof(junk));
+	assert_int_equal(pwrite(fd, junk, sizeof(junk), 4096), (ssize_t)sizeof(junk));
+	close(fd);
+	assert_null(emu_store_open(path, STORE_BYTES, &cfg, &info, err, sizeof(err)));
+	assert_non_null(strstr(err, "no valid root"));
 }
 
 /* --cow=always moves an overwritten block once per transaction; --cow=off
@@ -261,6 +255,96 @@ static void test_cow_fragments(void **state)
 	}
 }
 
+/* A full store refuses data with ENOSPC but can still commit, and what
+ * was written survives a remount. */
+static void test_full_store(void **state)
+{
+	(void)state;
+	static uint8_t buf[1 << 20] __attribute__((aligned(4096)));
+	struct emu_store_info info;
+	struct emu_cx cx = { 0 };
+	struct emu_store *st = open_store("full", EMU_COW_ALWAYS, EMU_JOURNAL_OFF, 1, &info);
+	assert_non_null(st);
+	memset(buf, 0x77, sizeof(buf));
+	uint64_t off = 0;
+	ssize_t n;
+	while ((n = emu_store_write(st, &cx, 3, buf, sizeof(buf), off)) == (ssize_t)sizeof(buf))
+		off += (uint64_t)n;
+	if (n > 0)
+		off += (uint64_t)n;
+	assert_true(off > STORE_BYTES / 2);
+	assert_int_equal(emu_store_write(st, &cx, 3, buf, 4096, off), -ENOSPC);
+	assert_int_equal(emu_store_commit(st, &cx), 0);
+	/* copy-on-write needs new space to overwrite: refused, data intact */
+	memset(buf, 0x88, 8192);
+	assert_int_equal(emu_store_write(st, &cx, 3, buf, 8192, 0), -ENOSPC);
+	assert_int_equal(emu_store_fsync(st, &cx, 3), 0);
+	uint64_t blocks, freeb;
+	uint32_t bs;
+	emu_store_statfs(st, &blocks, &freeb, &bs);
+	assert_true(freeb < 2);
+	assert_int_equal(emu_store_close(st, NULL), 0);
+	st = open_store("full", EMU_COW_ALWAYS, EMU_JOURNAL_OFF, 0, &info);
+	assert_non_null(st);
+	uint64_t size;
+	assert_int_equal(emu_store_obj_size(st, 3, &size, NULL), 0);
+	assert_int_equal(size, off);
+	assert_int_equal(emu_store_read(st, &cx, 3, buf, 4096, off - 4096), 4096);
+	assert_int_equal(buf[0], 0x77);
+	assert_int_equal(buf[4095], 0x77);
+	/* freeing space makes room again */
+	assert_int_equal(emu_store_truncate(st, &cx, 3, 0), 0);
+	assert_int_equal(emu_store_commit(st, &cx), 0);
+	assert_int_equal(emu_store_write(st, &cx, 3, buf, 4096, 0), 4096);
+	assert_int_equal(emu_store_close(st, NULL), 0);
+}
+
+/* Removing objects frees their data and nodes; the store stays consistent
+ * across remounts in every mode. */
+static void test_remove(void **state)
+{
+	(void)state;
+	static uint8_t buf[1 << 20] __attribute__((aligned(4096)));
+	for (int cow = 0; cow < 3; cow++)
+		for (int journal = 0; journal < 4; journal++) {
+			struct emu_store_info info;
+			struct emu_cx cx = { 0 };
+			uint64_t blocks, free0, free1;
+			uint32_t bs;
+			struct emu_store *st = open_store("remove", cow, journal, 1, &info);
+			assert_non_null(st);
+			emu_store_statfs(st, &blocks, &free0, &bs);
+			memset(buf, 0x42, sizeof(buf));
+			for (int i = 0; i < 4; i++) {
+				ssize_t n = emu_store_write(st, &cx, 9, buf, sizeof(buf), (uint64_t)i << 20);
+				if (n != (ssize_t)sizeof(buf))
+					fprintf(stderr, "cow %d journal %d write %d: %zd\n", cow, journal, i, n);
+				assert_int_equal(n, (ssize_t)sizeof(buf));
+			}
+			assert_int_equal(emu_store_write(st, &cx, 10, buf, 4096, 0), 4096);
+			assert_int_equal(emu_store_close(st, NULL), 0);
+			st = open_store("remove", cow, journal, 0, &info);
+			assert_non_null(st);
+			assert_int_equal(info.bitmap_mismatches, 0);
+			assert_int_equal(emu_store_obj_remove(st, &cx, 9), 0);
+			assert_int_equal(emu_store_obj_remove(st, &cx, 10), 0);
+			assert_int_equal(emu_store_close(st, NULL), 0);
+			st = open_store("remove", cow, journal, 0, &info);
+			assert_non_null(st);
+			if (info.bitmap_mismatches)
+				fprintf(stderr, "cow %d journal %d: %llu mismatches\n", cow, journal,
+					(unsigned long long)info.bitmap_mismatches);
+			assert_int_equal(info.bitmap_mismatches, 0);
+			assert_int_equal(info.objects, 0);
+			assert_int_equal(emu_store_obj_size(st, 9, &blocks, NULL), -ENOENT);
+			/* all the space is back once the frees have been committed */
+			assert_int_equal(emu_store_commit(st, &cx), 0);
+			emu_store_statfs(st, &blocks, &free1, &bs);
+			assert_int_equal(free1, free0);
+			assert_int_equal(emu_store_close(st, NULL), 0);
+		}
+}
+
 /* A clone shares blocks; writing the copy leaves the source alone. */
 static void test_clone_diverges(void **state)
 {
@@ -296,6 +380,45 @@ static void test_clone_diverges(void **state)
 	assert_int_equal(emu_store_read(st, &cx, 2, b, 4096, 0), 4096);
 	assert_int_equal(b[0], 0xaa);
 	assert_int_equal(emu_store_close(st, NULL), 0);
+}
+
+/* Every mode combination: random ops checked as they go, then after a
+ * clean close and remount. */
+static void test_modes_model(void **state)
+{
+	(void)state;
+	static struct model m;
+	setenv("EMU_TEST_NOFLUSH", "1", 1); /* flush paths: the other tests */
+	for (int cow = 0; cow < 3; cow++)
+		for (int journal = 0; journal < 4; journal++)
+			for (int direct = 0; direct < 2; direct++) {
+				struct emu_store_info info;
+				memset(&m, 0, sizeof(m));
+				rng_state = 0x9e3779b97f4a7c15ull + (uint64_t)(cow * 8 + journal * 2 + direct);
+				struct emu_store *st = open_store("modes", cow, journal, 1, &info);
+				assert_non_null(st);
+				assert_true(info.formatted);
+				for (int k = 0; k < 400; k++) {
+					random_op(st, &m, direct);
+					if (k % 50 == 0)
+						check_all(st, &m);
+				}
+				check_all(st, &m);
+				assert_int_equal(emu_store_close(st, NULL), 0);
+				st = open_store("modes", cow, journal, 0, &info);
+				assert_non_null(st);
+				assert_false(info.formatted);
+				assert_true(info.clean);
+				assert_int_equal(info.damaged_objects, 0);
+				assert_int_equal(info.bitmap_mismatches, 0);
+				check_all(st, &m);
+				/* and it keeps working after the remount */
+				for (int k = 0; k < 100; k++)
+					random_op(st, &m, direct);
+				check_all(st, &m);
+				assert_int_equal(emu_store_close(st, NULL), 0);
+			}
+	unsetenv("EMU_TEST_NOFLUSH");
 }
 
 /* ---- crash at every device IO ---- */
@@ -530,129 +653,6 @@ static void test_unshare_then_crash(void **state)
 			for (int trunc = 0; trunc <= 1; trunc++)
 				for (int writer = 1; writer <= 2; writer++)
 					unshare_then_crash(cow, journals[j], trunc, writer);
-}
-
-/* A full store refuses data with ENOSPC but can still commit, and what
- * was written survives a remount. */
-static void test_full_store(void **state)
-{
-	(void)state;
-	static uint8_t buf[1 << 20] __attribute__((aligned(4096)));
-	struct emu_store_info info;
-	struct emu_cx cx = { 0 };
-	struct emu_store *st = open_store("full", EMU_COW_ALWAYS, EMU_JOURNAL_OFF, 1, &info);
-	assert_non_null(st);
-	memset(buf, 0x77, sizeof(buf));
-	uint64_t off = 0;
-	ssize_t n;
-	while ((n = emu_store_write(st, &cx, 3, buf, sizeof(buf), off)) == (ssize_t)sizeof(buf))
-		off += (uint64_t)n;
-	if (n > 0)
-		off += (uint64_t)n;
-	assert_true(off > STORE_BYTES / 2);
-	assert_int_equal(emu_store_write(st, &cx, 3, buf, 4096, off), -ENOSPC);
-	assert_int_equal(emu_store_commit(st, &cx), 0);
-	/* copy-on-write needs new space to overwrite: refused, data intact */
-	memset(buf, 0x88, 8192);
-	assert_int_equal(emu_store_write(st, &cx, 3, buf, 8192, 0), -ENOSPC);
-	assert_int_equal(emu_store_fsync(st, &cx, 3), 0);
-	uint64_t blocks, freeb;
-	uint32_t bs;
-	emu_store_statfs(st, &blocks, &freeb, &bs);
-	assert_true(freeb < 2);
-	assert_int_equal(emu_store_close(st, NULL), 0);
-	st = open_store("full", EMU_COW_ALWAYS, EMU_JOURNAL_OFF, 0, &info);
-	assert_non_null(st);
-	uint64_t size;
-	assert_int_equal(emu_store_obj_size(st, 3, &size, NULL), 0);
-	assert_int_equal(size, off);
-	assert_int_equal(emu_store_read(st, &cx, 3, buf, 4096, off - 4096), 4096);
-	assert_int_equal(buf[0], 0x77);
-	assert_int_equal(buf[4095], 0x77);
-	/* freeing space makes room again */
-	assert_int_equal(emu_store_truncate(st, &cx, 3, 0), 0);
-	assert_int_equal(emu_store_commit(st, &cx), 0);
-	assert_int_equal(emu_store_write(st, &cx, 3, buf, 4096, 0), 4096);
-	assert_int_equal(emu_store_close(st, NULL), 0);
-}
-
-/* Removing objects frees their data and nodes; the store stays consistent
- * across remounts in every mode. */
-static void test_remove(void **state)
-{
-	(void)state;
-	static uint8_t buf[1 << 20] __attribute__((aligned(4096)));
-	for (int cow = 0; cow < 3; cow++)
-		for (int journal = 0; journal < 4; journal++) {
-			struct emu_store_info info;
-			struct emu_cx cx = { 0 };
-			uint64_t blocks, free0, free1;
-			uint32_t bs;
-			struct emu_store *st = open_store("remove", cow, journal, 1, &info);
-			assert_non_null(st);
-			emu_store_statfs(st, &blocks, &free0, &bs);
-			memset(buf, 0x42, sizeof(buf));
-			for (int i = 0; i < 4; i++) {
-				ssize_t n = emu_store_write(st, &cx, 9, buf, sizeof(buf), (uint64_t)i << 20);
-				if (n != (ssize_t)sizeof(buf))
-					fprintf(stderr, "cow %d journal %d write %d: %zd\n", cow, journal, i, n);
-				assert_int_equal(n, (ssize_t)sizeof(buf));
-			}
-			assert_int_equal(emu_store_write(st, &cx, 10, buf, 4096, 0), 4096);
-			assert_int_equal(emu_store_close(st, NULL), 0);
-			st = open_store("remove", cow, journal, 0, &info);
-			assert_non_null(st);
-			assert_int_equal(info.bitmap_mismatches, 0);
-			assert_int_equal(emu_store_obj_remove(st, &cx, 9), 0);
-			assert_int_equal(emu_store_obj_remove(st, &cx, 10), 0);
-			assert_int_equal(emu_store_close(st, NULL), 0);
-			st = open_store("remove", cow, journal, 0, &info);
-			assert_non_null(st);
-			if (info.bitmap_mismatches)
-				fprintf(stderr, "cow %d journal %d: %llu mismatches\n", cow, journal,
-					(unsigned long long)info.bitmap_mismatches);
-			assert_int_equal(info.bitmap_mismatches, 0);
-			assert_int_equal(info.objects, 0);
-			assert_int_equal(emu_store_obj_size(st, 9, &blocks, NULL), -ENOENT);
-			/* all the space is back once the frees have been committed */
-			assert_int_equal(emu_store_commit(st, &cx), 0);
-			emu_store_statfs(st, &blocks, &free1, &bs);
-			assert_int_equal(free1, free0);
-			assert_int_equal(emu_store_close(st, NULL), 0);
-		}
-}
-
-static void test_bad_input(void **state)
-{
-	(void)state;
-	struct emu_store_info info;
-	struct emu_store_cfg cfg;
-	char err[512], path[512];
-	emu_store_cfg_default(&cfg);
-	path_of(path, sizeof(path), "tiny");
-	assert_null(emu_store_open(path, 64 << 10, &cfg, &info, err, sizeof(err)));
-	assert_non_null(strstr(err, "too small"));
-	cfg.block_size = 1000;
-	path_of(path, sizeof(path), "odd");
-	assert_null(emu_store_open(path, STORE_BYTES, &cfg, &info, err, sizeof(err)));
-	assert_non_null(strstr(err, "block size"));
-	assert_int_equal(emu_cow_mode_parse("always"), EMU_COW_ALWAYS);
-	assert_int_equal(emu_cow_mode_parse("sometimes"), -1);
-	assert_int_equal(emu_journal_mode_parse("data"), EMU_JOURNAL_DATA);
-	/* a store with a damaged root in both slots is refused, not served */
-	cfg.block_size = 4096;
-	struct emu_store *st = open_store("broken", 0, 0, 1, &info);
-	assert_non_null(st);
-	assert_int_equal(emu_store_close(st, NULL), 0);
-	path_of(path, sizeof(path), "broken");
-	assert_int_equal(emu_store_probe(path), 1);
-	int fd = open(path, O_WRONLY);
-	static uint8_t junk[8192];
-	memset(junk, 0x5a, sizeof(junk));
-	assert_int_equal(pwrite(fd, junk, sizeof(junk), 4096), (ssize_t)sizeof(junk));
-	close(fd);
-	assert_null(emu_store_open(path, STORE_BYTES, &cfg, &info, err, sizeof(err)));
-	assert_non_null(strstr(err, "no valid root"));
 }
 
 /* Write len bytes of value c at off of the file in dir. */

@@ -676,38 +676,6 @@ static void engine_reaper_gates(void **state)
 	unlink(path);
 }
 
-/*
- * The tables are capped whatever the parameters: a 1 ns timeline over 64
- * IOs keeps at most timeline_max buckets, 64 one-block bursts at most
- * segments_max rows; what did not fit is counted, nothing is lost silently.
- */
-static void engine_tables_capped(void **state)
-{
-	(void)state;
-	const uint32_t bs = 4096;
-	const unsigned nblocks = 64;
-	volatile sig_atomic_t stop = 0;
-	struct fsp_step_spec spec = {
-		.bs = bs, .qd = 1, .read_pct = 0, .access = FSP_ACCESS_SEQ,
-		.seed = 1, .span_size = (uint64_t)nblocks * bs, .bytes = (uint64_t)nblocks * bs,
-		.burst = bs, .duty = 100, .timeline_ns = 1, .timeline_max = 4,
-		.segments_max = 3, .pattern = { .kind = FSP_PATTERN_RANDOM }, .stop = &stop,
-	};
-	struct fsp_step_result res;
-	if (run_file_step(&spec, (uint64_t)nblocks * bs, &res, NULL) != 0)
-		skip();
-	assert_int_equal(res.write_ios, nblocks);
-	assert_true(res.ntimeline <= 4);
-	uint64_t tl = 0;
-	for (size_t i = 0; i < res.ntimeline; i++)
-		tl += res.timeline[i].write_ios;
-	assert_true(res.timeline_dropped_ios > 0);
-	assert_int_equal(tl + res.timeline_dropped_ios, nblocks);
-	assert_int_equal(res.nsegments, 3);
-	assert_int_equal(res.segments_dropped, nblocks - 3);
-	fsp_step_result_free(&res);
-}
-
 /* ---- duty cycle -------------------------------------------------------------- */
 
 static void duty_cycle_arithmetic(void **state)
@@ -942,6 +910,38 @@ static void param_parsing(void **state)
 	assert_int_equal(fsp_param_set(&p, "ramp", "1s", err, sizeof(err)), 0);
 	assert_int_equal(fsp_params_check(&p, err, sizeof(err)), -1);
 	assert_non_null(strstr(err, "ramp: not with fill"));
+}
+
+/*
+ * The tables are capped whatever the parameters: a 1 ns timeline over 64
+ * IOs keeps at most timeline_max buckets, 64 one-block bursts at most
+ * segments_max rows; what did not fit is counted, nothing is lost silently.
+ */
+static void engine_tables_capped(void **state)
+{
+	(void)state;
+	const uint32_t bs = 4096;
+	const unsigned nblocks = 64;
+	volatile sig_atomic_t stop = 0;
+	struct fsp_step_spec spec = {
+		.bs = bs, .qd = 1, .read_pct = 0, .access = FSP_ACCESS_SEQ,
+		.seed = 1, .span_size = (uint64_t)nblocks * bs, .bytes = (uint64_t)nblocks * bs,
+		.burst = bs, .duty = 100, .timeline_ns = 1, .timeline_max = 4,
+		.segments_max = 3, .pattern = { .kind = FSP_PATTERN_RANDOM }, .stop = &stop,
+	};
+	struct fsp_step_result res;
+	if (run_file_step(&spec, (uint64_t)nblocks * bs, &res, NULL) != 0)
+		skip();
+	assert_int_equal(res.write_ios, nblocks);
+	assert_true(res.ntimeline <= 4);
+	uint64_t tl = 0;
+	for (size_t i = 0; i < res.ntimeline; i++)
+		tl += res.timeline[i].write_ios;
+	assert_true(res.timeline_dropped_ios > 0);
+	assert_int_equal(tl + res.timeline_dropped_ios, nblocks);
+	assert_int_equal(res.nsegments, 3);
+	assert_int_equal(res.segments_dropped, nblocks - 3);
+	fsp_step_result_free(&res);
 }
 
 static void profiles_full_scale(void **state)

@@ -96,6 +96,26 @@ static void check_against_exact(uint64_t *v, size_t n)
 
 #define N 200000
 
+static void test_bucket_bounds(void **state)
+{
+	/* buckets tile [0, 2^48) without gaps or overlap; values map into
+	 * their own bucket; width <= lo/128 above the linear part */
+	assert_int_equal(fsp_hist_bucket_lo(0), 0);
+	for (unsigned b = 0; b < FSP_HIST_NBUCKETS; b++) {
+		uint64_t lo = fsp_hist_bucket_lo(b), hi = fsp_hist_bucket_hi(b);
+		assert_true(lo <= hi);
+		assert_int_equal(fsp_hist_bucket(lo), b);
+		assert_int_equal(fsp_hist_bucket(hi), b);
+		if (b + 1 < FSP_HIST_NBUCKETS)
+			assert_int_equal(fsp_hist_bucket_lo(b + 1), hi + 1);
+		if (lo >= FSP_HIST_LINEAR)
+			assert_true((hi - lo + 1) * 128 <= lo);
+	}
+	assert_int_equal(fsp_hist_bucket_hi(FSP_HIST_NBUCKETS - 1), (1ull << 48) - 1);
+	assert_int_equal(fsp_hist_bucket(1ull << 48), FSP_HIST_NBUCKETS - 1);
+	assert_int_equal(fsp_hist_bucket(UINT64_MAX), FSP_HIST_NBUCKETS - 1);
+}
+
 static void test_uniform(void **state)
 {
 	uint64_t *v = malloc(N * sizeof(*v));
@@ -179,26 +199,6 @@ static void test_boundaries(void **state)
 	free(v);
 }
 
-static void test_bucket_bounds(void **state)
-{
-	/* buckets tile [0, 2^48) without gaps or overlap; values map into
-	 * their own bucket; width <= lo/128 above the linear part */
-	assert_int_equal(fsp_hist_bucket_lo(0), 0);
-	for (unsigned b = 0; b < FSP_HIST_NBUCKETS; b++) {
-		uint64_t lo = fsp_hist_bucket_lo(b), hi = fsp_hist_bucket_hi(b);
-		assert_true(lo <= hi);
-		assert_int_equal(fsp_hist_bucket(lo), b);
-		assert_int_equal(fsp_hist_bucket(hi), b);
-		if (b + 1 < FSP_HIST_NBUCKETS)
-			assert_int_equal(fsp_hist_bucket_lo(b + 1), hi + 1);
-		if (lo >= FSP_HIST_LINEAR)
-			assert_true((hi - lo + 1) * 128 <= lo);
-	}
-	assert_int_equal(fsp_hist_bucket_hi(FSP_HIST_NBUCKETS - 1), (1ull << 48) - 1);
-	assert_int_equal(fsp_hist_bucket(1ull << 48), FSP_HIST_NBUCKETS - 1);
-	assert_int_equal(fsp_hist_bucket(UINT64_MAX), FSP_HIST_NBUCKETS - 1);
-}
-
 static void test_huge_values(void **state)
 {
 	/* >= 2^48 clamps into the last bucket, but count/min/max stay exact */
@@ -239,6 +239,28 @@ static void test_empty_and_q_range(void **state)
 	free(h);
 }
 
+static void test_merge(void **state)
+{
+	struct fsp_hist *a = hist_new(), *b = hist_new(), *all = hist_new();
+	struct fsp_hist *empty = hist_new();
+	for (int i = 0; i < 50000; i++) {
+		uint64_t x = rnd() % 5000000, y = 100 + rnd() % 100000000;
+		fsp_hist_add(a, x);
+		fsp_hist_add(all, x);
+		fsp_hist_add(b, y);
+		fsp_hist_add(all, y);
+	}
+	fsp_hist_merge(a, b);
+	fsp_hist_merge(a, empty); /* merging an empty one changes nothing */
+	assert_memory_equal(a, all, sizeof(*a));
+	fsp_hist_merge(empty, all); /* into an empty one: a copy */
+	assert_memory_equal(empty, all, sizeof(*a));
+	free(a);
+	free(b);
+	free(all);
+	free(empty);
+}
+
 /* The sorted numbers' quantiles: the rank's edges, signed values. */
 static void test_sorted_quantiles(void **state)
 {
@@ -267,28 +289,6 @@ static void test_sorted_quantiles(void **state)
 	qsort(u, 4, sizeof(u[0]), fsp_cmp_u64);
 	assert_true(u[0] == 0 && u[1] == 1 && u[2] == 1ull << 63 && u[3] == UINT64_MAX);
 	assert_true(fsp_quantile_u64(u, 4, 0.75) == 1ull << 63);
-}
-
-static void test_merge(void **state)
-{
-	struct fsp_hist *a = hist_new(), *b = hist_new(), *all = hist_new();
-	struct fsp_hist *empty = hist_new();
-	for (int i = 0; i < 50000; i++) {
-		uint64_t x = rnd() % 5000000, y = 100 + rnd() % 100000000;
-		fsp_hist_add(a, x);
-		fsp_hist_add(all, x);
-		fsp_hist_add(b, y);
-		fsp_hist_add(all, y);
-	}
-	fsp_hist_merge(a, b);
-	fsp_hist_merge(a, empty); /* merging an empty one changes nothing */
-	assert_memory_equal(a, all, sizeof(*a));
-	fsp_hist_merge(empty, all); /* into an empty one: a copy */
-	assert_memory_equal(empty, all, sizeof(*a));
-	free(a);
-	free(b);
-	free(all);
-	free(empty);
 }
 
 int main(void)

@@ -252,6 +252,28 @@ static void check_hists(struct fsp_store *st, int64_t run, unsigned nthreads,
 	free(h);
 }
 
+static void test_mode_parse(void **state)
+{
+	enum fsp_record_mode m;
+	unsigned n = 0;
+	assert_int_equal(fsp_record_mode_parse("full", &m, &n), 0);
+	assert_int_equal(m, FSP_RECORD_FULL);
+	assert_int_equal(fsp_record_mode_parse("hist", &m, &n), 0);
+	assert_int_equal(m, FSP_RECORD_HIST);
+	assert_int_equal(fsp_record_mode_parse("off", &m, &n), 0);
+	assert_int_equal(m, FSP_RECORD_OFF);
+	assert_int_equal(fsp_record_mode_parse("sample:10", &m, &n), 0);
+	assert_int_equal(m, FSP_RECORD_SAMPLE);
+	assert_int_equal(n, 10);
+	assert_int_equal(fsp_record_mode_parse("sample:1", &m, &n), 0);
+	assert_int_equal(n, 1);
+	const char *bad[] = { "", "Full", "sample", "sample:", "sample:0", "sample:-3",
+			      "sample:1x", "sample: 5", "sample:99999999999", "hist ", NULL };
+	for (int i = 0; bad[i]; i++)
+		assert_int_equal(fsp_record_mode_parse(bad[i], &m, &n), -1);
+	assert_int_equal(fsp_record_mode_parse(NULL, &m, &n), -1);
+}
+
 #define FULL_N 20000
 static uint64_t count_full(unsigned t) { return FULL_N; }
 
@@ -332,32 +354,19 @@ static void test_tiny_ring_drops_counted(void **state)
 
 static uint64_t count_sample(unsigned t) { return 1000 + t * 13; }
 
-/*
- * The spill file fails (it is replaced by /dev/full, every write ENOSPC):
- * close reports the error, every row counts as dropped, and the histograms
- * and the run's counts are still stored.
- */
-#define FULLDEV_N 5000
-static uint64_t count_fulldev(unsigned t) { return FULLDEV_N; }
-
-static void test_spill_fails_counted(void **state)
+static void test_sample(void **state)
 {
 	int64_t run;
-	struct fsp_store *st = open_store("spill-full.db", &run);
-	struct fsp_oplog *log = fsp_oplog_open(st, run, FSP_RECORD_FULL, 0, 1 << 14);
-	assert_non_null(log);
-	int full = open("/dev/full", O_WRONLY | O_CLOEXEC);
-	assert_true(full >= 0);
-	assert_true(fsp_oplog_spill_fd(log) >= 0);
-	assert_int_equal(dup2(full, fsp_oplog_spill_fd(log)), fsp_oplog_spill_fd(log));
-	close(full);
-	run_producers(log, 4, count_fulldev);
-	assert_int_equal(fsp_oplog_close(log), -1);
-	assert_int_equal(q_int(st, "SELECT count(*) FROM ops"), 0);
-	assert_int_equal(q_int(st, "SELECT recorded FROM runs WHERE id=%lld", (long long)run), 0);
-	assert_int_equal(q_int(st, "SELECT dropped FROM runs WHERE id=%lld", (long long)run),
-			 4 * FULLDEV_N);
-	check_hists(st, run, 4, count_fulldev);
+	struct fsp_store *st = logged_run("sample.db", &run, FSP_RECORD_SAMPLE, 7, 4096, 8, count_sample);
+	for (unsigned t = 0; t < 8; t++) {
+		uint64_t n = count_sample(t);
+		/* the 1st, 8th, 15th, ... op of each thread: ceil(n/7) rows */
+		assert_int_equal(q_int(st, "SELECT count(*) FROM ops WHERE node=%u", t), (n + 6) / 7);
+		assert_int_equal(q_int(st, "SELECT count(*) FROM ops WHERE node=%u AND offset %% 7 != 0", t), 0);
+	}
+	assert_int_equal(q_int(st, "SELECT dropped FROM runs"), 0);
+	assert_int_equal(q_int(st, "SELECT recorded FROM runs"), q_int(st, "SELECT count(*) FROM ops"));
+	check_hists(st, run, 8, count_sample);
 	fsp_store_close(st);
 }
 
@@ -385,19 +394,32 @@ static void test_tiny_ring_hist_and_sample(void **state)
 	fsp_store_close(st);
 }
 
-static void test_sample(void **state)
+/*
+ * The spill file fails (it is replaced by /dev/full, every write ENOSPC):
+ * close reports the error, every row counts as dropped, and the histograms
+ * and the run's counts are still stored.
+ */
+#define FULLDEV_N 5000
+static uint64_t count_fulldev(unsigned t) { return FULLDEV_N; }
+
+static void test_spill_fails_counted(void **state)
 {
 	int64_t run;
-	struct fsp_store *st = logged_run("sample.db", &run, FSP_RECORD_SAMPLE, 7, 4096, 8, count_sample);
-	for (unsigned t = 0; t < 8; t++) {
-		uint64_t n = count_sample(t);
-		/* the 1st, 8th, 15th, ... op of each thread: ceil(n/7) rows */
-		assert_int_equal(q_int(st, "SELECT count(*) FROM ops WHERE node=%u", t), (n + 6) / 7);
-		assert_int_equal(q_int(st, "SELECT count(*) FROM ops WHERE node=%u AND offset %% 7 != 0", t), 0);
-	}
-	assert_int_equal(q_int(st, "SELECT dropped FROM runs"), 0);
-	assert_int_equal(q_int(st, "SELECT recorded FROM runs"), q_int(st, "SELECT count(*) FROM ops"));
-	check_hists(st, run, 8, count_sample);
+	struct fsp_store *st = open_store("spill-full.db", &run);
+	struct fsp_oplog *log = fsp_oplog_open(st, run, FSP_RECORD_FULL, 0, 1 << 14);
+	assert_non_null(log);
+	int full = open("/dev/full", O_WRONLY | O_CLOEXEC);
+	assert_true(full >= 0);
+	assert_true(fsp_oplog_spill_fd(log) >= 0);
+	assert_int_equal(dup2(full, fsp_oplog_spill_fd(log)), fsp_oplog_spill_fd(log));
+	close(full);
+	run_producers(log, 4, count_fulldev);
+	assert_int_equal(fsp_oplog_close(log), -1);
+	assert_int_equal(q_int(st, "SELECT count(*) FROM ops"), 0);
+	assert_int_equal(q_int(st, "SELECT recorded FROM runs WHERE id=%lld", (long long)run), 0);
+	assert_int_equal(q_int(st, "SELECT dropped FROM runs WHERE id=%lld", (long long)run),
+			 4 * FULLDEV_N);
+	check_hists(st, run, 4, count_fulldev);
 	fsp_store_close(st);
 }
 
@@ -736,6 +758,31 @@ static void test_crash_recovered_torn_tail(void **state)
 	fsp_store_close(st);
 }
 
+/* A damaged frame in the middle: the rows before it are stored, none after. */
+static void test_crash_damaged_frame(void **state)
+{
+	char sp[160];
+	crash_child("damaged.db", FSP_RECORD_FULL, 3, 1000, 60, 50);
+	spill_path(sp, sizeof(sp), "damaged.db");
+	int fd = open(sp, O_RDWR);
+	assert_true(fd >= 0);
+	uint32_t len1;
+	assert_int_equal(pread(fd, &len1, 4, 256 + 8), 4); /* header, then frame 1 */
+	assert_true(len1 > 0 && len1 % sizeof(struct fsp_rec) == 0);
+	char b = 0;
+	off_t in2 = 256 + 64 + (off_t)len1 + 64 + 7; /* inside frame 2's payload */
+	assert_int_equal(pread(fd, &b, 1, in2), 1);
+	b ^= 0x40;
+	assert_int_equal(pwrite(fd, &b, 1, in2), 1);
+	close(fd);
+
+	struct fsp_store *st = reopen("damaged.db");
+	assert_int_equal(q_int(st, "SELECT count(*) FROM ops WHERE run=1"), len1 / (uint32_t)sizeof(struct fsp_rec));
+	assert_int_equal(q_int(st, "SELECT max(offset) FROM ops WHERE run=1"), len1 / (uint32_t)sizeof(struct fsp_rec) - 1);
+	assert_attr(st, "run.end", "crashed");
+	fsp_store_close(st);
+}
+
 /*
  * Rewrite a spill file (or its checkpoint, rows 0) of this build into the
  * format of a build whose records were FSP_REC_V1_LEN bytes (before
@@ -809,31 +856,6 @@ static void test_crash_old_spill(void **state)
 	assert_int_equal(q_int(st, "SELECT sum(count) FROM hist WHERE run=1 AND layer=0"), 3000);
 	assert_attr(st, "run.end", "crashed");
 	assert_int_equal(stat(sp, &sb), -1);
-	fsp_store_close(st);
-}
-
-/* A damaged frame in the middle: the rows before it are stored, none after. */
-static void test_crash_damaged_frame(void **state)
-{
-	char sp[160];
-	crash_child("damaged.db", FSP_RECORD_FULL, 3, 1000, 60, 50);
-	spill_path(sp, sizeof(sp), "damaged.db");
-	int fd = open(sp, O_RDWR);
-	assert_true(fd >= 0);
-	uint32_t len1;
-	assert_int_equal(pread(fd, &len1, 4, 256 + 8), 4); /* header, then frame 1 */
-	assert_true(len1 > 0 && len1 % sizeof(struct fsp_rec) == 0);
-	char b = 0;
-	off_t in2 = 256 + 64 + (off_t)len1 + 64 + 7; /* inside frame 2's payload */
-	assert_int_equal(pread(fd, &b, 1, in2), 1);
-	b ^= 0x40;
-	assert_int_equal(pwrite(fd, &b, 1, in2), 1);
-	close(fd);
-
-	struct fsp_store *st = reopen("damaged.db");
-	assert_int_equal(q_int(st, "SELECT count(*) FROM ops WHERE run=1"), len1 / (uint32_t)sizeof(struct fsp_rec));
-	assert_int_equal(q_int(st, "SELECT max(offset) FROM ops WHERE run=1"), len1 / (uint32_t)sizeof(struct fsp_rec) - 1);
-	assert_attr(st, "run.end", "crashed");
 	fsp_store_close(st);
 }
 
@@ -969,28 +991,6 @@ static void test_live_spill_left_alone(void **state)
 	assert_int_equal(q_int(st, "SELECT count(*) FROM ops"), 2000);
 	assert_int_equal(stat(sp, &sb), -1); /* a clean close removes it */
 	fsp_store_close(st);
-}
-
-static void test_mode_parse(void **state)
-{
-	enum fsp_record_mode m;
-	unsigned n = 0;
-	assert_int_equal(fsp_record_mode_parse("full", &m, &n), 0);
-	assert_int_equal(m, FSP_RECORD_FULL);
-	assert_int_equal(fsp_record_mode_parse("hist", &m, &n), 0);
-	assert_int_equal(m, FSP_RECORD_HIST);
-	assert_int_equal(fsp_record_mode_parse("off", &m, &n), 0);
-	assert_int_equal(m, FSP_RECORD_OFF);
-	assert_int_equal(fsp_record_mode_parse("sample:10", &m, &n), 0);
-	assert_int_equal(m, FSP_RECORD_SAMPLE);
-	assert_int_equal(n, 10);
-	assert_int_equal(fsp_record_mode_parse("sample:1", &m, &n), 0);
-	assert_int_equal(n, 1);
-	const char *bad[] = { "", "Full", "sample", "sample:", "sample:0", "sample:-3",
-			      "sample:1x", "sample: 5", "sample:99999999999", "hist ", NULL };
-	for (int i = 0; bad[i]; i++)
-		assert_int_equal(fsp_record_mode_parse(bad[i], &m, &n), -1);
-	assert_int_equal(fsp_record_mode_parse(NULL, &m, &n), -1);
 }
 
 int main(void)
