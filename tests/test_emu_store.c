@@ -23,6 +23,7 @@
 #include "fs/emu/store.h"
 #include "src/base/ops.h"
 #include "tests/testdir.h"
+#include "tests/unit.h"
 
 #define STORE_BYTES (16u << 20)
 #define FILE_MAX (256u << 10)
@@ -179,7 +180,7 @@ static void random_op(struct emu_store *st, struct model *m, int direct)
 	}
 }
 
-static void test_bad_input(void **state)
+UNIT_TEST(test_bad_input)
 {
 	(void)state;
 	struct emu_store_info info;
@@ -223,7 +224,7 @@ static int count_ext(void *ctx, uint64_t l, uint64_t p, uint64_t len)
 	return 0;
 }
 
-static void test_cow_fragments(void **state)
+UNIT_TEST(test_cow_fragments)
 {
 	(void)state;
 	static uint8_t buf[1 << 20] __attribute__((aligned(4096)));
@@ -257,7 +258,7 @@ static void test_cow_fragments(void **state)
 
 /* A full store refuses data with ENOSPC but can still commit, and what
  * was written survives a remount. */
-static void test_full_store(void **state)
+UNIT_TEST(test_full_store)
 {
 	(void)state;
 	static uint8_t buf[1 << 20] __attribute__((aligned(4096)));
@@ -301,7 +302,7 @@ static void test_full_store(void **state)
 
 /* Removing objects frees their data and nodes; the store stays consistent
  * across remounts in every mode. */
-static void test_remove(void **state)
+UNIT_TEST(test_remove)
 {
 	(void)state;
 	static uint8_t buf[1 << 20] __attribute__((aligned(4096)));
@@ -346,7 +347,7 @@ static void test_remove(void **state)
 }
 
 /* A clone shares blocks; writing the copy leaves the source alone. */
-static void test_clone_diverges(void **state)
+UNIT_TEST(test_clone_diverges)
 {
 	(void)state;
 	static uint8_t a[64 << 10] __attribute__((aligned(4096))), b[64 << 10];
@@ -384,7 +385,7 @@ static void test_clone_diverges(void **state)
 
 /* Every mode combination: random ops checked as they go, then after a
  * clean close and remount. */
-static void test_modes_model(void **state)
+UNIT_TEST(test_modes_model)
 {
 	(void)state;
 	static struct model m;
@@ -571,7 +572,7 @@ static void crash_mode(int cow, int journal)
 	unlink(snap_path);
 }
 
-static void test_crash_every_io(void **state)
+UNIT_TEST(test_crash_every_io)
 {
 	(void)state;
 	crash_mode(EMU_COW_ALWAYS, EMU_JOURNAL_OFF);
@@ -644,7 +645,7 @@ static void unshare_then_crash(int cow, int journal, int drop_by_truncate, int w
 	unlink(snap);
 }
 
-static void test_unshare_then_crash(void **state)
+UNIT_TEST(test_unshare_then_crash)
 {
 	(void)state;
 	static const int journals[] = { EMU_JOURNAL_OFF, EMU_JOURNAL_ORDERED, EMU_JOURNAL_DATA };
@@ -696,7 +697,7 @@ static int has_pattern(struct emu_store *st, uint64_t key, int seed, size_t len)
 
 /* A store whose first MiB was zeroed: opened from its backup header (the
  * last clean close), data intact; never formatted. */
-static void test_header_recovery(void **state)
+UNIT_TEST(test_header_recovery)
 {
 	(void)state;
 	struct emu_store_info info;
@@ -745,7 +746,7 @@ static void test_header_recovery(void **state)
 
 /* Without format, a non-empty file that is not a store is refused and left
  * as it was; an empty one is formatted. */
-static void test_not_a_store(void **state)
+UNIT_TEST(test_not_a_store)
 {
 	(void)state;
 	struct emu_store_info info;
@@ -791,7 +792,7 @@ static int key_of(struct emu_store *st, uint64_t oid, uint64_t *key)
 
 /* Objects keep their ids across keys: rebound to other inode numbers,
  * made orphans (kept, not served) and bound again, across remounts. */
-static void test_rebind(void **state)
+UNIT_TEST(test_rebind)
 {
 	(void)state;
 	struct emu_store_info info;
@@ -864,20 +865,4 @@ static int teardown(void **state)
 	return test_dir_remove(dir);
 }
 
-int main(void)
-{
-	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_bad_input),
-		cmocka_unit_test(test_cow_fragments),
-		cmocka_unit_test(test_full_store),
-		cmocka_unit_test(test_remove),
-		cmocka_unit_test(test_clone_diverges),
-		cmocka_unit_test(test_modes_model),
-		cmocka_unit_test(test_crash_every_io),
-		cmocka_unit_test(test_unshare_then_crash),
-		cmocka_unit_test(test_header_recovery),
-		cmocka_unit_test(test_not_a_store),
-		cmocka_unit_test(test_rebind),
-	};
-	return cmocka_run_group_tests(tests, setup, teardown);
-}
+UNIT_GROUP(setup, teardown)

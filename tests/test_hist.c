@@ -15,6 +15,7 @@
 #include <cmocka.h>
 #include "src/base/hist.h"
 #include "src/base/quantile.h"
+#include "tests/unit.h"
 
 /* Deterministic generator (splitmix64), so failures reproduce. */
 static uint64_t rng_state = 0x1234567887654321ull;
@@ -96,7 +97,7 @@ static void check_against_exact(uint64_t *v, size_t n)
 
 #define N 200000
 
-static void test_bucket_bounds(void **state)
+UNIT_TEST(test_bucket_bounds)
 {
 	/* buckets tile [0, 2^48) without gaps or overlap; values map into
 	 * their own bucket; width <= lo/128 above the linear part */
@@ -116,7 +117,7 @@ static void test_bucket_bounds(void **state)
 	assert_int_equal(fsp_hist_bucket(UINT64_MAX), FSP_HIST_NBUCKETS - 1);
 }
 
-static void test_uniform(void **state)
+UNIT_TEST(test_uniform)
 {
 	uint64_t *v = malloc(N * sizeof(*v));
 	for (size_t i = 0; i < N; i++)
@@ -125,7 +126,7 @@ static void test_uniform(void **state)
 	free(v);
 }
 
-static void test_lognormal(void **state)
+UNIT_TEST(test_lognormal)
 {
 	uint64_t *v = malloc(N * sizeof(*v));
 	for (size_t i = 0; i < N; i++) {
@@ -138,7 +139,7 @@ static void test_lognormal(void **state)
 	free(v);
 }
 
-static void test_heavy_tail(void **state)
+UNIT_TEST(test_heavy_tail)
 {
 	uint64_t *v = malloc(N * sizeof(*v));
 	for (size_t i = 0; i < N; i++) {
@@ -152,7 +153,7 @@ static void test_heavy_tail(void **state)
 	free(v);
 }
 
-static void test_small_values_exact(void **state)
+UNIT_TEST(test_small_values_exact)
 {
 	/* below 256 every value has its own bucket: quantiles are exact */
 	uint64_t *v = malloc(10000 * sizeof(*v));
@@ -169,7 +170,7 @@ static void test_small_values_exact(void **state)
 	free(v);
 }
 
-static void test_all_equal(void **state)
+UNIT_TEST(test_all_equal)
 {
 	uint64_t vals[] = { 0, 1, 255, 256, 257, 12345, 1ull << 30, (1ull << 47) + 7 };
 	for (size_t k = 0; k < sizeof(vals) / sizeof(vals[0]); k++) {
@@ -184,7 +185,7 @@ static void test_all_equal(void **state)
 	}
 }
 
-static void test_boundaries(void **state)
+UNIT_TEST(test_boundaries)
 {
 	/* values exactly at and around every power of two */
 	size_t n = 0;
@@ -199,7 +200,7 @@ static void test_boundaries(void **state)
 	free(v);
 }
 
-static void test_huge_values(void **state)
+UNIT_TEST(test_huge_values)
 {
 	/* >= 2^48 clamps into the last bucket, but count/min/max stay exact */
 	struct fsp_hist *h = hist_new();
@@ -221,7 +222,7 @@ static void test_huge_values(void **state)
 	free(h);
 }
 
-static void test_empty_and_q_range(void **state)
+UNIT_TEST(test_empty_and_q_range)
 {
 	struct fsp_hist *h = hist_new();
 	assert_int_equal(h->min, UINT64_MAX);
@@ -239,7 +240,7 @@ static void test_empty_and_q_range(void **state)
 	free(h);
 }
 
-static void test_merge(void **state)
+UNIT_TEST(test_merge)
 {
 	struct fsp_hist *a = hist_new(), *b = hist_new(), *all = hist_new();
 	struct fsp_hist *empty = hist_new();
@@ -262,7 +263,7 @@ static void test_merge(void **state)
 }
 
 /* The sorted numbers' quantiles: the rank's edges, signed values. */
-static void test_sorted_quantiles(void **state)
+UNIT_TEST(test_sorted_quantiles)
 {
 	assert_int_equal(fsp_quantile_rank(0, 0.5), 0);
 	assert_int_equal(fsp_quantile_u64(NULL, 0, 0.5), 0);
@@ -289,22 +290,4 @@ static void test_sorted_quantiles(void **state)
 	qsort(u, 4, sizeof(u[0]), fsp_cmp_u64);
 	assert_true(u[0] == 0 && u[1] == 1 && u[2] == 1ull << 63 && u[3] == UINT64_MAX);
 	assert_true(fsp_quantile_u64(u, 4, 0.75) == 1ull << 63);
-}
-
-int main(void)
-{
-	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_bucket_bounds),
-		cmocka_unit_test(test_uniform),
-		cmocka_unit_test(test_lognormal),
-		cmocka_unit_test(test_heavy_tail),
-		cmocka_unit_test(test_small_values_exact),
-		cmocka_unit_test(test_all_equal),
-		cmocka_unit_test(test_boundaries),
-		cmocka_unit_test(test_huge_values),
-		cmocka_unit_test(test_empty_and_q_range),
-		cmocka_unit_test(test_merge),
-		cmocka_unit_test(test_sorted_quantiles),
-	};
-	return cmocka_run_group_tests(tests, NULL, NULL);
 }

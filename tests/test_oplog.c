@@ -35,6 +35,7 @@
 #include "src/db/store.h"
 #include "tests/testdb.h"
 #include "tests/testdir.h"
+#include "tests/unit.h"
 
 static char tmpdir[64];
 
@@ -252,7 +253,7 @@ static void check_hists(struct fsp_store *st, int64_t run, unsigned nthreads,
 	free(h);
 }
 
-static void test_mode_parse(void **state)
+UNIT_TEST(test_mode_parse)
 {
 	enum fsp_record_mode m;
 	unsigned n = 0;
@@ -277,7 +278,7 @@ static void test_mode_parse(void **state)
 #define FULL_N 20000
 static uint64_t count_full(unsigned t) { return FULL_N; }
 
-static void test_full_16_threads(void **state)
+UNIT_TEST_SETUP(test_full_16_threads, setup, teardown)
 {
 	int64_t run;
 	struct fsp_store *st = open_store("full.db", &run);
@@ -327,7 +328,7 @@ static void test_full_16_threads(void **state)
 #define TINY_N 50000
 static uint64_t count_tiny(unsigned t) { return TINY_N; }
 
-static void test_tiny_ring_drops_counted(void **state)
+UNIT_TEST_SETUP(test_tiny_ring_drops_counted, setup, teardown)
 {
 	int64_t run;
 	struct fsp_store *st = open_store("tiny.db", &run);
@@ -354,7 +355,7 @@ static void test_tiny_ring_drops_counted(void **state)
 
 static uint64_t count_sample(unsigned t) { return 1000 + t * 13; }
 
-static void test_sample(void **state)
+UNIT_TEST_SETUP(test_sample, setup, teardown)
 {
 	int64_t run;
 	struct fsp_store *st = logged_run("sample.db", &run, FSP_RECORD_SAMPLE, 7, 4096, 8, count_sample);
@@ -375,7 +376,7 @@ static void test_sample(void **state)
  * overflow in histograms of their own, so the statistics stay exact, and
  * only a record that was to be kept as a row counts as dropped.
  */
-static void test_tiny_ring_hist_and_sample(void **state)
+UNIT_TEST_SETUP(test_tiny_ring_hist_and_sample, setup, teardown)
 {
 	int64_t run;
 	struct fsp_store *st = logged_run("tiny-hist.db", &run, FSP_RECORD_HIST, 0, 4, 8, count_tiny);
@@ -402,7 +403,7 @@ static void test_tiny_ring_hist_and_sample(void **state)
 #define FULLDEV_N 5000
 static uint64_t count_fulldev(unsigned t) { return FULLDEV_N; }
 
-static void test_spill_fails_counted(void **state)
+UNIT_TEST_SETUP(test_spill_fails_counted, setup, teardown)
 {
 	int64_t run;
 	struct fsp_store *st = open_store("spill-full.db", &run);
@@ -425,7 +426,7 @@ static void test_spill_fails_counted(void **state)
 
 static uint64_t count_hist(unsigned t) { return 3000 + t; }
 
-static void test_hist_only(void **state)
+UNIT_TEST_SETUP(test_hist_only, setup, teardown)
 {
 	int64_t run;
 	struct fsp_store *st = logged_run("hist.db", &run, FSP_RECORD_HIST, 0, 0, 6, count_hist);
@@ -436,7 +437,7 @@ static void test_hist_only(void **state)
 	fsp_store_close(st);
 }
 
-static void test_off(void **state)
+UNIT_TEST_SETUP(test_off, setup, teardown)
 {
 	int64_t run;
 	struct fsp_store *st = open_store("off.db", &run);
@@ -453,7 +454,7 @@ static void test_off(void **state)
 
 static uint64_t count_short(unsigned t) { return 1000; }
 
-static void test_orphans_adopted(void **state)
+UNIT_TEST_SETUP(test_orphans_adopted, setup, teardown)
 {
 	int64_t run;
 	struct fsp_store *st = open_store("orphans.db", &run);
@@ -495,7 +496,7 @@ static void *produce_two(void *arg)
 	return NULL;
 }
 
-static void test_two_logs(void **state)
+UNIT_TEST_SETUP(test_two_logs, setup, teardown)
 {
 	int64_t run_a, run_b;
 	struct fsp_store *sa = open_store("a.db", &run_a), *sb = open_store("b.db", &run_b);
@@ -531,7 +532,7 @@ static void test_two_logs(void **state)
  * device records join the user operation that caused them on
  * (pid, start_ns = cause_ns), as docs/schema.md says.
  */
-static void test_layers_and_device_records(void **state)
+UNIT_TEST_SETUP(test_layers_and_device_records, setup, teardown)
 {
 	static const struct fsp_rec recs[] = {
 		/* a write: 1000 = 300 backing + 200 emu + 500 layer */
@@ -721,7 +722,7 @@ static struct fsp_store *reopen(const char *name)
 /* The killed run's rows, up to a torn last frame, are stored at the next
  * open; once (the spill is gone); the histograms are the checkpoint's (a
  * second in: two bursts) plus the rows after it; the run says it crashed. */
-static void test_crash_recovered_torn_tail(void **state)
+UNIT_TEST_SETUP(test_crash_recovered_torn_tail, setup, teardown)
 {
 	char sp[160], ck[176];
 	crash_child("crash.db", FSP_RECORD_FULL, 3, 1000, 600, 50);
@@ -759,7 +760,7 @@ static void test_crash_recovered_torn_tail(void **state)
 }
 
 /* A damaged frame in the middle: the rows before it are stored, none after. */
-static void test_crash_damaged_frame(void **state)
+UNIT_TEST_SETUP(test_crash_damaged_frame, setup, teardown)
 {
 	char sp[160];
 	crash_child("damaged.db", FSP_RECORD_FULL, 3, 1000, 60, 50);
@@ -836,7 +837,7 @@ static void spill_to_v1(const char *path)
 
 /* A spill file an older build left (80-byte rows): recovered, each row as
  * it was written, its FUSE identity unknown (0); never misread. */
-static void test_crash_old_spill(void **state)
+UNIT_TEST_SETUP(test_crash_old_spill, setup, teardown)
 {
 	(void)state;
 	char sp[160], ck[176];
@@ -860,7 +861,7 @@ static void test_crash_old_spill(void **state)
 }
 
 /* --record=hist: no rows, but the histograms of the last checkpoint. */
-static void test_crash_hist_checkpoint(void **state)
+UNIT_TEST_SETUP(test_crash_hist_checkpoint, setup, teardown)
 {
 	crash_child("hist-crash.db", FSP_RECORD_HIST, 1, 500, 60, 2300);
 	/* checkpoints replace each other beside the spill, which holds no rows */
@@ -934,7 +935,7 @@ static void ckpt_to_v1(const char *path)
 /* Expected replies (lookup ENOENT) are counted apart from the errors, also
  * through a checkpoint; an older build's checkpoint is read as such: its
  * histograms, its errors, nothing expected. */
-static void test_crash_expected_checkpoint(void **state)
+UNIT_TEST_SETUP(test_crash_expected_checkpoint, setup, teardown)
 {
 	(void)state;
 	char sp[160], ck[176];
@@ -967,7 +968,7 @@ static void test_crash_expected_checkpoint(void **state)
 }
 
 /* The spill of a log that is still open is not touched by another open. */
-static void test_live_spill_left_alone(void **state)
+UNIT_TEST_SETUP(test_live_spill_left_alone, setup, teardown)
 {
 	int64_t run;
 	struct fsp_store *st = open_store("live.db", &run);
@@ -991,28 +992,4 @@ static void test_live_spill_left_alone(void **state)
 	assert_int_equal(q_int(st, "SELECT count(*) FROM ops"), 2000);
 	assert_int_equal(stat(sp, &sb), -1); /* a clean close removes it */
 	fsp_store_close(st);
-}
-
-int main(void)
-{
-	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_mode_parse),
-		cmocka_unit_test_setup_teardown(test_full_16_threads, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_tiny_ring_drops_counted, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_sample, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_tiny_ring_hist_and_sample, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_spill_fails_counted, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_hist_only, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_off, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_orphans_adopted, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_two_logs, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_layers_and_device_records, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_crash_recovered_torn_tail, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_crash_damaged_frame, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_crash_old_spill, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_crash_hist_checkpoint, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_crash_expected_checkpoint, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_live_spill_left_alone, setup, teardown),
-	};
-	return cmocka_run_group_tests(tests, NULL, NULL);
 }
