@@ -37,10 +37,7 @@ scenario() {
 	shift 2
 	# shellcheck disable=SC2086
 	# --wide: whole evidence lines for the checks below (the folding is checked apart)
-	"$FSPRISM" compare --db "$db" $SIZES --wide "$@" >"$T/$name.out" 2>"$T/$name.err"
-	rc=$?
-	expect_eq "$name: compare exits 0" 0 "$rc"
-	[ "$rc" -eq 0 ] || cat "$T/$name.err"
+	fsp_compare "$name" "$db" $SIZES --wide "$@"
 	# the verdicts, for the log
 	sed -n '/^diagnosis of/,$s/^/# /p' "$T/$name.out"
 	nothing_left "$name"

@@ -28,10 +28,7 @@ compare_case() {
 	name=$1 db=$2
 	shift 2
 	# shellcheck disable=SC2086
-	"$FSPRISM" compare --db "$db" $SIZES --quiet "$@" >"$T/$name.out" 2>"$T/$name.err"
-	rc=$?
-	expect_eq "$name: compare exits 0" 0 "$rc"
-	[ "$rc" -eq 0 ] || cat "$T/$name.err"
+	fsp_compare "$name" "$db" $SIZES --quiet "$@"
 	fsp_nothing_left "$TMPDIR/" "$name"
 }
 

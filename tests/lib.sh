@@ -175,6 +175,18 @@ fsp_nothing_left() {
 	rm -rf "${nl_dir:?}"/* "${nl_dir:?}"/.[!.]*
 }
 
+# fsp_compare NAME DB ARGS...: fsprism compare --db DB ARGS, its output in
+# $T/NAME.out and $T/NAME.err; checks that it exits 0, and puts its errors
+# in the log where it did not.
+fsp_compare() {
+	fc_name=$1 fc_db=$2
+	shift 2
+	"$FSPRISM" compare --db "$fc_db" "$@" >"$T/$fc_name.out" 2>"$T/$fc_name.err"
+	fc_rc=$?
+	expect_eq "$fc_name: compare exits 0" 0 "$fc_rc"
+	[ "$fc_rc" -eq 0 ] || cat "$T/$fc_name.err"
+}
+
 fsp_done() {
 	echo "1..$((fsp_pass + fsp_fail))"
 	echo "$fsp_pass passed, $fsp_fail failed"

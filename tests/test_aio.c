@@ -29,6 +29,7 @@
 #include "fs/fuse/aio.h"
 #include "src/base/clock.h"
 #include "tests/testdir.h"
+#include "tests/unit.h"
 
 #define KIB ((size_t)1 << 10)
 #define MIB ((size_t)1 << 20)
@@ -204,7 +205,7 @@ static void prep(struct slot *s, int write, uint64_t off, size_t len, long want)
 	s->io.submit_ns = timed_run ? fsp_now_ns() : 0;
 }
 
-static void test_slots(void **state)
+UNIT_TEST_SETUP(test_slots, setup, teardown)
 {
 	(void)state;
 	struct fsp_aio *a = start(8, 0);
@@ -266,7 +267,7 @@ static void test_slots(void **state)
 }
 
 /* No slot can be had: NULL, and the slot it would have grown is kept. */
-static void test_no_slot(void **state)
+UNIT_TEST_SETUP(test_no_slot, setup, teardown)
 {
 	(void)state;
 	struct fsp_aio *a = start(4, 0);
@@ -342,13 +343,13 @@ static void run_read_write(int timed)
 	free(buf);
 }
 
-static void test_read_write_timed(void **state)
+UNIT_TEST_SETUP(test_read_write_timed, setup, teardown)
 {
 	(void)state;
 	run_read_write(1);
 }
 
-static void test_read_write_untimed(void **state)
+UNIT_TEST_SETUP(test_read_write_untimed, setup, teardown)
 {
 	(void)state;
 	run_read_write(0);
@@ -369,7 +370,7 @@ static void stop_hung(int sig)
 /* The kernel refuses the submission: -errno, no done(), the slot is still
  * the caller's to do the IO synchronously, and nothing is left in flight
  * (stop returns at once). */
-static void test_submit_refused(void **state)
+UNIT_TEST_SETUP(test_submit_refused, setup, teardown)
 {
 	(void)state;
 	struct fsp_aio *a = start(4, 0);
@@ -397,7 +398,7 @@ static void test_submit_refused(void **state)
 }
 
 /* stop waits until every submitted IO has been answered: done() has run. */
-static void test_stop_waits(void **state)
+UNIT_TEST_SETUP(test_stop_waits, setup, teardown)
 {
 	(void)state;
 	need_direct();
@@ -462,7 +463,7 @@ static void *submitter_main(void *arg)
 	return NULL;
 }
 
-static void test_threads(void **state)
+UNIT_TEST_SETUP(test_threads, setup, teardown)
 {
 	(void)state;
 	need_direct();
@@ -484,18 +485,4 @@ static void test_threads(void **state)
 		      SUBMITTERS * PER_THREAD);
 	assert_int_equal(seen.calls + sync, SUBMITTERS * PER_THREAD);
 	seen_all_right();
-}
-
-int main(void)
-{
-	const struct CMUnitTest tests[] = {
-		cmocka_unit_test_setup_teardown(test_slots, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_no_slot, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_read_write_timed, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_read_write_untimed, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_submit_refused, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_stop_waits, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_threads, setup, teardown),
-	};
-	return cmocka_run_group_tests(tests, NULL, NULL);
 }

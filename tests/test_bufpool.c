@@ -14,10 +14,11 @@
 #include <string.h>
 #include <cmocka.h>
 #include "src/base/bufpool.h"
+#include "tests/unit.h"
 
 #define MIB ((size_t)1 << 20)
 
-static void test_classes(void **state)
+UNIT_TEST(test_classes)
 {
 	(void)state;
 	struct fsp_bufpool *p = fsp_bufpool_new();
@@ -37,7 +38,7 @@ static void test_classes(void **state)
 }
 
 /* n buffers of one class: pairwise disjoint, and each keeps what was written. */
-static void test_disjoint_and_reuse(void **state)
+UNIT_TEST(test_disjoint_and_reuse)
 {
 	(void)state;
 	struct fsp_bufpool *p = fsp_bufpool_new();
@@ -74,7 +75,7 @@ static void test_disjoint_and_reuse(void **state)
 }
 
 /* A class above the chunk: one mapping per buffer, 2 MiB-aligned. */
-static void test_large(void **state)
+UNIT_TEST(test_large)
 {
 	(void)state;
 	struct fsp_bufpool *p = fsp_bufpool_new();
@@ -98,7 +99,7 @@ static void test_large(void **state)
 }
 
 /* Touched chunks are backed by huge pages unless the kernel has them off. */
-static void test_huge_share(void **state)
+UNIT_TEST(test_huge_share)
 {
 	(void)state;
 	char thp[128] = "[never]";
@@ -154,7 +155,7 @@ static void *worker_main(void *arg)
 	return NULL;
 }
 
-static void test_threads(void **state)
+UNIT_TEST(test_threads)
 {
 	(void)state;
 	struct fsp_bufpool *p = fsp_bufpool_new();
@@ -170,16 +171,4 @@ static void test_threads(void **state)
 		assert_int_equal(w[i].bad, 0);
 	}
 	fsp_bufpool_free(p);
-}
-
-int main(void)
-{
-	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_classes),
-		cmocka_unit_test(test_disjoint_and_reuse),
-		cmocka_unit_test(test_large),
-		cmocka_unit_test(test_huge_share),
-		cmocka_unit_test(test_threads),
-	};
-	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -25,6 +25,7 @@
 #include <cmocka.h>
 #include "fs/fuse/datapath.h"
 #include "tests/testdir.h"
+#include "tests/unit.h"
 
 static char dir[64], path[96], path2[96];
 static struct fsp_fs *fs;
@@ -71,7 +72,7 @@ static int fd_open(int fd)
 	return fcntl(fd, F_GETFD) >= 0;
 }
 
-static void test_table(void **state)
+UNIT_TEST_SETUP(test_table, setup, teardown)
 {
 	(void)state;
 	assert_ptr_equal(fsp_datapaths[FSP_DP_BUFFERED], &fsp_dp_buffered);
@@ -94,7 +95,7 @@ static void test_table(void **state)
 	assert_int_equal(fh_fd(&fi), 7);
 }
 
-static void test_buffered(void **state)
+UNIT_TEST_SETUP(test_buffered, setup, teardown)
 {
 	(void)state;
 	struct op o = { .fs = fs };
@@ -143,7 +144,7 @@ static void test_buffered(void **state)
 	assert_int_equal(fsp_fs_direct_fallbacks(fs), 0);
 }
 
-static void test_direct(void **state)
+UNIT_TEST_SETUP(test_direct, setup, teardown)
 {
 	(void)state;
 	struct op o = { .fs = fs };
@@ -197,7 +198,7 @@ static void test_direct(void **state)
 	assert_false(fd_open(twin));
 }
 
-static void test_across_paths(void **state)
+UNIT_TEST_SETUP(test_across_paths, setup, teardown)
 {
 	(void)state;
 	struct op o = { .fs = fs };
@@ -217,15 +218,4 @@ static void test_across_paths(void **state)
 	assert_int_equal(fsp_dp_emu.lseek(&o, &emu, 0, SEEK_SET), -EINVAL);
 	assert_int_equal(fsp_dp_emu.lseek(&o, &emu, -1, SEEK_DATA), -ENXIO);
 	fsp_dp_buffered.release(&o, NULL, &pt);
-}
-
-int main(void)
-{
-	const struct CMUnitTest tests[] = {
-		cmocka_unit_test_setup_teardown(test_table, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_buffered, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_direct, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_across_paths, setup, teardown),
-	};
-	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -21,6 +21,7 @@
 #include <string.h>
 #include <cmocka.h>
 #include "src/prism/decomp.h"
+#include "tests/unit.h"
 
 #define MAXIO 4096
 
@@ -104,7 +105,7 @@ static struct fsp_dc_in raw(const struct fsp_dc_io *ios, size_t nio,
 				   .nblk = nb };
 }
 
-static void test_one_request(void **state)
+UNIT_TEST(test_one_request)
 {
 	(void)state;
 	struct fsp_dc_io ios[] = { io(1000, 2000, 8192, 4096, 7, 0) };
@@ -130,7 +131,7 @@ static void test_one_request(void **state)
 	expect_io(0, WHY(NO_BLOCK, 1000));
 }
 
-static void test_out_of_order(void **state)
+UNIT_TEST(test_out_of_order)
 {
 	(void)state;
 	/* A submitted first completes last */
@@ -146,7 +147,7 @@ static void test_out_of_order(void **state)
 		  PART(COMPLETE, 100));
 }
 
-static void test_split(void **state)
+UNIT_TEST(test_split)
 {
 	(void)state;
 	/* 256 KiB split into two requests that overlap on the device: the
@@ -167,7 +168,7 @@ static void test_split(void **state)
 	expect_io(0, PART(DEVICE, 400 + 150), PART(BLOCK_QUEUE, 100 + 50), WHY(GAP, 100));
 }
 
-static void test_merged(void **state)
+UNIT_TEST(test_merged)
 {
 	(void)state;
 	/* one 8 KiB request serves two adjacent 4 KiB IOs: each waited for
@@ -186,7 +187,7 @@ static void test_merged(void **state)
 	expect_io(0, PART(DEVICE, 800));
 }
 
-static void test_no_block(void **state)
+UNIT_TEST(test_no_block)
 {
 	(void)state;
 	struct fsp_dc_io ios[] = { io(0, 700, 0, 4096, 7, 0) };
@@ -201,7 +202,7 @@ static void test_no_block(void **state)
 	expect_io(0, WHY(NO_BLOCK, 700));
 }
 
-static void test_qd32_one_thread(void **state)
+UNIT_TEST(test_qd32_one_thread)
 {
 	(void)state;
 	static struct fsp_dc_io ios[32];
@@ -227,7 +228,7 @@ static void test_qd32_one_thread(void **state)
 		expect_io(i, ROWS(1), PART(SUBMIT, 5), PART(RESIDUAL, 0));
 }
 
-static void test_other_thread(void **state)
+UNIT_TEST(test_other_thread)
 {
 	(void)state;
 	/* issued from a worker (kblockd): another tid, still the IO's */
@@ -245,7 +246,7 @@ static void test_other_thread(void **state)
 	expect_io(1, PART(SUBMIT, 45), PART(DEVICE, 840));
 }
 
-static void test_inversions(void **state)
+UNIT_TEST(test_inversions)
 {
 	(void)state;
 	struct fsp_dc_io ios[] = { io(0, 1000, 0, 4096, 7, 0) };
@@ -265,7 +266,7 @@ static void test_inversions(void **state)
 	assert_int_equal(sum_parts(&got[0]), 0);
 }
 
-static void test_file_extents(void **state)
+UNIT_TEST(test_file_extents)
 {
 	(void)state;
 	/* file [0,64K) at disk 1M, [64K,128K) unwritten at 4M, [128K,..)
@@ -304,7 +305,7 @@ static void test_file_extents(void **state)
 	expect_io(1, PART(DEVICE, 700), PART(FS_COMPLETE, 100));
 }
 
-static void test_mount_chain(void **state)
+UNIT_TEST(test_mount_chain)
 {
 	(void)state;
 	/* engine 0..10000; FUSE send 500, worker receives 1500, handler
@@ -364,7 +365,7 @@ static void test_mount_chain(void **state)
 	expect_io(0, WHY(NO_DAEMON, 10000));
 }
 
-static void test_mount_aio_reply(void **state)
+UNIT_TEST(test_mount_aio_reply)
 {
 	(void)state;
 	/* O_DIRECT through the mount with asynchronous backing IO: the worker
@@ -391,7 +392,7 @@ static void test_mount_aio_reply(void **state)
 	expect_io(1, PART(DEVICE, 2150), PART(FUSE_REPLY, 100), PART(RESIDUAL, 0));
 }
 
-static void test_tail_attribution(void **state)
+UNIT_TEST(test_tail_attribution)
 {
 	(void)state;
 	/* 100 IOs: 98 of 1000 ns (device 800), two slow ones whose extra
@@ -431,7 +432,7 @@ static uint64_t rnd(uint64_t *x)
 	return *x;
 }
 
-static void test_random_rows_add_up(void **state)
+UNIT_TEST(test_random_rows_add_up)
 {
 	(void)state;
 	static struct fsp_dc_io ios[2000];
@@ -468,24 +469,4 @@ static void test_random_rows_add_up(void **state)
 			in.map = (struct fsp_dc_map){ 0, e, 2 };
 		run_join(&in); /* every IO's parts add up to its total */
 	}
-}
-
-int main(void)
-{
-	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_one_request),
-		cmocka_unit_test(test_out_of_order),
-		cmocka_unit_test(test_split),
-		cmocka_unit_test(test_merged),
-		cmocka_unit_test(test_no_block),
-		cmocka_unit_test(test_qd32_one_thread),
-		cmocka_unit_test(test_other_thread),
-		cmocka_unit_test(test_inversions),
-		cmocka_unit_test(test_file_extents),
-		cmocka_unit_test(test_mount_chain),
-		cmocka_unit_test(test_mount_aio_reply),
-		cmocka_unit_test(test_tail_attribution),
-		cmocka_unit_test(test_random_rows_add_up),
-	};
-	return cmocka_run_group_tests(tests, NULL, NULL);
 }

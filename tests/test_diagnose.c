@@ -15,6 +15,7 @@
 #include <string.h>
 #include <cmocka.h>
 #include "src/prism/diagnose.h"
+#include "tests/unit.h"
 
 /* The judgement of a (na rounds) against b (nb rounds), the call succeeding;
  * c the whole comparison. */
@@ -25,7 +26,7 @@ static enum fsp_dx_judgement judge(const double *a, int na, const double *b, int
 	return c->j;
 }
 
-static void test_noise_rule(void **state)
+UNIT_TEST(test_noise_rule)
 {
 	struct fsp_dx_cmp c;
 	/* unpaired (2 rounds against 3): 10% apart, rounds spread 20%: noise */
@@ -89,7 +90,7 @@ static int bathtub(const double *mbps, double spread, struct fsp_dx_shape *s)
 	return s->found;
 }
 
-static void test_bathtub(void **state)
+UNIT_TEST(test_bathtub)
 {
 	struct fsp_dx_shape s;
 	/* the seed's finding: 80/20 .. 10/90 at a third of the pure steps */
@@ -261,7 +262,7 @@ static void sole_owner(struct emu_case *c, enum fsp_dx_owner o)
 	assert_int_equal(emu_owner(c), o);
 }
 
-static void test_noise_verdict(void **state)
+UNIT_TEST(test_noise_verdict)
 {
 	struct fsp_dx_step a, b;
 	struct fsp_dx_verdict v;
@@ -281,7 +282,7 @@ static void test_noise_verdict(void **state)
 	assert_non_null(strstr(v.evidence[1], "faster"));
 }
 
-static void test_mech_drive_and_fs_cpu(void **state)
+UNIT_TEST(test_mech_drive_and_fs_cpu)
 {
 	struct fsp_dx_step raw, fs;
 	struct fsp_dx_verdict v;
@@ -296,7 +297,7 @@ static void test_mech_drive_and_fs_cpu(void **state)
 	assert_int_equal(verdict(&raw, &fs, &raw, FSP_DX_RAW, FSP_DX_FS, &v), FSP_DX_FS_CPU);
 }
 
-static void test_mech_relocation(void **state)
+UNIT_TEST(test_mech_relocation)
 {
 	struct emu_case c;
 	emu_case(&c, 120, 1000, 900);
@@ -334,7 +335,7 @@ static void test_mech_relocation(void **state)
 /* Copy-on-write scatters or splits the device writes of a sequential
  * writer: they lose their sequentiality, the reads keep theirs (or there
  * are none). The same rule as the reads', the same threshold. */
-static void test_mech_relocation_writes(void **state)
+UNIT_TEST(test_mech_relocation_writes)
 {
 	struct emu_case c;
 	/* a pure-write step: no reads on any target */
@@ -390,7 +391,7 @@ static void test_mech_relocation_writes(void **state)
 	assert_false(emu_claims(&c) & (1u << FSP_DX_COW_RELOCATION));
 }
 
-static void test_mech_extra_io(void **state)
+UNIT_TEST(test_mech_extra_io)
 {
 	struct emu_case c;
 	emu_case(&c, 100, 1200, 1100);
@@ -408,7 +409,7 @@ static void test_mech_extra_io(void **state)
 	assert_non_null(strstr(c.v.evidence[1], "flushes per user IO"));
 }
 
-static void test_mech_request_size(void **state)
+UNIT_TEST(test_mech_request_size)
 {
 	struct fsp_dx_step fs, fsp;
 	struct fsp_dx_verdict v;
@@ -440,7 +441,7 @@ static void test_mech_request_size(void **state)
 			 FSP_DX_REQUEST_SIZE);
 }
 
-static void test_mech_recency(void **state)
+UNIT_TEST(test_mech_recency)
 {
 	struct fsp_dx_step raw, fs;
 	struct fsp_dx_verdict v;
@@ -456,7 +457,7 @@ static void test_mech_recency(void **state)
 	assert_false(claims(&raw, &fs, &raw, FSP_DX_RAW, FSP_DX_FS) & (1u << FSP_DX_RECENCY));
 }
 
-static void test_mech_software(void **state)
+UNIT_TEST(test_mech_software)
 {
 	struct fsp_dx_step fs, fsp;
 	struct fsp_dx_verdict v;
@@ -478,21 +479,4 @@ static void test_mech_software(void **state)
 	assert_int_equal(verdict(&fs, &fsp, &fs, FSP_DX_FS, FSP_DX_FSPRISM, &v),
 			 FSP_DX_UNKNOWN);
 	assert_non_null(strstr(v.evidence[1], "no part explains a third"));
-}
-
-int main(void)
-{
-	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_noise_rule),
-		cmocka_unit_test(test_bathtub),
-		cmocka_unit_test(test_noise_verdict),
-		cmocka_unit_test(test_mech_drive_and_fs_cpu),
-		cmocka_unit_test(test_mech_relocation),
-		cmocka_unit_test(test_mech_relocation_writes),
-		cmocka_unit_test(test_mech_extra_io),
-		cmocka_unit_test(test_mech_request_size),
-		cmocka_unit_test(test_mech_recency),
-		cmocka_unit_test(test_mech_software),
-	};
-	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -22,6 +22,7 @@
 #include "fs/emu/extent.h"
 #include "fs/emu/io.h"
 #include "fs/emu/journal.h"
+#include "tests/unit.h"
 
 /* ---- deterministic random numbers ---- */
 
@@ -84,7 +85,7 @@ static void check_shadow(const struct emu_alloc *a, const uint8_t *sh, uint64_t 
 		assert_int_equal(emu_alloc_state(a, i), sh[i]);
 }
 
-static void test_alloc_basic(void **state)
+UNIT_TEST(test_alloc_basic)
 {
 	struct emu_alloc *a = emu_alloc_new(1000, 0, EMU_ALLOC_FIRST_FIT);
 	struct emu_run r[4];
@@ -133,7 +134,7 @@ static void test_alloc_basic(void **state)
 }
 
 /* next-fit and first-fit give different, predictable layouts */
-static void test_alloc_policies(void **state)
+UNIT_TEST(test_alloc_policies)
 {
 	struct emu_run r[4];
 	size_t nr;
@@ -169,7 +170,7 @@ static void test_alloc_policies(void **state)
 }
 
 /* a request is served from one run when one fits, else from several */
-static void test_alloc_contiguous_runs(void **state)
+UNIT_TEST(test_alloc_contiguous_runs)
 {
 	struct emu_alloc *a = emu_alloc_new(100, 4096, EMU_ALLOC_FIRST_FIT);
 	struct emu_run r[4];
@@ -204,7 +205,7 @@ static void test_alloc_contiguous_runs(void **state)
 
 /* random alloc/free/commit against a shadow model: never hands out a used
  * or pending block, counts and fragmentation always agree */
-static void test_alloc_random_shadow(void **state)
+UNIT_TEST(test_alloc_random_shadow)
 {
 	enum { N = 1500 };
 	(void)state;
@@ -284,7 +285,7 @@ static void test_alloc_random_shadow(void **state)
 	}
 }
 
-static void test_alloc_serialize(void **state)
+UNIT_TEST(test_alloc_serialize)
 {
 	struct emu_alloc *a = emu_alloc_new(1003, 4096, EMU_ALLOC_NEXT_FIT), *b;
 	struct emu_run r[4];
@@ -372,7 +373,7 @@ static uint64_t cow_write_block(struct emu_emap *m, struct cow_ctx *c, uint64_t 
 	return r.start;
 }
 
-static void test_alloc_fragmentation(void **state)
+UNIT_TEST(test_alloc_fragmentation)
 {
 	enum { DEV = 8192, FILE_BLOCKS = 1024, K1 = 100, K2 = 50 };
 	struct emu_alloc *a = emu_alloc_new(DEV, 4096, EMU_ALLOC_NEXT_FIT);
@@ -496,7 +497,7 @@ static uint64_t ext_txid(const struct emu_emap *m, size_t i)
 	return e.txid;
 }
 
-static void test_emap_split_merge(void **state)
+UNIT_TEST(test_emap_split_merge)
 {
 	struct emu_emap m;
 	struct rel_log lg = { .n = 0 };
@@ -537,7 +538,7 @@ static void test_emap_split_merge(void **state)
 	emu_emap_free(&m);
 }
 
-static void test_emap_lookup_holes(void **state)
+UNIT_TEST(test_emap_lookup_holes)
 {
 	struct emu_emap m;
 	struct emu_map mp;
@@ -564,7 +565,7 @@ static void test_emap_lookup_holes(void **state)
 	emu_emap_free(&m);
 }
 
-static void test_emap_truncate_punch(void **state)
+UNIT_TEST(test_emap_truncate_punch)
 {
 	struct emu_emap m;
 	struct rel_log lg = { .n = 0 };
@@ -605,7 +606,7 @@ static void test_emap_truncate_punch(void **state)
 }
 
 /* in-place vs move, and the merge rule that keeps that answer exact */
-static void test_emap_txid(void **state)
+UNIT_TEST(test_emap_txid)
 {
 	struct emu_emap m;
 	struct emu_map mp;
@@ -650,7 +651,7 @@ static void test_emap_txid(void **state)
 
 /* leaves drained by punches are merged again, so a map that shrinks does
  * not keep one leaf per surviving extent */
-static void test_emap_leaves(void **state)
+UNIT_TEST(test_emap_leaves)
 {
 	enum { N = 40 * EMU_EMAP_LEAF };
 	struct emu_emap m;
@@ -710,7 +711,7 @@ static int fiemap_cb(void *ctx, uint64_t l, uint64_t p, uint64_t len)
 	return 0;
 }
 
-static void test_emap_random_model(void **state)
+UNIT_TEST(test_emap_random_model)
 {
 	/* {logical blocks, max_len, longest op, steps}: the last one builds
 	 * hundreds of extents, so leaves split, drain and merge */
@@ -838,7 +839,7 @@ static void refs_freed(void *ctx, uint64_t pblk, uint64_t len)
 	fb->last_end = pblk + len;
 }
 
-static void test_refs(void **state)
+UNIT_TEST(test_refs)
 {
 	struct emu_refs r;
 	uint64_t cnt[256], run;
@@ -1058,7 +1059,7 @@ static void commit_txn(struct emu_journal *j, struct home *model, uint64_t txn,
 		assert_int_equal(seq, want_seq);
 }
 
-static void test_crc32c(void **state)
+UNIT_TEST(test_crc32c)
 {
 	(void)state;
 	assert_int_equal(emu_crc32c(0, "123456789", 9), 0xe3069283u);
@@ -1081,7 +1082,7 @@ static void test_crc32c(void **state)
 	assert_int_equal(emu_crc32c(0, "", 0), 0);
 }
 
-static void test_journal_roundtrip(void **state)
+UNIT_TEST(test_journal_roundtrip)
 {
 	struct jtest jt = { .cfg = jcfg(256, 1) };
 	struct emu_journal *j2;
@@ -1150,7 +1151,7 @@ static void test_journal_roundtrip(void **state)
 /* byte offset of log index i */
 static size_t log_off(uint64_t i) { return (JBASE_BLOCKS + 1 + i) * JBS; }
 
-static void test_journal_torn_commit(void **state)
+UNIT_TEST(test_journal_torn_commit)
 {
 	/* how many bytes of the second commit's commit block reach the disk */
 	static const int64_t torn[] = { 0, 20, 30, -1 /* body torn too */ };
@@ -1202,7 +1203,7 @@ static void jtest_three_txns(struct jtest *jt, struct home *model)
 }
 
 /* a corrupt logged byte: that transaction and every later one discarded */
-static void test_journal_corrupt_data(void **state)
+UNIT_TEST(test_journal_corrupt_data)
 {
 	struct jtest jt = { .cfg = jcfg(64, 1) };
 	static struct home model, h;
@@ -1260,7 +1261,7 @@ static void put_le64(uint8_t *p, uint64_t v)
 }
 
 /* a well-formed transaction with the wrong sequence number is not replayed */
-static void test_journal_seq_gap(void **state)
+UNIT_TEST(test_journal_seq_gap)
 {
 	struct jtest jt = { .cfg = jcfg(64, 1) };
 	static struct home model, h;
@@ -1287,7 +1288,7 @@ static void test_journal_seq_gap(void **state)
 }
 
 /* many transactions through a small log: wrap-around, -ENOSPC, checkpoints */
-static void test_journal_wrap(void **state)
+UNIT_TEST(test_journal_wrap)
 {
 	enum { NJ = 16, NTX = 40 };
 	struct jtest jt = { .cfg = jcfg(NJ, 1) };
@@ -1364,7 +1365,7 @@ static void test_journal_wrap(void **state)
 	jtest_end(&jt);
 }
 
-static void test_journal_checkpoint_partial(void **state)
+UNIT_TEST(test_journal_checkpoint_partial)
 {
 	struct jtest jt = { .cfg = jcfg(64, 0) };
 	static struct home h;
@@ -1390,7 +1391,7 @@ static void test_journal_checkpoint_partial(void **state)
 	jtest_end(&jt);
 }
 
-static void test_journal_idempotent(void **state)
+UNIT_TEST(test_journal_idempotent)
 {
 	struct jtest jt = { .cfg = jcfg(64, 1) };
 	struct emu_replay_report rep1, rep2;
@@ -1440,41 +1441,8 @@ static void test_journal_idempotent(void **state)
 	jtest_end(&jt);
 }
 
-static int failing_apply(void *ctx, uint64_t seq, uint64_t tag, const void *block)
-{
-	int *calls = ctx;
-	(void)seq;
-	(void)tag;
-	(void)block;
-	return ++*calls == 2 ? -EIO : 0;
-}
-
-/* an apply error stops replay, is returned, and leaves the log as it was */
-static void test_journal_apply_error(void **state)
-{
-	struct jtest jt = { .cfg = jcfg(64, 1) };
-	static struct home h;
-	int calls = 0;
-	(void)state;
-	memset(&h, 0, sizeof(h));
-	jtest_format(&jt);
-	commit_txn(jt.j, NULL, 1, (uint64_t[]){ 1, 2 }, 2, 1);
-	emu_journal_close(jt.j);
-	assert_int_equal(emu_journal_open(&jt.io, &jt.cfg, &jt.j), 0);
-	md_reset_stats(&jt.d);
-	assert_int_equal(emu_journal_replay(jt.j, failing_apply, &calls, 1, &jt.rep), -EIO);
-	assert_int_equal(jt.d.writes[EMU_IO_JOURNAL], 0); /* no reset written */
-	log_txn(jt.j, NULL, 2, (uint64_t[]){ 3 }, 1);
-	assert_int_equal(emu_journal_commit(jt.j, NULL), -EINVAL); /* still needs replay */
-	assert_int_equal(emu_journal_replay(jt.j, home_apply, &h, 1, &jt.rep), 0);
-	assert_int_equal(jt.rep.txns_replayed, 1);
-	assert_int_equal(h.applied, 2);
-	assert_int_equal(emu_journal_commit(jt.j, NULL), 0);
-	jtest_end(&jt);
-}
-
 /* a re-format ignores the previous journal's transactions */
-static void test_journal_stale_uuid(void **state)
+UNIT_TEST(test_journal_stale_uuid)
 {
 	struct jtest jt = { .cfg = jcfg(64, 1) };
 	static struct home h;
@@ -1498,6 +1466,39 @@ static void test_journal_stale_uuid(void **state)
 	jtest_end(&jt);
 }
 
+static int failing_apply(void *ctx, uint64_t seq, uint64_t tag, const void *block)
+{
+	int *calls = ctx;
+	(void)seq;
+	(void)tag;
+	(void)block;
+	return ++*calls == 2 ? -EIO : 0;
+}
+
+/* an apply error stops replay, is returned, and leaves the log as it was */
+UNIT_TEST(test_journal_apply_error)
+{
+	struct jtest jt = { .cfg = jcfg(64, 1) };
+	static struct home h;
+	int calls = 0;
+	(void)state;
+	memset(&h, 0, sizeof(h));
+	jtest_format(&jt);
+	commit_txn(jt.j, NULL, 1, (uint64_t[]){ 1, 2 }, 2, 1);
+	emu_journal_close(jt.j);
+	assert_int_equal(emu_journal_open(&jt.io, &jt.cfg, &jt.j), 0);
+	md_reset_stats(&jt.d);
+	assert_int_equal(emu_journal_replay(jt.j, failing_apply, &calls, 1, &jt.rep), -EIO);
+	assert_int_equal(jt.d.writes[EMU_IO_JOURNAL], 0); /* no reset written */
+	log_txn(jt.j, NULL, 2, (uint64_t[]){ 3 }, 1);
+	assert_int_equal(emu_journal_commit(jt.j, NULL), -EINVAL); /* still needs replay */
+	assert_int_equal(emu_journal_replay(jt.j, home_apply, &h, 1, &jt.rep), 0);
+	assert_int_equal(jt.rep.txns_replayed, 1);
+	assert_int_equal(h.applied, 2);
+	assert_int_equal(emu_journal_commit(jt.j, NULL), 0);
+	jtest_end(&jt);
+}
+
 /* the same journal on a real file through the fd backend and the
  * accounting wrapper; replay writes home through the same IO path */
 struct file_home {
@@ -1514,7 +1515,7 @@ static int file_apply(void *ctx, uint64_t seq, uint64_t tag, const void *block)
 			      EMU_IO_METADATA, 0);
 }
 
-static void test_journal_on_file(void **state)
+UNIT_TEST(test_journal_on_file)
 {
 	enum { BS = 4096, NJB = 64, NTAG = 16 };
 	char path[] = "/tmp/test_emu_journal.XXXXXX";
@@ -1570,35 +1571,4 @@ static void test_journal_on_file(void **state)
 	/* a read past the end of the file is an error, not zeros */
 	assert_int_equal(fdio.pread(fdio.ctx, blk, BS, fh.home_base + NTAG * BS), -EIO);
 	close(fd);
-}
-
-int main(void)
-{
-	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_alloc_basic),
-		cmocka_unit_test(test_alloc_policies),
-		cmocka_unit_test(test_alloc_contiguous_runs),
-		cmocka_unit_test(test_alloc_random_shadow),
-		cmocka_unit_test(test_alloc_serialize),
-		cmocka_unit_test(test_alloc_fragmentation),
-		cmocka_unit_test(test_emap_split_merge),
-		cmocka_unit_test(test_emap_lookup_holes),
-		cmocka_unit_test(test_emap_truncate_punch),
-		cmocka_unit_test(test_emap_txid),
-		cmocka_unit_test(test_emap_leaves),
-		cmocka_unit_test(test_emap_random_model),
-		cmocka_unit_test(test_refs),
-		cmocka_unit_test(test_crc32c),
-		cmocka_unit_test(test_journal_roundtrip),
-		cmocka_unit_test(test_journal_torn_commit),
-		cmocka_unit_test(test_journal_corrupt_data),
-		cmocka_unit_test(test_journal_seq_gap),
-		cmocka_unit_test(test_journal_wrap),
-		cmocka_unit_test(test_journal_checkpoint_partial),
-		cmocka_unit_test(test_journal_idempotent),
-		cmocka_unit_test(test_journal_stale_uuid),
-		cmocka_unit_test(test_journal_apply_error),
-		cmocka_unit_test(test_journal_on_file),
-	};
-	return cmocka_run_group_tests(tests, NULL, NULL);
 }

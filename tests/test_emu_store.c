@@ -23,6 +23,7 @@
 #include "fs/emu/store.h"
 #include "src/base/ops.h"
 #include "tests/testdir.h"
+#include "tests/unit.h"
 
 #define STORE_BYTES (16u << 20)
 #define FILE_MAX (256u << 10)
@@ -179,9 +180,212 @@ static void random_op(struct emu_store *st, struct model *m, int direct)
 	}
 }
 
+UNIT_TEST(test_bad_input)
+{
+	(void)state;
+	struct emu_store_info info;
+	struct emu_store_cfg cfg;
+	char err[512], path[512];
+	emu_store_cfg_default(&cfg);
+	path_of(path, sizeof(path), "tiny");
+	assert_null(emu_store_open(path, 64 << 10, &cfg, &info, err, sizeof(err)));
+	assert_non_null(strstr(err, "too small"));
+	cfg.block_size = 1000;
+	path_of(path, sizeof(path), "odd");
+	assert_null(emu_store_open(path, STORE_BYTES, &cfg, &info, err, sizeof(err)));
+	assert_non_null(strstr(err, "block size"));
+	assert_int_equal(emu_cow_mode_parse("always"), EMU_COW_ALWAYS);
+	assert_int_equal(emu_cow_mode_parse("sometimes"), -1);
+	assert_int_equal(emu_journal_mode_parse("data"), EMU_JOURNAL_DATA);
+	/* a store with a damaged root in both slots is refused, not served */
+	cfg.block_size = 4096;
+	struct emu_store *st = open_store("broken", 0, 0, 1, &info);
+	assert_non_null(st);
+	assert_int_equal(emu_store_close(st, NULL), 0);
+	path_of(path, sizeof(path), "broken");
+	assert_int_equal(emu_store_probe(path), 1);
+	int fd = open(path, O_WRONLY);
+	static uint8_t junk[8192];
+	memset(junk, 0x5a, sizeof(junk));
+	assert_int_equal(pwrite(fd, junk, sizeof(junk), 4096), (ssize_t)sizeof(junk));
+	close(fd);
+	assert_null(emu_store_open(path, STORE_BYTES, &cfg, &info, err, sizeof(err)));
+	assert_non_null(strstr(err, "no valid root"));
+}
+
+/* --cow=always moves an overwritten block once per transaction; --cow=off
+ * overwrites in place. Seen through the extent listing. */
+static int count_ext(void *ctx, uint64_t l, uint64_t p, uint64_t len)
+{
+	(void)l;
+	(void)p;
+	(void)len;
+	(*(int *)ctx)++;
+	return 0;
+}
+
+UNIT_TEST(test_cow_fragments)
+{
+	(void)state;
+	static uint8_t buf[1 << 20] __attribute__((aligned(4096)));
+	for (int cow = 0; cow < 3; cow += 2) {
+		struct emu_store_info info;
+		struct emu_cx cx = { 0 };
+		struct emu_store *st = open_store("frag", cow, 0, 1, &info);
+		assert_non_null(st);
+		memset(buf, 0x11, sizeof(buf));
+		assert_int_equal(emu_store_write(st, &cx, 7, buf, sizeof(buf), 0), (ssize_t)sizeof(buf));
+		assert_int_equal(emu_store_commit(st, &cx), 0);
+		int before = 0, after = 0;
+		emu_store_fiemap(st, 7, count_ext, &before);
+		assert_int_equal(before, 1);
+		/* overwrite blocks 10, 20, 30 (and 20 again in the same transaction) */
+		for (int b = 10; b <= 30; b += 10)
+			assert_int_equal(emu_store_write(st, &cx, 7, buf, 4096, (uint64_t)b * 4096), 4096);
+		assert_int_equal(emu_store_write(st, &cx, 7, buf, 4096, 20 * 4096), 4096);
+		assert_int_equal(emu_store_commit(st, &cx), 0);
+		emu_store_fiemap(st, 7, count_ext, &after);
+		if (cow == 0)
+			assert_int_equal(after, 1);
+		else
+			assert_int_equal(after, 7); /* 3 moved blocks split the file in 7 */
+		struct emu_store_acct a;
+		emu_store_get_acct(st, &a);
+		assert_true(a.bytes[EMU_IO_DATA] >= sizeof(buf) + 4 * 4096);
+		assert_int_equal(emu_store_close(st, NULL), 0);
+	}
+}
+
+/* A full store refuses data with ENOSPC but can still commit, and what
+ * was written survives a remount. */
+UNIT_TEST(test_full_store)
+{
+	(void)state;
+	static uint8_t buf[1 << 20] __attribute__((aligned(4096)));
+	struct emu_store_info info;
+	struct emu_cx cx = { 0 };
+	struct emu_store *st = open_store("full", EMU_COW_ALWAYS, EMU_JOURNAL_OFF, 1, &info);
+	assert_non_null(st);
+	memset(buf, 0x77, sizeof(buf));
+	uint64_t off = 0;
+	ssize_t n;
+	while ((n = emu_store_write(st, &cx, 3, buf, sizeof(buf), off)) == (ssize_t)sizeof(buf))
+		off += (uint64_t)n;
+	if (n > 0)
+		off += (uint64_t)n;
+	assert_true(off > STORE_BYTES / 2);
+	assert_int_equal(emu_store_write(st, &cx, 3, buf, 4096, off), -ENOSPC);
+	assert_int_equal(emu_store_commit(st, &cx), 0);
+	/* copy-on-write needs new space to overwrite: refused, data intact */
+	memset(buf, 0x88, 8192);
+	assert_int_equal(emu_store_write(st, &cx, 3, buf, 8192, 0), -ENOSPC);
+	assert_int_equal(emu_store_fsync(st, &cx, 3), 0);
+	uint64_t blocks, freeb;
+	uint32_t bs;
+	emu_store_statfs(st, &blocks, &freeb, &bs);
+	assert_true(freeb < 2);
+	assert_int_equal(emu_store_close(st, NULL), 0);
+	st = open_store("full", EMU_COW_ALWAYS, EMU_JOURNAL_OFF, 0, &info);
+	assert_non_null(st);
+	uint64_t size;
+	assert_int_equal(emu_store_obj_size(st, 3, &size, NULL), 0);
+	assert_int_equal(size, off);
+	assert_int_equal(emu_store_read(st, &cx, 3, buf, 4096, off - 4096), 4096);
+	assert_int_equal(buf[0], 0x77);
+	assert_int_equal(buf[4095], 0x77);
+	/* freeing space makes room again */
+	assert_int_equal(emu_store_truncate(st, &cx, 3, 0), 0);
+	assert_int_equal(emu_store_commit(st, &cx), 0);
+	assert_int_equal(emu_store_write(st, &cx, 3, buf, 4096, 0), 4096);
+	assert_int_equal(emu_store_close(st, NULL), 0);
+}
+
+/* Removing objects frees their data and nodes; the store stays consistent
+ * across remounts in every mode. */
+UNIT_TEST(test_remove)
+{
+	(void)state;
+	static uint8_t buf[1 << 20] __attribute__((aligned(4096)));
+	for (int cow = 0; cow < 3; cow++)
+		for (int journal = 0; journal < 4; journal++) {
+			struct emu_store_info info;
+			struct emu_cx cx = { 0 };
+			uint64_t blocks, free0, free1;
+			uint32_t bs;
+			struct emu_store *st = open_store("remove", cow, journal, 1, &info);
+			assert_non_null(st);
+			emu_store_statfs(st, &blocks, &free0, &bs);
+			memset(buf, 0x42, sizeof(buf));
+			for (int i = 0; i < 4; i++) {
+				ssize_t n = emu_store_write(st, &cx, 9, buf, sizeof(buf), (uint64_t)i << 20);
+				if (n != (ssize_t)sizeof(buf))
+					fprintf(stderr, "cow %d journal %d write %d: %zd\n", cow, journal, i, n);
+				assert_int_equal(n, (ssize_t)sizeof(buf));
+			}
+			assert_int_equal(emu_store_write(st, &cx, 10, buf, 4096, 0), 4096);
+			assert_int_equal(emu_store_close(st, NULL), 0);
+			st = open_store("remove", cow, journal, 0, &info);
+			assert_non_null(st);
+			assert_int_equal(info.bitmap_mismatches, 0);
+			assert_int_equal(emu_store_obj_remove(st, &cx, 9), 0);
+			assert_int_equal(emu_store_obj_remove(st, &cx, 10), 0);
+			assert_int_equal(emu_store_close(st, NULL), 0);
+			st = open_store("remove", cow, journal, 0, &info);
+			assert_non_null(st);
+			if (info.bitmap_mismatches)
+				fprintf(stderr, "cow %d journal %d: %llu mismatches\n", cow, journal,
+					(unsigned long long)info.bitmap_mismatches);
+			assert_int_equal(info.bitmap_mismatches, 0);
+			assert_int_equal(info.objects, 0);
+			assert_int_equal(emu_store_obj_size(st, 9, &blocks, NULL), -ENOENT);
+			/* all the space is back once the frees have been committed */
+			assert_int_equal(emu_store_commit(st, &cx), 0);
+			emu_store_statfs(st, &blocks, &free1, &bs);
+			assert_int_equal(free1, free0);
+			assert_int_equal(emu_store_close(st, NULL), 0);
+		}
+}
+
+/* A clone shares blocks; writing the copy leaves the source alone. */
+UNIT_TEST(test_clone_diverges)
+{
+	(void)state;
+	static uint8_t a[64 << 10] __attribute__((aligned(4096))), b[64 << 10];
+	struct emu_store_info info;
+	struct emu_cx cx = { 0 };
+	struct emu_store *st = open_store("clone", EMU_COW_OFF, EMU_JOURNAL_ORDERED, 1, &info);
+	assert_non_null(st);
+	memset(a, 0xaa, sizeof(a));
+	assert_int_equal(emu_store_write(st, &cx, 1, a, sizeof(a), 0), (ssize_t)sizeof(a));
+	uint64_t free0, free1, blocks;
+	uint32_t bs;
+	emu_store_statfs(st, &blocks, &free0, &bs);
+	assert_int_equal(emu_store_clone(st, &cx, 1, 0, 2, 0, sizeof(a)), (ssize_t)sizeof(a));
+	emu_store_statfs(st, &blocks, &free1, &bs);
+	assert_int_equal(free0, free1); /* shared: no new space */
+	memset(a, 0xbb, 4096);
+	/* even --cow=off must move a shared block */
+	assert_int_equal(emu_store_write(st, &cx, 2, a, 4096, 8192), 4096);
+	assert_int_equal(emu_store_read(st, &cx, 1, b, sizeof(b), 0), (ssize_t)sizeof(b));
+	for (size_t k = 0; k < sizeof(b); k++)
+		assert_int_equal(b[k], 0xaa);
+	assert_int_equal(emu_store_read(st, &cx, 2, b, sizeof(b), 0), (ssize_t)sizeof(b));
+	assert_int_equal(b[8192], 0xbb);
+	assert_int_equal(b[0], 0xaa);
+	assert_int_equal(emu_store_close(st, NULL), 0);
+	/* sharing survives a remount: the counts are rebuilt from the maps */
+	st = open_store("clone", EMU_COW_OFF, EMU_JOURNAL_ORDERED, 0, &info);
+	assert_non_null(st);
+	assert_int_equal(info.bitmap_mismatches, 0);
+	assert_int_equal(emu_store_write(st, &cx, 1, a, 4096, 0), 4096);
+	assert_int_equal(emu_store_read(st, &cx, 2, b, 4096, 0), 4096);
+	assert_int_equal(b[0], 0xaa);
+	assert_int_equal(emu_store_close(st, NULL), 0);
+}
+
 /* Every mode combination: random ops checked as they go, then after a
  * clean close and remount. */
-static void test_modes_model(void **state)
+UNIT_TEST(test_modes_model)
 {
 	(void)state;
 	static struct model m;
@@ -216,86 +420,6 @@ static void test_modes_model(void **state)
 				assert_int_equal(emu_store_close(st, NULL), 0);
 			}
 	unsetenv("EMU_TEST_NOFLUSH");
-}
-
-/* --cow=always moves an overwritten block once per transaction; --cow=off
- * overwrites in place. Seen through the extent listing. */
-static int count_ext(void *ctx, uint64_t l, uint64_t p, uint64_t len)
-{
-	(void)l;
-	(void)p;
-	(void)len;
-	(*(int *)ctx)++;
-	return 0;
-}
-
-static void test_cow_fragments(void **state)
-{
-	(void)state;
-	static uint8_t buf[1 << 20] __attribute__((aligned(4096)));
-	for (int cow = 0; cow < 3; cow += 2) {
-		struct emu_store_info info;
-		struct emu_cx cx = { 0 };
-		struct emu_store *st = open_store("frag", cow, 0, 1, &info);
-		assert_non_null(st);
-		memset(buf, 0x11, sizeof(buf));
-		assert_int_equal(emu_store_write(st, &cx, 7, buf, sizeof(buf), 0), (ssize_t)sizeof(buf));
-		assert_int_equal(emu_store_commit(st, &cx), 0);
-		int before = 0, after = 0;
-		emu_store_fiemap(st, 7, count_ext, &before);
-		assert_int_equal(before, 1);
-		/* overwrite blocks 10, 20, 30 (and 20 again in the same transaction) */
-		for (int b = 10; b <= 30; b += 10)
-			assert_int_equal(emu_store_write(st, &cx, 7, buf, 4096, (uint64_t)b * 4096), 4096);
-		assert_int_equal(emu_store_write(st, &cx, 7, buf, 4096, 20 * 4096), 4096);
-		assert_int_equal(emu_store_commit(st, &cx), 0);
-		emu_store_fiemap(st, 7, count_ext, &after);
-		if (cow == 0)
-			assert_int_equal(after, 1);
-		else
-			assert_int_equal(after, 7); /* 3 moved blocks split the file in 7 */
-		struct emu_store_acct a;
-		emu_store_get_acct(st, &a);
-		assert_true(a.bytes[EMU_IO_DATA] >= sizeof(buf) + 4 * 4096);
-		assert_int_equal(emu_store_close(st, NULL), 0);
-	}
-}
-
-/* A clone shares blocks; writing the copy leaves the source alone. */
-static void test_clone_diverges(void **state)
-{
-	(void)state;
-	static uint8_t a[64 << 10] __attribute__((aligned(4096))), b[64 << 10];
-	struct emu_store_info info;
-	struct emu_cx cx = { 0 };
-	struct emu_store *st = open_store("clone", EMU_COW_OFF, EMU_JOURNAL_ORDERED, 1, &info);
-	assert_non_null(st);
-	memset(a, 0xaa, sizeof(a));
-	assert_int_equal(emu_store_write(st, &cx, 1, a, sizeof(a), 0), (ssize_t)sizeof(a));
-	uint64_t free0, free1, blocks;
-	uint32_t bs;
-	emu_store_statfs(st, &blocks, &free0, &bs);
-	assert_int_equal(emu_store_clone(st, &cx, 1, 0, 2, 0, sizeof(a)), (ssize_t)sizeof(a));
-	emu_store_statfs(st, &blocks, &free1, &bs);
-	assert_int_equal(free0, free1); /* shared: no new space */
-	memset(a, 0xbb, 4096);
-	/* even --cow=off must move a shared block */
-	assert_int_equal(emu_store_write(st, &cx, 2, a, 4096, 8192), 4096);
-	assert_int_equal(emu_store_read(st, &cx, 1, b, sizeof(b), 0), (ssize_t)sizeof(b));
-	for (size_t k = 0; k < sizeof(b); k++)
-		assert_int_equal(b[k], 0xaa);
-	assert_int_equal(emu_store_read(st, &cx, 2, b, sizeof(b), 0), (ssize_t)sizeof(b));
-	assert_int_equal(b[8192], 0xbb);
-	assert_int_equal(b[0], 0xaa);
-	assert_int_equal(emu_store_close(st, NULL), 0);
-	/* sharing survives a remount: the counts are rebuilt from the maps */
-	st = open_store("clone", EMU_COW_OFF, EMU_JOURNAL_ORDERED, 0, &info);
-	assert_non_null(st);
-	assert_int_equal(info.bitmap_mismatches, 0);
-	assert_int_equal(emu_store_write(st, &cx, 1, a, 4096, 0), 4096);
-	assert_int_equal(emu_store_read(st, &cx, 2, b, 4096, 0), 4096);
-	assert_int_equal(b[0], 0xaa);
-	assert_int_equal(emu_store_close(st, NULL), 0);
 }
 
 /* ---- crash at every device IO ---- */
@@ -448,7 +572,7 @@ static void crash_mode(int cow, int journal)
 	unlink(snap_path);
 }
 
-static void test_crash_every_io(void **state)
+UNIT_TEST(test_crash_every_io)
 {
 	(void)state;
 	crash_mode(EMU_COW_ALWAYS, EMU_JOURNAL_OFF);
@@ -521,7 +645,7 @@ static void unshare_then_crash(int cow, int journal, int drop_by_truncate, int w
 	unlink(snap);
 }
 
-static void test_unshare_then_crash(void **state)
+UNIT_TEST(test_unshare_then_crash)
 {
 	(void)state;
 	static const int journals[] = { EMU_JOURNAL_OFF, EMU_JOURNAL_ORDERED, EMU_JOURNAL_DATA };
@@ -530,129 +654,6 @@ static void test_unshare_then_crash(void **state)
 			for (int trunc = 0; trunc <= 1; trunc++)
 				for (int writer = 1; writer <= 2; writer++)
 					unshare_then_crash(cow, journals[j], trunc, writer);
-}
-
-/* A full store refuses data with ENOSPC but can still commit, and what
- * was written survives a remount. */
-static void test_full_store(void **state)
-{
-	(void)state;
-	static uint8_t buf[1 << 20] __attribute__((aligned(4096)));
-	struct emu_store_info info;
-	struct emu_cx cx = { 0 };
-	struct emu_store *st = open_store("full", EMU_COW_ALWAYS, EMU_JOURNAL_OFF, 1, &info);
-	assert_non_null(st);
-	memset(buf, 0x77, sizeof(buf));
-	uint64_t off = 0;
-	ssize_t n;
-	while ((n = emu_store_write(st, &cx, 3, buf, sizeof(buf), off)) == (ssize_t)sizeof(buf))
-		off += (uint64_t)n;
-	if (n > 0)
-		off += (uint64_t)n;
-	assert_true(off > STORE_BYTES / 2);
-	assert_int_equal(emu_store_write(st, &cx, 3, buf, 4096, off), -ENOSPC);
-	assert_int_equal(emu_store_commit(st, &cx), 0);
-	/* copy-on-write needs new space to overwrite: refused, data intact */
-	memset(buf, 0x88, 8192);
-	assert_int_equal(emu_store_write(st, &cx, 3, buf, 8192, 0), -ENOSPC);
-	assert_int_equal(emu_store_fsync(st, &cx, 3), 0);
-	uint64_t blocks, freeb;
-	uint32_t bs;
-	emu_store_statfs(st, &blocks, &freeb, &bs);
-	assert_true(freeb < 2);
-	assert_int_equal(emu_store_close(st, NULL), 0);
-	st = open_store("full", EMU_COW_ALWAYS, EMU_JOURNAL_OFF, 0, &info);
-	assert_non_null(st);
-	uint64_t size;
-	assert_int_equal(emu_store_obj_size(st, 3, &size, NULL), 0);
-	assert_int_equal(size, off);
-	assert_int_equal(emu_store_read(st, &cx, 3, buf, 4096, off - 4096), 4096);
-	assert_int_equal(buf[0], 0x77);
-	assert_int_equal(buf[4095], 0x77);
-	/* freeing space makes room again */
-	assert_int_equal(emu_store_truncate(st, &cx, 3, 0), 0);
-	assert_int_equal(emu_store_commit(st, &cx), 0);
-	assert_int_equal(emu_store_write(st, &cx, 3, buf, 4096, 0), 4096);
-	assert_int_equal(emu_store_close(st, NULL), 0);
-}
-
-/* Removing objects frees their data and nodes; the store stays consistent
- * across remounts in every mode. */
-static void test_remove(void **state)
-{
-	(void)state;
-	static uint8_t buf[1 << 20] __attribute__((aligned(4096)));
-	for (int cow = 0; cow < 3; cow++)
-		for (int journal = 0; journal < 4; journal++) {
-			struct emu_store_info info;
-			struct emu_cx cx = { 0 };
-			uint64_t blocks, free0, free1;
-			uint32_t bs;
-			struct emu_store *st = open_store("remove", cow, journal, 1, &info);
-			assert_non_null(st);
-			emu_store_statfs(st, &blocks, &free0, &bs);
-			memset(buf, 0x42, sizeof(buf));
-			for (int i = 0; i < 4; i++) {
-				ssize_t n = emu_store_write(st, &cx, 9, buf, sizeof(buf), (uint64_t)i << 20);
-				if (n != (ssize_t)sizeof(buf))
-					fprintf(stderr, "cow %d journal %d write %d: %zd\n", cow, journal, i, n);
-				assert_int_equal(n, (ssize_t)sizeof(buf));
-			}
-			assert_int_equal(emu_store_write(st, &cx, 10, buf, 4096, 0), 4096);
-			assert_int_equal(emu_store_close(st, NULL), 0);
-			st = open_store("remove", cow, journal, 0, &info);
-			assert_non_null(st);
-			assert_int_equal(info.bitmap_mismatches, 0);
-			assert_int_equal(emu_store_obj_remove(st, &cx, 9), 0);
-			assert_int_equal(emu_store_obj_remove(st, &cx, 10), 0);
-			assert_int_equal(emu_store_close(st, NULL), 0);
-			st = open_store("remove", cow, journal, 0, &info);
-			assert_non_null(st);
-			if (info.bitmap_mismatches)
-				fprintf(stderr, "cow %d journal %d: %llu mismatches\n", cow, journal,
-					(unsigned long long)info.bitmap_mismatches);
-			assert_int_equal(info.bitmap_mismatches, 0);
-			assert_int_equal(info.objects, 0);
-			assert_int_equal(emu_store_obj_size(st, 9, &blocks, NULL), -ENOENT);
-			/* all the space is back once the frees have been committed */
-			assert_int_equal(emu_store_commit(st, &cx), 0);
-			emu_store_statfs(st, &blocks, &free1, &bs);
-			assert_int_equal(free1, free0);
-			assert_int_equal(emu_store_close(st, NULL), 0);
-		}
-}
-
-static void test_bad_input(void **state)
-{
-	(void)state;
-	struct emu_store_info info;
-	struct emu_store_cfg cfg;
-	char err[512], path[512];
-	emu_store_cfg_default(&cfg);
-	path_of(path, sizeof(path), "tiny");
-	assert_null(emu_store_open(path, 64 << 10, &cfg, &info, err, sizeof(err)));
-	assert_non_null(strstr(err, "too small"));
-	cfg.block_size = 1000;
-	path_of(path, sizeof(path), "odd");
-	assert_null(emu_store_open(path, STORE_BYTES, &cfg, &info, err, sizeof(err)));
-	assert_non_null(strstr(err, "block size"));
-	assert_int_equal(emu_cow_mode_parse("always"), EMU_COW_ALWAYS);
-	assert_int_equal(emu_cow_mode_parse("sometimes"), -1);
-	assert_int_equal(emu_journal_mode_parse("data"), EMU_JOURNAL_DATA);
-	/* a store with a damaged root in both slots is refused, not served */
-	cfg.block_size = 4096;
-	struct emu_store *st = open_store("broken", 0, 0, 1, &info);
-	assert_non_null(st);
-	assert_int_equal(emu_store_close(st, NULL), 0);
-	path_of(path, sizeof(path), "broken");
-	assert_int_equal(emu_store_probe(path), 1);
-	int fd = open(path, O_WRONLY);
-	static uint8_t junk[8192];
-	memset(junk, 0x5a, sizeof(junk));
-	assert_int_equal(pwrite(fd, junk, sizeof(junk), 4096), (ssize_t)sizeof(junk));
-	close(fd);
-	assert_null(emu_store_open(path, STORE_BYTES, &cfg, &info, err, sizeof(err)));
-	assert_non_null(strstr(err, "no valid root"));
 }
 
 /* Write len bytes of value c at off of the file in dir. */
@@ -696,7 +697,7 @@ static int has_pattern(struct emu_store *st, uint64_t key, int seed, size_t len)
 
 /* A store whose first MiB was zeroed: opened from its backup header (the
  * last clean close), data intact; never formatted. */
-static void test_header_recovery(void **state)
+UNIT_TEST(test_header_recovery)
 {
 	(void)state;
 	struct emu_store_info info;
@@ -745,7 +746,7 @@ static void test_header_recovery(void **state)
 
 /* Without format, a non-empty file that is not a store is refused and left
  * as it was; an empty one is formatted. */
-static void test_not_a_store(void **state)
+UNIT_TEST(test_not_a_store)
 {
 	(void)state;
 	struct emu_store_info info;
@@ -791,7 +792,7 @@ static int key_of(struct emu_store *st, uint64_t oid, uint64_t *key)
 
 /* Objects keep their ids across keys: rebound to other inode numbers,
  * made orphans (kept, not served) and bound again, across remounts. */
-static void test_rebind(void **state)
+UNIT_TEST(test_rebind)
 {
 	(void)state;
 	struct emu_store_info info;
@@ -864,20 +865,4 @@ static int teardown(void **state)
 	return test_dir_remove(dir);
 }
 
-int main(void)
-{
-	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_bad_input),
-		cmocka_unit_test(test_cow_fragments),
-		cmocka_unit_test(test_full_store),
-		cmocka_unit_test(test_remove),
-		cmocka_unit_test(test_clone_diverges),
-		cmocka_unit_test(test_modes_model),
-		cmocka_unit_test(test_crash_every_io),
-		cmocka_unit_test(test_unshare_then_crash),
-		cmocka_unit_test(test_header_recovery),
-		cmocka_unit_test(test_not_a_store),
-		cmocka_unit_test(test_rebind),
-	};
-	return cmocka_run_group_tests(tests, setup, teardown);
-}
+UNIT_GROUP(setup, teardown)

@@ -29,10 +29,11 @@
 #include "src/db/store.h"
 #include "tests/testdb.h"
 #include "tests/testdir.h"
+#include "tests/unit.h"
 
 /* ---- offsets ------------------------------------------------------------- */
 
-static void seq_wraps_at_span_end(void **state)
+UNIT_TEST(seq_wraps_at_span_end)
 {
 	(void)state;
 	struct fsp_offgen g;
@@ -43,7 +44,7 @@ static void seq_wraps_at_span_end(void **state)
 			assert_int_equal(fsp_offgen_next(&g), 4096 + i * 512);
 }
 
-static void random_stays_aligned_in_span_and_covers(void **state)
+UNIT_TEST(random_stays_aligned_in_span_and_covers)
 {
 	(void)state;
 	struct fsp_offgen g;
@@ -63,7 +64,7 @@ static void random_stays_aligned_in_span_and_covers(void **state)
 	}
 }
 
-static void norepeat_every_block_once_per_pass(void **state)
+UNIT_TEST(norepeat_every_block_once_per_pass)
 {
 	(void)state;
 	static const uint64_t sizes[] = { 1, 2, 3, 7, 64, 1000, 1025, 4096, 100003 };
@@ -99,7 +100,7 @@ static void norepeat_every_block_once_per_pass(void **state)
 	}
 }
 
-static void random_reproducible_with_seed(void **state)
+UNIT_TEST(random_reproducible_with_seed)
 {
 	(void)state;
 	for (int norepeat = 0; norepeat < 2; norepeat++) {
@@ -119,7 +120,7 @@ static void random_reproducible_with_seed(void **state)
 
 /* ---- mix ----------------------------------------------------------------- */
 
-static void mix_ratio_exact(void **state)
+UNIT_TEST(mix_ratio_exact)
 {
 	(void)state;
 	static const unsigned pcts[] = { 0, 1, 10, 30, 33, 50, 70, 90, 99, 100 };
@@ -150,7 +151,7 @@ static void mix_ratio_exact(void **state)
 	}
 }
 
-static void mixed_sequential_shares_one_offset(void **state)
+UNIT_TEST(mixed_sequential_shares_one_offset)
 {
 	(void)state;
 	struct fsp_offgen g;
@@ -174,7 +175,7 @@ static void mixed_sequential_shares_one_offset(void **state)
  * fio's rw=rw: reads and writes each walk their own sequence from the span
  * start (checked against fio's write_iolog, see docs/profiles.md).
  */
-static void mixed_sequential_per_direction(void **state)
+UNIT_TEST(mixed_sequential_per_direction)
 {
 	(void)state;
 	struct fsp_offgen rg, wg;
@@ -277,13 +278,13 @@ static void mixed_seq_real_io(enum fsp_offsets offsets)
 	assert_int_equal(rmdir(dir), 0);
 }
 
-static void engine_mixed_seq_real_io(void **state)
+UNIT_TEST(engine_mixed_seq_real_io)
 {
 	(void)state;
 	mixed_seq_real_io(FSP_OFFSETS_SHARED);
 }
 
-static void engine_mixed_seq_per_direction_real_io(void **state)
+UNIT_TEST(engine_mixed_seq_per_direction_real_io)
 {
 	(void)state;
 	mixed_seq_real_io(FSP_OFFSETS_PER_DIRECTION);
@@ -344,7 +345,7 @@ static int run_file_step(struct fsp_step_spec *spec, uint64_t file_size,
 	return 0;
 }
 
-static void engine_bursts_and_segments(void **state)
+UNIT_TEST(engine_bursts_and_segments)
 {
 	(void)state;
 	volatile sig_atomic_t stop = 0;
@@ -471,7 +472,7 @@ static void mixed_writes_keep_pattern(const struct fsp_pattern *pat)
 	free(buf);
 }
 
-static void engine_mixed_writes_keep_pattern(void **state)
+UNIT_TEST(engine_mixed_writes_keep_pattern)
 {
 	(void)state;
 	struct fsp_pattern zeros = { .kind = FSP_PATTERN_ZEROS, .compress_pct = 100 };
@@ -484,7 +485,7 @@ static void engine_mixed_writes_keep_pattern(void **state)
  * Every sector the engine writes is unique, at QD1 and with a batch of
  * writes in flight: checks the stamped spare buffers really alternate.
  */
-static void engine_writes_unique_sectors(void **state)
+UNIT_TEST(engine_writes_unique_sectors)
 {
 	(void)state;
 	const uint32_t bs = 4096;
@@ -518,7 +519,7 @@ static void engine_writes_unique_sectors(void **state)
  * zeroed file, then a step of exactly 8 blocks. The file shows more than 8
  * blocks written; the result and its histogram hold the 8.
  */
-static void engine_ramp_not_measured(void **state)
+UNIT_TEST(engine_ramp_not_measured)
 {
 	(void)state;
 	const uint32_t bs = 4096;
@@ -566,7 +567,7 @@ static long thread_nvcsw(void)
  * io_getevents for most of them. Sleeping is a voluntary context switch;
  * a yield that lets another task run is not.
  */
-static void engine_poll_before_sleeping(void **state)
+UNIT_TEST(engine_poll_before_sleeping)
 {
 	(void)state;
 	const uint32_t bs = 4096;
@@ -636,7 +637,7 @@ static void engine_poll_before_sleeping(void **state)
  * completion in hand neither sets the poll aside nor counts as holding a
  * task off. One real O_DIRECT read per wait, from a file on disk.
  */
-static void engine_reaper_gates(void **state)
+UNIT_TEST(engine_reaper_gates)
 {
 	(void)state;
 	const uint32_t bs = 4096;
@@ -676,41 +677,9 @@ static void engine_reaper_gates(void **state)
 	unlink(path);
 }
 
-/*
- * The tables are capped whatever the parameters: a 1 ns timeline over 64
- * IOs keeps at most timeline_max buckets, 64 one-block bursts at most
- * segments_max rows; what did not fit is counted, nothing is lost silently.
- */
-static void engine_tables_capped(void **state)
-{
-	(void)state;
-	const uint32_t bs = 4096;
-	const unsigned nblocks = 64;
-	volatile sig_atomic_t stop = 0;
-	struct fsp_step_spec spec = {
-		.bs = bs, .qd = 1, .read_pct = 0, .access = FSP_ACCESS_SEQ,
-		.seed = 1, .span_size = (uint64_t)nblocks * bs, .bytes = (uint64_t)nblocks * bs,
-		.burst = bs, .duty = 100, .timeline_ns = 1, .timeline_max = 4,
-		.segments_max = 3, .pattern = { .kind = FSP_PATTERN_RANDOM }, .stop = &stop,
-	};
-	struct fsp_step_result res;
-	if (run_file_step(&spec, (uint64_t)nblocks * bs, &res, NULL) != 0)
-		skip();
-	assert_int_equal(res.write_ios, nblocks);
-	assert_true(res.ntimeline <= 4);
-	uint64_t tl = 0;
-	for (size_t i = 0; i < res.ntimeline; i++)
-		tl += res.timeline[i].write_ios;
-	assert_true(res.timeline_dropped_ios > 0);
-	assert_int_equal(tl + res.timeline_dropped_ios, nblocks);
-	assert_int_equal(res.nsegments, 3);
-	assert_int_equal(res.segments_dropped, nblocks - 3);
-	fsp_step_result_free(&res);
-}
-
 /* ---- duty cycle -------------------------------------------------------------- */
 
-static void duty_cycle_arithmetic(void **state)
+UNIT_TEST(duty_cycle_arithmetic)
 {
 	(void)state;
 	assert_int_equal(fsp_duty_idle_ns(100, 20), 400);   /* 100 of 500 busy */
@@ -751,7 +720,7 @@ static double compress_ratio(const struct fsp_pattern *p, int refreshes)
 	return (double)len / (double)out_len;
 }
 
-static void pattern_compressibility(void **state)
+UNIT_TEST(pattern_compressibility)
 {
 	(void)state;
 	struct fsp_pattern p;
@@ -794,7 +763,7 @@ static void pattern_compressibility(void **state)
 
 /* After a refresh, no 512-byte sector repeats: neither within a buffer nor
  * against the previous write from the same buffer. */
-static void pattern_refresh_defeats_dedup(void **state)
+UNIT_TEST(pattern_refresh_defeats_dedup)
 {
 	(void)state;
 	static const char *const pats[] = { "random", "compress:50" };
@@ -843,7 +812,7 @@ static void expect_param_error(const char *key, const char *value, const char *n
 		fail_msg("%s=%s: expected '%s' in '%s'", key, value, needle, err);
 }
 
-static void param_parsing(void **state)
+UNIT_TEST(param_parsing)
 {
 	(void)state;
 	struct fsp_params p;
@@ -944,7 +913,39 @@ static void param_parsing(void **state)
 	assert_non_null(strstr(err, "ramp: not with fill"));
 }
 
-static void profiles_full_scale(void **state)
+/*
+ * The tables are capped whatever the parameters: a 1 ns timeline over 64
+ * IOs keeps at most timeline_max buckets, 64 one-block bursts at most
+ * segments_max rows; what did not fit is counted, nothing is lost silently.
+ */
+UNIT_TEST(engine_tables_capped)
+{
+	(void)state;
+	const uint32_t bs = 4096;
+	const unsigned nblocks = 64;
+	volatile sig_atomic_t stop = 0;
+	struct fsp_step_spec spec = {
+		.bs = bs, .qd = 1, .read_pct = 0, .access = FSP_ACCESS_SEQ,
+		.seed = 1, .span_size = (uint64_t)nblocks * bs, .bytes = (uint64_t)nblocks * bs,
+		.burst = bs, .duty = 100, .timeline_ns = 1, .timeline_max = 4,
+		.segments_max = 3, .pattern = { .kind = FSP_PATTERN_RANDOM }, .stop = &stop,
+	};
+	struct fsp_step_result res;
+	if (run_file_step(&spec, (uint64_t)nblocks * bs, &res, NULL) != 0)
+		skip();
+	assert_int_equal(res.write_ios, nblocks);
+	assert_true(res.ntimeline <= 4);
+	uint64_t tl = 0;
+	for (size_t i = 0; i < res.ntimeline; i++)
+		tl += res.timeline[i].write_ios;
+	assert_true(res.timeline_dropped_ios > 0);
+	assert_int_equal(tl + res.timeline_dropped_ios, nblocks);
+	assert_int_equal(res.nsegments, 3);
+	assert_int_equal(res.segments_dropped, nblocks - 3);
+	fsp_step_result_free(&res);
+}
+
+UNIT_TEST(profiles_full_scale)
 {
 	(void)state;
 	struct fsp_params p;
@@ -1011,7 +1012,7 @@ static void expect_job_error(const char *text, const char *needle)
 		fail_msg("expected '%s' in '%s'", needle, err);
 }
 
-static void jobfile_errors_and_values(void **state)
+UNIT_TEST(jobfile_errors_and_values)
 {
 	(void)state;
 	expect_job_error("# c\nbs = 4k\nqd 4\n", "job.ini:3: missing '='");
@@ -1056,33 +1057,4 @@ static void jobfile_errors_and_values(void **state)
 	unlink(path);
 	assert_int_equal(fsp_jobfile_load(path, FSP_SCALE_DEFAULT, &p, err, sizeof(err)), -1);
 	assert_non_null(strstr(err, "No such file"));
-}
-
-int main(void)
-{
-	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(seq_wraps_at_span_end),
-		cmocka_unit_test(random_stays_aligned_in_span_and_covers),
-		cmocka_unit_test(norepeat_every_block_once_per_pass),
-		cmocka_unit_test(random_reproducible_with_seed),
-		cmocka_unit_test(mix_ratio_exact),
-		cmocka_unit_test(mixed_sequential_shares_one_offset),
-		cmocka_unit_test(mixed_sequential_per_direction),
-		cmocka_unit_test(engine_mixed_seq_real_io),
-		cmocka_unit_test(engine_mixed_seq_per_direction_real_io),
-		cmocka_unit_test(engine_bursts_and_segments),
-		cmocka_unit_test(engine_mixed_writes_keep_pattern),
-		cmocka_unit_test(engine_writes_unique_sectors),
-		cmocka_unit_test(engine_ramp_not_measured),
-		cmocka_unit_test(engine_poll_before_sleeping),
-		cmocka_unit_test(engine_reaper_gates),
-		cmocka_unit_test(duty_cycle_arithmetic),
-		cmocka_unit_test(pattern_compressibility),
-		cmocka_unit_test(pattern_refresh_defeats_dedup),
-		cmocka_unit_test(param_parsing),
-		cmocka_unit_test(engine_tables_capped),
-		cmocka_unit_test(profiles_full_scale),
-		cmocka_unit_test(jobfile_errors_and_values),
-	};
-	return cmocka_run_group_tests(tests, NULL, NULL);
 }

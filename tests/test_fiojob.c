@@ -11,8 +11,9 @@
 #include <cmocka.h>
 #include "bench/engine/fiojob.h"
 #include "bench/engine/jobfile.h"
+#include "tests/unit.h"
 
-static void section_line_gives_it_away(void **state)
+UNIT_TEST(section_line_gives_it_away)
 {
 	(void)state;
 	const char *job = "; the reviewers' mixed test\n"
@@ -38,7 +39,7 @@ static void section_line_gives_it_away(void **state)
 	assert_null(strstr(msg, "time_based"));
 }
 
-static void first_job_only_later_value_wins(void **state)
+UNIT_TEST(first_job_only_later_value_wins)
 {
 	(void)state;
 	const char *job = "[a]\nrw=randread\nbs=4k\nbs=8k\n[b]\nrw=write\nbs=1m\n";
@@ -49,7 +50,7 @@ static void first_job_only_later_value_wins(void **state)
 	assert_null(strstr(msg, "1m"));
 }
 
-static void fio_key_without_section(void **state)
+UNIT_TEST(fio_key_without_section)
 {
 	(void)state;
 	char msg[1536];
@@ -64,7 +65,7 @@ static void fio_key_without_section(void **state)
 	assert_non_null(strstr(msg, "no counterpart: rw=trim"));
 }
 
-static void fsprism_job_is_not_fio(void **state)
+UNIT_TEST(fsprism_job_is_not_fio)
 {
 	(void)state;
 	char msg[64] = "untouched";
@@ -77,7 +78,7 @@ static void fsprism_job_is_not_fio(void **state)
 	assert_int_equal(fsp_jobfile_parse("job", job, FSP_SCALE_DEFAULT, &p, err, sizeof err), 0);
 }
 
-static void jobfile_loader_says_fio(void **state)
+UNIT_TEST(jobfile_loader_says_fio)
 {
 	(void)state;
 	struct fsp_params p;
@@ -86,16 +87,4 @@ static void jobfile_loader_says_fio(void **state)
 					   &p, err, sizeof err), -1);
 	assert_non_null(strstr(err, "seq.fio:1: a fio job file ('[global]')"));
 	assert_non_null(strstr(err, "--access=seq --mix=100"));
-}
-
-int main(void)
-{
-	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(section_line_gives_it_away),
-		cmocka_unit_test(first_job_only_later_value_wins),
-		cmocka_unit_test(fio_key_without_section),
-		cmocka_unit_test(fsprism_job_is_not_fio),
-		cmocka_unit_test(jobfile_loader_says_fio),
-	};
-	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -16,6 +16,7 @@
 #include <string.h>
 #include <cmocka.h>
 #include "src/db/results.h"
+#include "tests/unit.h"
 
 static struct fsp_fuse_drow drow(uint64_t unique, uint32_t op, uint64_t recv, uint64_t start,
 				 uint64_t total)
@@ -43,7 +44,7 @@ static int find_part(const struct fsp_fuse_parts *p, int64_t queue, int64_t *rep
 	return 0;
 }
 
-static void test_join(void **state)
+UNIT_TEST(test_join)
 {
 	(void)state;
 	struct fsp_fuse_drow d[] = {
@@ -92,7 +93,7 @@ static void test_join(void **state)
 }
 
 /* Nothing on either side, and a side alone. */
-static void test_empty_sides(void **state)
+UNIT_TEST(test_empty_sides)
 {
 	(void)state;
 	struct fsp_fuse_transport x;
@@ -110,7 +111,7 @@ static void test_empty_sides(void **state)
 }
 
 /* Many requests, ends shuffled: every one joins, each to its own. */
-static void test_many_shuffled(void **state)
+UNIT_TEST(test_many_shuffled)
 {
 	(void)state;
 	enum { N = 5000 };
@@ -143,14 +144,4 @@ static void test_many_shuffled(void **state)
 	fsp_fuse_transport_free(&x);
 	free(d);
 	free(t);
-}
-
-int main(void)
-{
-	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_join),
-		cmocka_unit_test(test_empty_sides),
-		cmocka_unit_test(test_many_shuffled),
-	};
-	return cmocka_run_group_tests(tests, NULL, NULL);
 }

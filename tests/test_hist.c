@@ -15,6 +15,7 @@
 #include <cmocka.h>
 #include "src/base/hist.h"
 #include "src/base/quantile.h"
+#include "tests/unit.h"
 
 /* Deterministic generator (splitmix64), so failures reproduce. */
 static uint64_t rng_state = 0x1234567887654321ull;
@@ -96,90 +97,7 @@ static void check_against_exact(uint64_t *v, size_t n)
 
 #define N 200000
 
-static void test_uniform(void **state)
-{
-	uint64_t *v = malloc(N * sizeof(*v));
-	for (size_t i = 0; i < N; i++)
-		v[i] = 1000 + rnd() % 10000000; /* 1 us .. 10 ms */
-	check_against_exact(v, N);
-	free(v);
-}
-
-static void test_lognormal(void **state)
-{
-	uint64_t *v = malloc(N * sizeof(*v));
-	for (size_t i = 0; i < N; i++) {
-		/* Box-Muller normal, exp'd: median ~ 50 us, wide spread */
-		double u1 = rnd01() + 1e-12, u2 = rnd01();
-		double z = sqrt(-2 * log(u1)) * cos(2 * M_PI * u2);
-		v[i] = (uint64_t)exp(log(50000.0) + 1.5 * z);
-	}
-	check_against_exact(v, N);
-	free(v);
-}
-
-static void test_heavy_tail(void **state)
-{
-	uint64_t *v = malloc(N * sizeof(*v));
-	for (size_t i = 0; i < N; i++) {
-		/* Pareto alpha=1.1 from 10 us: tail spans many octaves */
-		double x = 10000.0 / pow(rnd01() + 1e-15, 1 / 1.1);
-		if (x > 1e14)
-			x = 1e14; /* stay below 2^48 */
-		v[i] = (uint64_t)x;
-	}
-	check_against_exact(v, N);
-	free(v);
-}
-
-static void test_small_values_exact(void **state)
-{
-	/* below 256 every value has its own bucket: quantiles are exact */
-	uint64_t *v = malloc(10000 * sizeof(*v));
-	for (size_t i = 0; i < 10000; i++)
-		v[i] = rnd() % 256;
-	struct fsp_hist *h = hist_new();
-	for (size_t i = 0; i < 10000; i++)
-		fsp_hist_add(h, v[i]);
-	qsort(v, 10000, sizeof(*v), fsp_cmp_u64);
-	for (int k = 0; k <= 1000; k++)
-		assert_int_equal(fsp_hist_quantile(h, k / 1000.0),
-				 exact_quantile(v, 10000, k / 1000.0));
-	free(h);
-	free(v);
-}
-
-static void test_all_equal(void **state)
-{
-	uint64_t vals[] = { 0, 1, 255, 256, 257, 12345, 1ull << 30, (1ull << 47) + 7 };
-	for (size_t k = 0; k < sizeof(vals) / sizeof(vals[0]); k++) {
-		struct fsp_hist *h = hist_new();
-		for (int i = 0; i < 1000; i++)
-			fsp_hist_add(h, vals[k]);
-		/* clamped to [min,max] = that value: exact */
-		for (size_t i = 0; i < sizeof(qs) / sizeof(qs[0]); i++)
-			assert_int_equal(fsp_hist_quantile(h, qs[i]), vals[k]);
-		assert_true(fsp_hist_mean(h) == (double)vals[k]);
-		free(h);
-	}
-}
-
-static void test_boundaries(void **state)
-{
-	/* values exactly at and around every power of two */
-	size_t n = 0;
-	uint64_t *v = malloc(48 * 3 * 20 * sizeof(*v));
-	for (int rep = 0; rep < 20; rep++)
-		for (int k = 0; k < 48; k++) {
-			v[n++] = 1ull << k;
-			v[n++] = (1ull << k) - 1;
-			v[n++] = (1ull << k) + 1;
-		}
-	check_against_exact(v, n);
-	free(v);
-}
-
-static void test_bucket_bounds(void **state)
+UNIT_TEST(test_bucket_bounds)
 {
 	/* buckets tile [0, 2^48) without gaps or overlap; values map into
 	 * their own bucket; width <= lo/128 above the linear part */
@@ -199,7 +117,90 @@ static void test_bucket_bounds(void **state)
 	assert_int_equal(fsp_hist_bucket(UINT64_MAX), FSP_HIST_NBUCKETS - 1);
 }
 
-static void test_huge_values(void **state)
+UNIT_TEST(test_uniform)
+{
+	uint64_t *v = malloc(N * sizeof(*v));
+	for (size_t i = 0; i < N; i++)
+		v[i] = 1000 + rnd() % 10000000; /* 1 us .. 10 ms */
+	check_against_exact(v, N);
+	free(v);
+}
+
+UNIT_TEST(test_lognormal)
+{
+	uint64_t *v = malloc(N * sizeof(*v));
+	for (size_t i = 0; i < N; i++) {
+		/* Box-Muller normal, exp'd: median ~ 50 us, wide spread */
+		double u1 = rnd01() + 1e-12, u2 = rnd01();
+		double z = sqrt(-2 * log(u1)) * cos(2 * M_PI * u2);
+		v[i] = (uint64_t)exp(log(50000.0) + 1.5 * z);
+	}
+	check_against_exact(v, N);
+	free(v);
+}
+
+UNIT_TEST(test_heavy_tail)
+{
+	uint64_t *v = malloc(N * sizeof(*v));
+	for (size_t i = 0; i < N; i++) {
+		/* Pareto alpha=1.1 from 10 us: tail spans many octaves */
+		double x = 10000.0 / pow(rnd01() + 1e-15, 1 / 1.1);
+		if (x > 1e14)
+			x = 1e14; /* stay below 2^48 */
+		v[i] = (uint64_t)x;
+	}
+	check_against_exact(v, N);
+	free(v);
+}
+
+UNIT_TEST(test_small_values_exact)
+{
+	/* below 256 every value has its own bucket: quantiles are exact */
+	uint64_t *v = malloc(10000 * sizeof(*v));
+	for (size_t i = 0; i < 10000; i++)
+		v[i] = rnd() % 256;
+	struct fsp_hist *h = hist_new();
+	for (size_t i = 0; i < 10000; i++)
+		fsp_hist_add(h, v[i]);
+	qsort(v, 10000, sizeof(*v), fsp_cmp_u64);
+	for (int k = 0; k <= 1000; k++)
+		assert_int_equal(fsp_hist_quantile(h, k / 1000.0),
+				 exact_quantile(v, 10000, k / 1000.0));
+	free(h);
+	free(v);
+}
+
+UNIT_TEST(test_all_equal)
+{
+	uint64_t vals[] = { 0, 1, 255, 256, 257, 12345, 1ull << 30, (1ull << 47) + 7 };
+	for (size_t k = 0; k < sizeof(vals) / sizeof(vals[0]); k++) {
+		struct fsp_hist *h = hist_new();
+		for (int i = 0; i < 1000; i++)
+			fsp_hist_add(h, vals[k]);
+		/* clamped to [min,max] = that value: exact */
+		for (size_t i = 0; i < sizeof(qs) / sizeof(qs[0]); i++)
+			assert_int_equal(fsp_hist_quantile(h, qs[i]), vals[k]);
+		assert_true(fsp_hist_mean(h) == (double)vals[k]);
+		free(h);
+	}
+}
+
+UNIT_TEST(test_boundaries)
+{
+	/* values exactly at and around every power of two */
+	size_t n = 0;
+	uint64_t *v = malloc(48 * 3 * 20 * sizeof(*v));
+	for (int rep = 0; rep < 20; rep++)
+		for (int k = 0; k < 48; k++) {
+			v[n++] = 1ull << k;
+			v[n++] = (1ull << k) - 1;
+			v[n++] = (1ull << k) + 1;
+		}
+	check_against_exact(v, n);
+	free(v);
+}
+
+UNIT_TEST(test_huge_values)
 {
 	/* >= 2^48 clamps into the last bucket, but count/min/max stay exact */
 	struct fsp_hist *h = hist_new();
@@ -221,7 +222,7 @@ static void test_huge_values(void **state)
 	free(h);
 }
 
-static void test_empty_and_q_range(void **state)
+UNIT_TEST(test_empty_and_q_range)
 {
 	struct fsp_hist *h = hist_new();
 	assert_int_equal(h->min, UINT64_MAX);
@@ -239,8 +240,30 @@ static void test_empty_and_q_range(void **state)
 	free(h);
 }
 
+UNIT_TEST(test_merge)
+{
+	struct fsp_hist *a = hist_new(), *b = hist_new(), *all = hist_new();
+	struct fsp_hist *empty = hist_new();
+	for (int i = 0; i < 50000; i++) {
+		uint64_t x = rnd() % 5000000, y = 100 + rnd() % 100000000;
+		fsp_hist_add(a, x);
+		fsp_hist_add(all, x);
+		fsp_hist_add(b, y);
+		fsp_hist_add(all, y);
+	}
+	fsp_hist_merge(a, b);
+	fsp_hist_merge(a, empty); /* merging an empty one changes nothing */
+	assert_memory_equal(a, all, sizeof(*a));
+	fsp_hist_merge(empty, all); /* into an empty one: a copy */
+	assert_memory_equal(empty, all, sizeof(*a));
+	free(a);
+	free(b);
+	free(all);
+	free(empty);
+}
+
 /* The sorted numbers' quantiles: the rank's edges, signed values. */
-static void test_sorted_quantiles(void **state)
+UNIT_TEST(test_sorted_quantiles)
 {
 	assert_int_equal(fsp_quantile_rank(0, 0.5), 0);
 	assert_int_equal(fsp_quantile_u64(NULL, 0, 0.5), 0);
@@ -267,44 +290,4 @@ static void test_sorted_quantiles(void **state)
 	qsort(u, 4, sizeof(u[0]), fsp_cmp_u64);
 	assert_true(u[0] == 0 && u[1] == 1 && u[2] == 1ull << 63 && u[3] == UINT64_MAX);
 	assert_true(fsp_quantile_u64(u, 4, 0.75) == 1ull << 63);
-}
-
-static void test_merge(void **state)
-{
-	struct fsp_hist *a = hist_new(), *b = hist_new(), *all = hist_new();
-	struct fsp_hist *empty = hist_new();
-	for (int i = 0; i < 50000; i++) {
-		uint64_t x = rnd() % 5000000, y = 100 + rnd() % 100000000;
-		fsp_hist_add(a, x);
-		fsp_hist_add(all, x);
-		fsp_hist_add(b, y);
-		fsp_hist_add(all, y);
-	}
-	fsp_hist_merge(a, b);
-	fsp_hist_merge(a, empty); /* merging an empty one changes nothing */
-	assert_memory_equal(a, all, sizeof(*a));
-	fsp_hist_merge(empty, all); /* into an empty one: a copy */
-	assert_memory_equal(empty, all, sizeof(*a));
-	free(a);
-	free(b);
-	free(all);
-	free(empty);
-}
-
-int main(void)
-{
-	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_bucket_bounds),
-		cmocka_unit_test(test_uniform),
-		cmocka_unit_test(test_lognormal),
-		cmocka_unit_test(test_heavy_tail),
-		cmocka_unit_test(test_small_values_exact),
-		cmocka_unit_test(test_all_equal),
-		cmocka_unit_test(test_boundaries),
-		cmocka_unit_test(test_huge_values),
-		cmocka_unit_test(test_empty_and_q_range),
-		cmocka_unit_test(test_merge),
-		cmocka_unit_test(test_sorted_quantiles),
-	};
-	return cmocka_run_group_tests(tests, NULL, NULL);
 }

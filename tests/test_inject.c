@@ -15,6 +15,7 @@
 #include <cmocka.h>
 #include "fs/fuse/inject.h"
 #include "src/base/ops.h"
+#include "tests/unit.h"
 
 static struct fsp_inject *rules(const char *spec)
 {
@@ -25,7 +26,7 @@ static struct fsp_inject *rules(const char *spec)
 	return inj;
 }
 
-static void test_canonical_form(void **state)
+UNIT_TEST(test_canonical_form)
 {
 	char buf[512];
 	struct fsp_inject *inj = rules("op=write|read,path=/db/*,delay=100us;"
@@ -40,7 +41,7 @@ static void test_canonical_form(void **state)
 	fsp_inject_free(inj);
 }
 
-static void test_refused(void **state)
+UNIT_TEST(test_refused)
 {
 	static const struct { const char *spec, *names; } bad[] = {
 		{ "op=raed,delay=1us", "raed" },
@@ -82,7 +83,7 @@ static void test_refused(void **state)
 	fsp_inject_free(inj);
 }
 
-static void test_selection(void **state)
+UNIT_TEST(test_selection)
 {
 	struct fsp_inject *inj = rules("op=read,path=/sub/*.dat,delay=1us;op=read|write,delay=2us;"
 				       "op=all,path=*.txt,delay=4us");
@@ -107,7 +108,7 @@ static void test_selection(void **state)
 	fsp_inject_free(inj);
 }
 
-static void test_delays(void **state)
+UNIT_TEST(test_delays)
 {
 	struct fsp_inject *inj = rules("op=read,delay=uniform:50us-150us;op=write,delay=exp:100us");
 	uint64_t d, lo = UINT64_MAX, hi = 0;
@@ -147,7 +148,7 @@ static void pattern(const char *spec, char *out, int n, int *fails)
 	fsp_inject_free(inj);
 }
 
-static void test_errno_rate_and_seed(void **state)
+UNIT_TEST(test_errno_rate_and_seed)
 {
 	enum { N = 10000 };
 	static char a[N + 1], b[N + 1], c[N + 1];
@@ -163,16 +164,4 @@ static void test_errno_rate_and_seed(void **state)
 	/* p = 1: every request */
 	pattern("op=read,errno=EIO", a, 100, &fa);
 	assert_int_equal(fa, 100);
-}
-
-int main(void)
-{
-	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_canonical_form),
-		cmocka_unit_test(test_refused),
-		cmocka_unit_test(test_selection),
-		cmocka_unit_test(test_delays),
-		cmocka_unit_test(test_errno_rate_and_seed),
-	};
-	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -28,6 +28,7 @@
 #include <cmocka.h>
 #include "fs/fuse/inode.h"
 #include "tests/testdir.h"
+#include "tests/unit.h"
 
 static char dir[64];
 static int dirfd_ = -1;
@@ -100,7 +101,7 @@ static struct fsp_inode *lookup(const char *name)
 	return n;
 }
 
-static void test_root(void **state)
+UNIT_TEST_SETUP(test_root, setup, teardown)
 {
 	(void)state;
 	struct fsp_inode *root = fsp_itable_root(t);
@@ -126,7 +127,7 @@ static void test_root(void **state)
 	assert_true(fd_open(root->fd));
 }
 
-static void test_get_find_forget(void **state)
+UNIT_TEST_SETUP(test_get_find_forget, setup, teardown)
 {
 	(void)state;
 	make_file("a");
@@ -218,7 +219,7 @@ static void gone(void *arg, struct fsp_inode *node)
 		fsp_itable_forget(t, again, 1);
 }
 
-static void test_forget_cb_and_lock_fds(void **state)
+UNIT_TEST_SETUP(test_forget_cb_and_lock_fds, setup, teardown)
 {
 	(void)state;
 	make_file("f");
@@ -270,7 +271,7 @@ static uint64_t real_ns(void)
  * table then makes a fresh node, and the birth time -- the emulation's
  * generation -- tells the two files apart.
  */
-static void test_pin_and_reuse(void **state)
+UNIT_TEST_SETUP(test_pin_and_reuse, setup, teardown)
 {
 	(void)state;
 	uint64_t before = real_ns();
@@ -317,7 +318,7 @@ static void test_pin_and_reuse(void **state)
 }
 
 /* The table tears down every node it still has, closing their fds. */
-static void test_free_closes(void **state)
+UNIT_TEST_SETUP(test_free_closes, setup, teardown)
 {
 	(void)state;
 	int fds[8];
@@ -397,7 +398,7 @@ static void *worker_main(void *arg)
 	return NULL;
 }
 
-static void test_threads(void **state)
+UNIT_TEST_SETUP(test_threads, setup, teardown)
 {
 	(void)state;
 	for (int i = 0; i < FILES; i++) {
@@ -463,7 +464,7 @@ static void *cold_main(void *arg)
 	return NULL;
 }
 
-static void test_threads_one_node(void **state)
+UNIT_TEST_SETUP(test_threads_one_node, setup, teardown)
 {
 	(void)state;
 	make_file("hot");
@@ -483,18 +484,4 @@ static void test_threads_one_node(void **state)
 	assert_int_equal(fsp_itable_count(t), 2);
 	fsp_itable_forget(t, hot, 1);
 	assert_int_equal(fsp_itable_count(t), 1);
-}
-
-int main(void)
-{
-	const struct CMUnitTest tests[] = {
-		cmocka_unit_test_setup_teardown(test_root, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_get_find_forget, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_forget_cb_and_lock_fds, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_pin_and_reuse, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_free_closes, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_threads, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_threads_one_node, setup, teardown),
-	};
-	return cmocka_run_group_tests(tests, NULL, NULL);
 }

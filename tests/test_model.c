@@ -14,6 +14,7 @@
 #include <string.h>
 #include <cmocka.h>
 #include "fs/model/model.h"
+#include "tests/unit.h"
 
 #define US 1000ull
 #define MS 1000000ull
@@ -30,7 +31,7 @@ static struct fsp_model *model_of(const char *spec)
 	return m;
 }
 
-static void test_one_stream_is_free(void **state)
+UNIT_TEST(test_one_stream_is_free)
 {
 	struct fsp_model *m = model_of("switch=200us");
 	uint64_t total = 0;
@@ -40,7 +41,7 @@ static void test_one_stream_is_free(void **state)
 	fsp_model_free(m);
 }
 
-static void test_interleaved_streams_pay_each_switch(void **state)
+UNIT_TEST(test_interleaved_streams_pay_each_switch)
 {
 	struct fsp_model *m = model_of("switch=200us");
 	uint64_t total = 0;
@@ -66,7 +67,7 @@ static void test_interleaved_streams_pay_each_switch(void **state)
 	fsp_model_free(m);
 }
 
-static void test_mixed_directions_one_stream(void **state)
+UNIT_TEST(test_mixed_directions_one_stream)
 {
 	/* reads and writes sharing one sequential offset (mixed-seq on a raw
 	 * device): one stream, nothing to pay */
@@ -91,7 +92,7 @@ static void test_mixed_directions_one_stream(void **state)
 	fsp_model_free(m);
 }
 
-static void test_runs_of_a_stream(void **state)
+UNIT_TEST(test_runs_of_a_stream)
 {
 	/* A A A A B B B B A A A A: two switches only; with one tracked stream
 	 * A is a new stream again after B, still two switches */
@@ -110,7 +111,7 @@ static void test_runs_of_a_stream(void **state)
 	}
 }
 
-static void test_catching_up_an_old_stream(void **state)
+UNIT_TEST(test_catching_up_an_old_stream)
 {
 	/* an old stream O stopped at 4 x 128k; a new one N runs from 0 past
 	 * that offset and must stay N (no switch) even where O's slot comes
@@ -128,7 +129,7 @@ static void test_catching_up_an_old_stream(void **state)
 	fsp_model_free(m);
 }
 
-static void test_random_io_switches(void **state)
+UNIT_TEST(test_random_io_switches)
 {
 	/* every IO a jump: each one leaves the last IO's stream */
 	struct fsp_model *m = model_of("switch=50us,streams=4");
@@ -140,7 +141,7 @@ static void test_random_io_switches(void **state)
 	fsp_model_free(m);
 }
 
-static void test_read_after_write(void **state)
+UNIT_TEST(test_read_after_write)
 {
 	struct fsp_model *m = model_of("raw=300us@5ms");
 	assert_int_equal(fsp_model_cost_ns(m, FSP_MODEL_WRITE, 0, K128, 0), 0);
@@ -160,7 +161,7 @@ static void test_read_after_write(void **state)
 	fsp_model_free(m);
 }
 
-static void test_flush(void **state)
+UNIT_TEST(test_flush)
 {
 	struct fsp_model *m = model_of("flush=2ms,switch=100us");
 	assert_int_equal(fsp_model_cost_ns(m, FSP_MODEL_WRITE, 0, 4096, 0), 0);
@@ -170,7 +171,7 @@ static void test_flush(void **state)
 	fsp_model_free(m);
 }
 
-static void test_write_cache(void **state)
+UNIT_TEST(test_write_cache)
 {
 	struct fsp_model *m = model_of("cache=1M:80us");
 	uint64_t slow = 0;
@@ -194,7 +195,7 @@ static void test_write_cache(void **state)
 	fsp_model_free(m);
 }
 
-static void test_jitter_seeded(void **state)
+UNIT_TEST(test_jitter_seeded)
 {
 	uint64_t a[50], b[50], c[50];
 	struct fsp_model *m1 = model_of("jitter=100us,seed=7");
@@ -215,7 +216,7 @@ static void test_jitter_seeded(void **state)
 	fsp_model_free(m3);
 }
 
-static void test_base_costs(void **state)
+UNIT_TEST(test_base_costs)
 {
 	struct fsp_model *m = model_of("read=20us,write=30us");
 	assert_int_equal(fsp_model_cost_ns(m, FSP_MODEL_READ, 0, 4096, 0), 20 * US);
@@ -224,7 +225,7 @@ static void test_base_costs(void **state)
 	fsp_model_free(m);
 }
 
-static void test_spec_grammar(void **state)
+UNIT_TEST(test_spec_grammar)
 {
 	struct fsp_model_cfg cfg;
 	char err[256], buf[256];
@@ -259,23 +260,4 @@ static void test_spec_grammar(void **state)
 		if (!strstr(err, bad[i].names))
 			fail_msg("'%s': '%s' does not name '%s'", bad[i].spec, err, bad[i].names);
 	}
-}
-
-int main(void)
-{
-	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_one_stream_is_free),
-		cmocka_unit_test(test_interleaved_streams_pay_each_switch),
-		cmocka_unit_test(test_mixed_directions_one_stream),
-		cmocka_unit_test(test_runs_of_a_stream),
-		cmocka_unit_test(test_catching_up_an_old_stream),
-		cmocka_unit_test(test_random_io_switches),
-		cmocka_unit_test(test_read_after_write),
-		cmocka_unit_test(test_flush),
-		cmocka_unit_test(test_write_cache),
-		cmocka_unit_test(test_jitter_seeded),
-		cmocka_unit_test(test_base_costs),
-		cmocka_unit_test(test_spec_grammar),
-	};
-	return cmocka_run_group_tests(tests, NULL, NULL);
 }

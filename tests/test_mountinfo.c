@@ -23,8 +23,9 @@
 #include <cmocka.h>
 #include "src/sys/mountinfo.h"
 #include "tests/testdir.h"
+#include "tests/unit.h"
 
-static void test_unescape(void **state)
+UNIT_TEST(test_unescape)
 {
 	(void)state;
 	static const struct {
@@ -79,7 +80,7 @@ static void expect_mount(struct fsp_mountinfo *mi, unsigned major, unsigned mino
 	assert_string_equal(m.source, source);
 }
 
-static void test_fields(void **state)
+UNIT_TEST(test_fields)
 {
 	(void)state;
 	static const char text[] =
@@ -146,7 +147,7 @@ static void assert_dev_of(const struct found *f, const char *path)
 	assert_int_equal(f->minor, minor(st.st_dev));
 }
 
-static void test_live_root_and_proc(void **state)
+UNIT_TEST(test_live_root_and_proc)
 {
 	(void)state;
 	struct found root = find_mount("/");
@@ -194,7 +195,7 @@ static int teardown_mounts(void **state)
 	return rmdir(base);
 }
 
-static void test_live_own_mounts(void **state)
+UNIT_TEST_SETUP(test_live_own_mounts, setup_mounts, teardown_mounts)
 {
 	(void)state;
 	if (mount("fsp src", mnt_odd, "tmpfs", 0, "size=1m") != 0) {
@@ -238,16 +239,4 @@ static void test_live_own_mounts(void **state)
 	assert_int_equal(f.n, 2);
 	assert_string_equal(f.source, "fsp top");
 	assert_dev_of(&f, mnt_odd);
-}
-
-int main(void)
-{
-	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_unescape),
-		cmocka_unit_test(test_fields),
-		cmocka_unit_test(test_live_root_and_proc),
-		cmocka_unit_test_setup_teardown(test_live_own_mounts, setup_mounts,
-						teardown_mounts),
-	};
-	return cmocka_run_group_tests(tests, NULL, NULL);
 }

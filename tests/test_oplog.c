@@ -35,6 +35,7 @@
 #include "src/db/store.h"
 #include "tests/testdb.h"
 #include "tests/testdir.h"
+#include "tests/unit.h"
 
 static char tmpdir[64];
 
@@ -252,10 +253,32 @@ static void check_hists(struct fsp_store *st, int64_t run, unsigned nthreads,
 	free(h);
 }
 
+UNIT_TEST(test_mode_parse)
+{
+	enum fsp_record_mode m;
+	unsigned n = 0;
+	assert_int_equal(fsp_record_mode_parse("full", &m, &n), 0);
+	assert_int_equal(m, FSP_RECORD_FULL);
+	assert_int_equal(fsp_record_mode_parse("hist", &m, &n), 0);
+	assert_int_equal(m, FSP_RECORD_HIST);
+	assert_int_equal(fsp_record_mode_parse("off", &m, &n), 0);
+	assert_int_equal(m, FSP_RECORD_OFF);
+	assert_int_equal(fsp_record_mode_parse("sample:10", &m, &n), 0);
+	assert_int_equal(m, FSP_RECORD_SAMPLE);
+	assert_int_equal(n, 10);
+	assert_int_equal(fsp_record_mode_parse("sample:1", &m, &n), 0);
+	assert_int_equal(n, 1);
+	const char *bad[] = { "", "Full", "sample", "sample:", "sample:0", "sample:-3",
+			      "sample:1x", "sample: 5", "sample:99999999999", "hist ", NULL };
+	for (int i = 0; bad[i]; i++)
+		assert_int_equal(fsp_record_mode_parse(bad[i], &m, &n), -1);
+	assert_int_equal(fsp_record_mode_parse(NULL, &m, &n), -1);
+}
+
 #define FULL_N 20000
 static uint64_t count_full(unsigned t) { return FULL_N; }
 
-static void test_full_16_threads(void **state)
+UNIT_TEST_SETUP(test_full_16_threads, setup, teardown)
 {
 	int64_t run;
 	struct fsp_store *st = open_store("full.db", &run);
@@ -305,7 +328,7 @@ static void test_full_16_threads(void **state)
 #define TINY_N 50000
 static uint64_t count_tiny(unsigned t) { return TINY_N; }
 
-static void test_tiny_ring_drops_counted(void **state)
+UNIT_TEST_SETUP(test_tiny_ring_drops_counted, setup, teardown)
 {
 	int64_t run;
 	struct fsp_store *st = open_store("tiny.db", &run);
@@ -332,6 +355,46 @@ static void test_tiny_ring_drops_counted(void **state)
 
 static uint64_t count_sample(unsigned t) { return 1000 + t * 13; }
 
+UNIT_TEST_SETUP(test_sample, setup, teardown)
+{
+	int64_t run;
+	struct fsp_store *st = logged_run("sample.db", &run, FSP_RECORD_SAMPLE, 7, 4096, 8, count_sample);
+	for (unsigned t = 0; t < 8; t++) {
+		uint64_t n = count_sample(t);
+		/* the 1st, 8th, 15th, ... op of each thread: ceil(n/7) rows */
+		assert_int_equal(q_int(st, "SELECT count(*) FROM ops WHERE node=%u", t), (n + 6) / 7);
+		assert_int_equal(q_int(st, "SELECT count(*) FROM ops WHERE node=%u AND offset %% 7 != 0", t), 0);
+	}
+	assert_int_equal(q_int(st, "SELECT dropped FROM runs"), 0);
+	assert_int_equal(q_int(st, "SELECT recorded FROM runs"), q_int(st, "SELECT count(*) FROM ops"));
+	check_hists(st, run, 8, count_sample);
+	fsp_store_close(st);
+}
+
+/*
+ * A ring too small for the writer to keep up with: the producers count the
+ * overflow in histograms of their own, so the statistics stay exact, and
+ * only a record that was to be kept as a row counts as dropped.
+ */
+UNIT_TEST_SETUP(test_tiny_ring_hist_and_sample, setup, teardown)
+{
+	int64_t run;
+	struct fsp_store *st = logged_run("tiny-hist.db", &run, FSP_RECORD_HIST, 0, 4, 8, count_tiny);
+	assert_int_equal(q_int(st, "SELECT dropped FROM runs WHERE id=%lld", (long long)run), 0);
+	assert_int_equal(q_int(st, "SELECT count(*) FROM ops"), 0);
+	check_hists(st, run, 8, count_tiny);
+	fsp_store_close(st);
+
+	st = logged_run("tiny-sample.db", &run, FSP_RECORD_SAMPLE, 7, 4, 8, count_tiny);
+	int64_t rows = q_int(st, "SELECT count(*) FROM ops");
+	int64_t dropped = q_int(st, "SELECT dropped FROM runs WHERE id=%lld", (long long)run);
+	assert_int_equal(q_int(st, "SELECT recorded FROM runs WHERE id=%lld", (long long)run), rows);
+	assert_int_equal(rows + dropped, 8 * ((TINY_N + 6) / 7));
+	assert_int_equal(q_int(st, "SELECT count(*) FROM ops WHERE offset %% 7 != 0"), 0);
+	check_hists(st, run, 8, count_tiny);
+	fsp_store_close(st);
+}
+
 /*
  * The spill file fails (it is replaced by /dev/full, every write ENOSPC):
  * close reports the error, every row counts as dropped, and the histograms
@@ -340,7 +403,7 @@ static uint64_t count_sample(unsigned t) { return 1000 + t * 13; }
 #define FULLDEV_N 5000
 static uint64_t count_fulldev(unsigned t) { return FULLDEV_N; }
 
-static void test_spill_fails_counted(void **state)
+UNIT_TEST_SETUP(test_spill_fails_counted, setup, teardown)
 {
 	int64_t run;
 	struct fsp_store *st = open_store("spill-full.db", &run);
@@ -361,49 +424,9 @@ static void test_spill_fails_counted(void **state)
 	fsp_store_close(st);
 }
 
-/*
- * A ring too small for the writer to keep up with: the producers count the
- * overflow in histograms of their own, so the statistics stay exact, and
- * only a record that was to be kept as a row counts as dropped.
- */
-static void test_tiny_ring_hist_and_sample(void **state)
-{
-	int64_t run;
-	struct fsp_store *st = logged_run("tiny-hist.db", &run, FSP_RECORD_HIST, 0, 4, 8, count_tiny);
-	assert_int_equal(q_int(st, "SELECT dropped FROM runs WHERE id=%lld", (long long)run), 0);
-	assert_int_equal(q_int(st, "SELECT count(*) FROM ops"), 0);
-	check_hists(st, run, 8, count_tiny);
-	fsp_store_close(st);
-
-	st = logged_run("tiny-sample.db", &run, FSP_RECORD_SAMPLE, 7, 4, 8, count_tiny);
-	int64_t rows = q_int(st, "SELECT count(*) FROM ops");
-	int64_t dropped = q_int(st, "SELECT dropped FROM runs WHERE id=%lld", (long long)run);
-	assert_int_equal(q_int(st, "SELECT recorded FROM runs WHERE id=%lld", (long long)run), rows);
-	assert_int_equal(rows + dropped, 8 * ((TINY_N + 6) / 7));
-	assert_int_equal(q_int(st, "SELECT count(*) FROM ops WHERE offset %% 7 != 0"), 0);
-	check_hists(st, run, 8, count_tiny);
-	fsp_store_close(st);
-}
-
-static void test_sample(void **state)
-{
-	int64_t run;
-	struct fsp_store *st = logged_run("sample.db", &run, FSP_RECORD_SAMPLE, 7, 4096, 8, count_sample);
-	for (unsigned t = 0; t < 8; t++) {
-		uint64_t n = count_sample(t);
-		/* the 1st, 8th, 15th, ... op of each thread: ceil(n/7) rows */
-		assert_int_equal(q_int(st, "SELECT count(*) FROM ops WHERE node=%u", t), (n + 6) / 7);
-		assert_int_equal(q_int(st, "SELECT count(*) FROM ops WHERE node=%u AND offset %% 7 != 0", t), 0);
-	}
-	assert_int_equal(q_int(st, "SELECT dropped FROM runs"), 0);
-	assert_int_equal(q_int(st, "SELECT recorded FROM runs"), q_int(st, "SELECT count(*) FROM ops"));
-	check_hists(st, run, 8, count_sample);
-	fsp_store_close(st);
-}
-
 static uint64_t count_hist(unsigned t) { return 3000 + t; }
 
-static void test_hist_only(void **state)
+UNIT_TEST_SETUP(test_hist_only, setup, teardown)
 {
 	int64_t run;
 	struct fsp_store *st = logged_run("hist.db", &run, FSP_RECORD_HIST, 0, 0, 6, count_hist);
@@ -414,7 +437,7 @@ static void test_hist_only(void **state)
 	fsp_store_close(st);
 }
 
-static void test_off(void **state)
+UNIT_TEST_SETUP(test_off, setup, teardown)
 {
 	int64_t run;
 	struct fsp_store *st = open_store("off.db", &run);
@@ -431,7 +454,7 @@ static void test_off(void **state)
 
 static uint64_t count_short(unsigned t) { return 1000; }
 
-static void test_orphans_adopted(void **state)
+UNIT_TEST_SETUP(test_orphans_adopted, setup, teardown)
 {
 	int64_t run;
 	struct fsp_store *st = open_store("orphans.db", &run);
@@ -473,7 +496,7 @@ static void *produce_two(void *arg)
 	return NULL;
 }
 
-static void test_two_logs(void **state)
+UNIT_TEST_SETUP(test_two_logs, setup, teardown)
 {
 	int64_t run_a, run_b;
 	struct fsp_store *sa = open_store("a.db", &run_a), *sb = open_store("b.db", &run_b);
@@ -509,7 +532,7 @@ static void test_two_logs(void **state)
  * device records join the user operation that caused them on
  * (pid, start_ns = cause_ns), as docs/schema.md says.
  */
-static void test_layers_and_device_records(void **state)
+UNIT_TEST_SETUP(test_layers_and_device_records, setup, teardown)
 {
 	static const struct fsp_rec recs[] = {
 		/* a write: 1000 = 300 backing + 200 emu + 500 layer */
@@ -699,7 +722,7 @@ static struct fsp_store *reopen(const char *name)
 /* The killed run's rows, up to a torn last frame, are stored at the next
  * open; once (the spill is gone); the histograms are the checkpoint's (a
  * second in: two bursts) plus the rows after it; the run says it crashed. */
-static void test_crash_recovered_torn_tail(void **state)
+UNIT_TEST_SETUP(test_crash_recovered_torn_tail, setup, teardown)
 {
 	char sp[160], ck[176];
 	crash_child("crash.db", FSP_RECORD_FULL, 3, 1000, 600, 50);
@@ -733,6 +756,31 @@ static void test_crash_recovered_torn_tail(void **state)
 	fsp_store_close(st);
 	st = reopen("crash.db");
 	assert_int_equal(q_int(st, "SELECT count(*) FROM ops WHERE run=1"), 3000);
+	fsp_store_close(st);
+}
+
+/* A damaged frame in the middle: the rows before it are stored, none after. */
+UNIT_TEST_SETUP(test_crash_damaged_frame, setup, teardown)
+{
+	char sp[160];
+	crash_child("damaged.db", FSP_RECORD_FULL, 3, 1000, 60, 50);
+	spill_path(sp, sizeof(sp), "damaged.db");
+	int fd = open(sp, O_RDWR);
+	assert_true(fd >= 0);
+	uint32_t len1;
+	assert_int_equal(pread(fd, &len1, 4, 256 + 8), 4); /* header, then frame 1 */
+	assert_true(len1 > 0 && len1 % sizeof(struct fsp_rec) == 0);
+	char b = 0;
+	off_t in2 = 256 + 64 + (off_t)len1 + 64 + 7; /* inside frame 2's payload */
+	assert_int_equal(pread(fd, &b, 1, in2), 1);
+	b ^= 0x40;
+	assert_int_equal(pwrite(fd, &b, 1, in2), 1);
+	close(fd);
+
+	struct fsp_store *st = reopen("damaged.db");
+	assert_int_equal(q_int(st, "SELECT count(*) FROM ops WHERE run=1"), len1 / (uint32_t)sizeof(struct fsp_rec));
+	assert_int_equal(q_int(st, "SELECT max(offset) FROM ops WHERE run=1"), len1 / (uint32_t)sizeof(struct fsp_rec) - 1);
+	assert_attr(st, "run.end", "crashed");
 	fsp_store_close(st);
 }
 
@@ -789,7 +837,7 @@ static void spill_to_v1(const char *path)
 
 /* A spill file an older build left (80-byte rows): recovered, each row as
  * it was written, its FUSE identity unknown (0); never misread. */
-static void test_crash_old_spill(void **state)
+UNIT_TEST_SETUP(test_crash_old_spill, setup, teardown)
 {
 	(void)state;
 	char sp[160], ck[176];
@@ -812,33 +860,8 @@ static void test_crash_old_spill(void **state)
 	fsp_store_close(st);
 }
 
-/* A damaged frame in the middle: the rows before it are stored, none after. */
-static void test_crash_damaged_frame(void **state)
-{
-	char sp[160];
-	crash_child("damaged.db", FSP_RECORD_FULL, 3, 1000, 60, 50);
-	spill_path(sp, sizeof(sp), "damaged.db");
-	int fd = open(sp, O_RDWR);
-	assert_true(fd >= 0);
-	uint32_t len1;
-	assert_int_equal(pread(fd, &len1, 4, 256 + 8), 4); /* header, then frame 1 */
-	assert_true(len1 > 0 && len1 % sizeof(struct fsp_rec) == 0);
-	char b = 0;
-	off_t in2 = 256 + 64 + (off_t)len1 + 64 + 7; /* inside frame 2's payload */
-	assert_int_equal(pread(fd, &b, 1, in2), 1);
-	b ^= 0x40;
-	assert_int_equal(pwrite(fd, &b, 1, in2), 1);
-	close(fd);
-
-	struct fsp_store *st = reopen("damaged.db");
-	assert_int_equal(q_int(st, "SELECT count(*) FROM ops WHERE run=1"), len1 / (uint32_t)sizeof(struct fsp_rec));
-	assert_int_equal(q_int(st, "SELECT max(offset) FROM ops WHERE run=1"), len1 / (uint32_t)sizeof(struct fsp_rec) - 1);
-	assert_attr(st, "run.end", "crashed");
-	fsp_store_close(st);
-}
-
 /* --record=hist: no rows, but the histograms of the last checkpoint. */
-static void test_crash_hist_checkpoint(void **state)
+UNIT_TEST_SETUP(test_crash_hist_checkpoint, setup, teardown)
 {
 	crash_child("hist-crash.db", FSP_RECORD_HIST, 1, 500, 60, 2300);
 	/* checkpoints replace each other beside the spill, which holds no rows */
@@ -912,7 +935,7 @@ static void ckpt_to_v1(const char *path)
 /* Expected replies (lookup ENOENT) are counted apart from the errors, also
  * through a checkpoint; an older build's checkpoint is read as such: its
  * histograms, its errors, nothing expected. */
-static void test_crash_expected_checkpoint(void **state)
+UNIT_TEST_SETUP(test_crash_expected_checkpoint, setup, teardown)
 {
 	(void)state;
 	char sp[160], ck[176];
@@ -945,7 +968,7 @@ static void test_crash_expected_checkpoint(void **state)
 }
 
 /* The spill of a log that is still open is not touched by another open. */
-static void test_live_spill_left_alone(void **state)
+UNIT_TEST_SETUP(test_live_spill_left_alone, setup, teardown)
 {
 	int64_t run;
 	struct fsp_store *st = open_store("live.db", &run);
@@ -969,50 +992,4 @@ static void test_live_spill_left_alone(void **state)
 	assert_int_equal(q_int(st, "SELECT count(*) FROM ops"), 2000);
 	assert_int_equal(stat(sp, &sb), -1); /* a clean close removes it */
 	fsp_store_close(st);
-}
-
-static void test_mode_parse(void **state)
-{
-	enum fsp_record_mode m;
-	unsigned n = 0;
-	assert_int_equal(fsp_record_mode_parse("full", &m, &n), 0);
-	assert_int_equal(m, FSP_RECORD_FULL);
-	assert_int_equal(fsp_record_mode_parse("hist", &m, &n), 0);
-	assert_int_equal(m, FSP_RECORD_HIST);
-	assert_int_equal(fsp_record_mode_parse("off", &m, &n), 0);
-	assert_int_equal(m, FSP_RECORD_OFF);
-	assert_int_equal(fsp_record_mode_parse("sample:10", &m, &n), 0);
-	assert_int_equal(m, FSP_RECORD_SAMPLE);
-	assert_int_equal(n, 10);
-	assert_int_equal(fsp_record_mode_parse("sample:1", &m, &n), 0);
-	assert_int_equal(n, 1);
-	const char *bad[] = { "", "Full", "sample", "sample:", "sample:0", "sample:-3",
-			      "sample:1x", "sample: 5", "sample:99999999999", "hist ", NULL };
-	for (int i = 0; bad[i]; i++)
-		assert_int_equal(fsp_record_mode_parse(bad[i], &m, &n), -1);
-	assert_int_equal(fsp_record_mode_parse(NULL, &m, &n), -1);
-}
-
-int main(void)
-{
-	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_mode_parse),
-		cmocka_unit_test_setup_teardown(test_full_16_threads, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_tiny_ring_drops_counted, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_sample, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_tiny_ring_hist_and_sample, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_spill_fails_counted, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_hist_only, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_off, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_orphans_adopted, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_two_logs, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_layers_and_device_records, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_crash_recovered_torn_tail, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_crash_damaged_frame, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_crash_old_spill, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_crash_hist_checkpoint, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_crash_expected_checkpoint, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_live_spill_left_alone, setup, teardown),
-	};
-	return cmocka_run_group_tests(tests, NULL, NULL);
 }

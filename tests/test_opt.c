@@ -14,6 +14,7 @@
 #include <cmocka.h>
 #include "src/cli/opt.h"
 #include "bench/engine/profile.h"
+#include "tests/unit.h"
 
 enum { K_LOG = 256, K_FORMAT };
 
@@ -64,7 +65,7 @@ static const char *parse(const struct option *table, int argc, char **argv)
 
 #define ARGV(...) (sizeof((char *[]){ __VA_ARGS__ }) / sizeof(char *)), (char *[]){ __VA_ARGS__, NULL }
 
-static void test_value_forms(void **state)
+UNIT_TEST(test_value_forms)
 {
 	(void)state;
 	assert_string_equal(parse(opts, ARGV("cmd", "--log=a.db", "x")), "log=a.db | x");
@@ -77,7 +78,7 @@ static void test_value_forms(void **state)
 	assert_string_equal(parse(opts, ARGV("cmd", "-qo", "v")), "short=- short=v |");
 }
 
-static void test_positionals(void **state)
+UNIT_TEST(test_positionals)
 {
 	(void)state;
 	/* in order, between options; argv is not reordered */
@@ -92,7 +93,7 @@ static void test_positionals(void **state)
 			    "| 1 2 3 4 5 6 7 8");
 }
 
-static void test_mistakes(void **state)
+UNIT_TEST(test_mistakes)
 {
 	(void)state;
 	assert_string_equal(parse(opts, ARGV("cmd", "--bogus")), "exit 2");
@@ -109,7 +110,7 @@ static void test_mistakes(void **state)
 	assert_string_equal(parse(opts, ARGV("cmd", "--log", "x")), "log=x |");
 }
 
-static void test_help(void **state)
+UNIT_TEST(test_help)
 {
 	(void)state;
 	helped = 0;
@@ -118,7 +119,7 @@ static void test_help(void **state)
 	assert_int_equal(helped, 2);
 }
 
-static void test_params(void **state)
+UNIT_TEST(test_params)
 {
 	(void)state;
 	struct option *all = fsp_opt_with_params(opts);
@@ -138,16 +139,4 @@ static void test_params(void **state)
 	assert_string_equal(parse(all, ARGV("cmd", "--tme=1s")), "exit 2");
 	assert_string_equal(parse(all, ARGV("cmd", "--time")), "exit 2");
 	free(all);
-}
-
-int main(void)
-{
-	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_value_forms),
-		cmocka_unit_test(test_positionals),
-		cmocka_unit_test(test_mistakes),
-		cmocka_unit_test(test_help),
-		cmocka_unit_test(test_params),
-	};
-	return cmocka_run_group_tests(tests, NULL, NULL);
 }

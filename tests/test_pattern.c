@@ -19,6 +19,7 @@
 #include <string.h>
 #include <cmocka.h>
 #include "src/prism/pattern.h"
+#include "tests/unit.h"
 
 #define MS 1000000ull
 
@@ -51,7 +52,7 @@ static struct fsp_pattern *compute(const struct fsp_block_io *rows, size_t n, si
 	return p;
 }
 
-static void test_sizes(void **state)
+UNIT_TEST(test_sizes)
 {
 	(void)state;
 	assert_int_equal(fsp_size_bin(0), 0);
@@ -88,7 +89,7 @@ static void test_sizes(void **state)
 	free(p);
 }
 
-static void test_recency_buckets(void **state)
+UNIT_TEST(test_recency_buckets)
 {
 	(void)state;
 	assert_int_equal(fsp_recency_bucket(0), FSP_REC_1MS);
@@ -114,7 +115,7 @@ static void shuffle(struct fsp_block_io *rows, size_t n, unsigned seed)
 	}
 }
 
-static void test_one_stream(void **state)
+UNIT_TEST(test_one_stream)
 {
 	(void)state;
 	struct fsp_block_io rows[48];
@@ -135,7 +136,7 @@ static void test_one_stream(void **state)
 
 /* R W R W ..., reads from sector 0 up, writes from 1 000 000 up: one
  * stream each, two together. */
-static void test_two_streams(void **state)
+UNIT_TEST(test_two_streams)
 {
 	(void)state;
 	struct fsp_block_io rows[64];
@@ -161,7 +162,7 @@ static void test_two_streams(void **state)
 
 /* One sequence alternating directions (mixed-seq, offsets=shared): each
  * direction skips a block every time, both together are one stream. */
-static void test_shared_sequence(void **state)
+UNIT_TEST(test_shared_sequence)
 {
 	(void)state;
 	struct fsp_block_io rows[32];
@@ -179,7 +180,7 @@ static void test_shared_sequence(void **state)
 }
 
 /* The same offsets on two disks are two places, not one stream. */
-static void test_disks_apart(void **state)
+UNIT_TEST(test_disks_apart)
 {
 	(void)state;
 	struct fsp_block_io rows[4] = { rq(FSP_BLOCK_READ, 0, 4096, 1),
@@ -197,7 +198,7 @@ static void test_disks_apart(void **state)
 	free(p);
 }
 
-static void test_recency_exact(void **state)
+UNIT_TEST(test_recency_exact)
 {
 	(void)state;
 	struct fsp_block_io rows[] = {
@@ -249,7 +250,7 @@ static void test_recency_exact(void **state)
 /* Steps: reads count in their own step; a write outside every step (a
  * ramp, between steps) is still history; another disk is another place;
  * a read's arrival is its queue time, else insert, else issue. */
-static void test_recency_steps(void **state)
+UNIT_TEST(test_recency_steps)
 {
 	(void)state;
 	struct fsp_block_io rows[] = {
@@ -276,7 +277,7 @@ static void test_recency_steps(void **state)
 }
 
 /* Random rows against a count by brute force. */
-static void test_recency_brute_force(void **state)
+UNIT_TEST(test_recency_brute_force)
 {
 	(void)state;
 	enum { N = 3000 };
@@ -320,7 +321,7 @@ static void test_recency_brute_force(void **state)
 	free(rows);
 }
 
-static void test_flushes(void **state)
+UNIT_TEST(test_flushes)
 {
 	(void)state;
 	struct fsp_block_io rows[] = {
@@ -343,7 +344,7 @@ static void test_flushes(void **state)
 	free(p);
 }
 
-static void test_empty(void **state)
+UNIT_TEST(test_empty)
 {
 	(void)state;
 	struct fsp_pattern *p;
@@ -356,22 +357,4 @@ static void test_empty(void **state)
 	assert_int_equal(fsp_pattern_compute(&out, 1, &p, &np), 0);
 	assert_int_equal(np, 0);
 	free(p);
-}
-
-int main(void)
-{
-	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_sizes),
-		cmocka_unit_test(test_recency_buckets),
-		cmocka_unit_test(test_one_stream),
-		cmocka_unit_test(test_two_streams),
-		cmocka_unit_test(test_shared_sequence),
-		cmocka_unit_test(test_disks_apart),
-		cmocka_unit_test(test_recency_exact),
-		cmocka_unit_test(test_recency_steps),
-		cmocka_unit_test(test_recency_brute_force),
-		cmocka_unit_test(test_flushes),
-		cmocka_unit_test(test_empty),
-	};
-	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -32,6 +32,7 @@
 #include "bench/engine/replay.h"
 #include "bench/engine/replay_order.h"
 #include "tests/testdir.h"
+#include "tests/unit.h"
 
 static struct fsp_replay_io rec(int dir, uint64_t issue, uint64_t complete)
 {
@@ -40,7 +41,7 @@ static struct fsp_replay_io rec(int dir, uint64_t issue, uint64_t complete)
 				       4096, .dir = (uint8_t)dir };
 }
 
-static void test_serial_qd1(void **state)
+UNIT_TEST(test_serial_qd1)
 {
 	(void)state;
 	struct fsp_replay_io io[8];
@@ -63,7 +64,7 @@ static void test_serial_qd1(void **state)
 	fsp_replay_order_free(&o);
 }
 
-static void test_overlapped_qd32(void **state)
+UNIT_TEST(test_overlapped_qd32)
 {
 	(void)state;
 	struct fsp_replay_io io[32];
@@ -84,7 +85,7 @@ static void test_overlapped_qd32(void **state)
 	fsp_replay_order_free(&o);
 }
 
-static void test_out_of_order(void **state)
+UNIT_TEST(test_out_of_order)
 {
 	(void)state;
 	/* A is long; B, issued after it, completes first; C is issued once
@@ -119,7 +120,7 @@ static void test_out_of_order(void **state)
 	fsp_replay_order_free(&o);
 }
 
-static void test_flush_after_writes(void **state)
+UNIT_TEST(test_flush_after_writes)
 {
 	(void)state;
 	/* three overlapping writes, a flush after all three completed, and
@@ -152,7 +153,7 @@ static void test_flush_after_writes(void **state)
 	fsp_replay_order_free(&o);
 }
 
-static void test_equal_timestamps(void **state)
+UNIT_TEST(test_equal_timestamps)
 {
 	(void)state;
 	/* given out of issue order; X and Y issued at the same ns (X first
@@ -182,7 +183,7 @@ static void test_equal_timestamps(void **state)
 	fsp_replay_order_free(&o);
 }
 
-static void test_edges(void **state)
+UNIT_TEST(test_edges)
 {
 	(void)state;
 	struct fsp_replay_order o;
@@ -202,7 +203,7 @@ static void test_edges(void **state)
 /* Random recordings, replayed with random completion orders: every IO
  * submitted only after all that completed before its issue, in issue
  * order, and the replay's in-flight count never above the recorded. */
-static void test_random_against_brute_force(void **state)
+UNIT_TEST(test_random_against_brute_force)
 {
 	(void)state;
 	srand(7);
@@ -303,7 +304,7 @@ static int replay(struct target *t, struct fsp_replay_io *io, size_t n, struct f
 	return fsp_replay_run(t->r, io, o, &stop, res, t->err, sizeof t->err);
 }
 
-static void test_run_serial(void **state)
+UNIT_TEST(test_run_serial)
 {
 	(void)state;
 	struct target t;
@@ -346,7 +347,7 @@ static void test_run_serial(void **state)
 	target_close(&t);
 }
 
-static void test_run_overlapped(void **state)
+UNIT_TEST(test_run_overlapped)
 {
 	(void)state;
 	struct target t;
@@ -376,7 +377,7 @@ static void test_run_overlapped(void **state)
 	target_close(&t);
 }
 
-static void test_run_skip_error_stop(void **state)
+UNIT_TEST(test_run_skip_error_stop)
 {
 	(void)state;
 	struct target t;
@@ -407,21 +408,4 @@ static void test_run_skip_error_stop(void **state)
 	assert_int_equal(res.write_ios, 0);
 	fsp_replay_order_free(&o);
 	target_close(&t);
-}
-
-int main(void)
-{
-	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_serial_qd1),
-		cmocka_unit_test(test_overlapped_qd32),
-		cmocka_unit_test(test_out_of_order),
-		cmocka_unit_test(test_flush_after_writes),
-		cmocka_unit_test(test_equal_timestamps),
-		cmocka_unit_test(test_edges),
-		cmocka_unit_test(test_random_against_brute_force),
-		cmocka_unit_test(test_run_serial),
-		cmocka_unit_test(test_run_overlapped),
-		cmocka_unit_test(test_run_skip_error_stop),
-	};
-	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -26,6 +26,7 @@
 #include "src/db/store.h"
 #include "tests/testdb.h"
 #include "tests/testdir.h"
+#include "tests/unit.h"
 
 static char tmpdir[64];
 static char path[128];
@@ -73,7 +74,7 @@ static void side_exec(const char *sql)
 
 /* ---- runs ----------------------------------------------------------------- */
 
-static void test_runs(void **state)
+UNIT_TEST_SETUP(test_runs, setup, teardown)
 {
 	struct fsp_store *st = open_rw();
 	assert_int_equal(fsp_store_latest_run(st), 0);
@@ -113,7 +114,7 @@ static void test_runs(void **state)
 	fsp_store_close(st);
 }
 
-static void test_compare_runs(void **state)
+UNIT_TEST_SETUP(test_compare_runs, setup, teardown)
 {
 	struct fsp_store *st = open_rw();
 	int64_t cmp = new_run(st, "compare", NULL);
@@ -162,7 +163,7 @@ static int note_attr(void *arg, const char *key, const char *value)
 	return ++s->n == s->stop_at;
 }
 
-static void test_attrs(void **state)
+UNIT_TEST_SETUP(test_attrs, setup, teardown)
 {
 	struct fsp_store *st = open_rw();
 	int64_t run = new_run(st, "mount", NULL), other = new_run(st, "mount", NULL);
@@ -240,7 +241,7 @@ static int note_step(void *arg, const struct fsp_step_row *r)
 	return 0;
 }
 
-static void test_steps(void **state)
+UNIT_TEST_SETUP(test_steps, setup, teardown)
 {
 	struct fsp_store *st = open_rw();
 	int64_t run = new_run(st, "run", NULL), other = new_run(st, "run", NULL);
@@ -380,7 +381,7 @@ static int note_key(void *arg, int step, int op)
 	return ++k->n == 8;
 }
 
-static void test_hists(void **state)
+UNIT_TEST_SETUP(test_hists, setup, teardown)
 {
 	struct fsp_store *st = open_rw();
 	int64_t run = new_run(st, "run", NULL), other = new_run(st, "run", NULL);
@@ -436,7 +437,7 @@ static void test_hists(void **state)
 	fsp_store_close(st);
 }
 
-static void test_windowed_layers(void **state)
+UNIT_TEST_SETUP(test_windowed_layers, setup, teardown)
 {
 	struct fsp_store *st = open_rw();
 	int64_t run = new_run(st, "mount", NULL), other = new_run(st, "mount", NULL);
@@ -497,7 +498,7 @@ static int note_extent(void *arg, const struct fsp_emu_file *f, const struct fsp
 	return 0;
 }
 
-static void test_emu(void **state)
+UNIT_TEST_SETUP(test_emu, setup, teardown)
 {
 	struct fsp_store *st = open_rw();
 	int64_t files_run = new_run(st, "mount", NULL), dev_run = new_run(st, "mount", NULL);
@@ -574,7 +575,7 @@ static int64_t count_of(const char *table, const char *col, int64_t run)
 	return n;
 }
 
-static void test_forget_run(void **state)
+UNIT_TEST_SETUP(test_forget_run, setup, teardown)
 {
 	struct fsp_store *st = open_rw();
 	int64_t keep = new_run(st, "mount", NULL), gone = new_run(st, "mount", NULL);
@@ -601,7 +602,7 @@ static void test_forget_run(void **state)
 }
 
 /* The reader's handle: the file's absolute name, and nothing created. */
-static void test_open_readonly(void **state)
+UNIT_TEST_SETUP(test_open_readonly, setup, teardown)
 {
 	char err[512] = "";
 	fsp_store_close(open_rw());
@@ -614,20 +615,4 @@ static void test_open_readonly(void **state)
 	test_dir_path(missing, sizeof(missing), tmpdir, "none.db");
 	assert_null(fsp_store_open_readonly(missing, err, sizeof(err)));
 	assert_int_equal(access(missing, F_OK), -1);
-}
-
-int main(void)
-{
-	const struct CMUnitTest tests[] = {
-		cmocka_unit_test_setup_teardown(test_runs, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_compare_runs, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_attrs, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_steps, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_hists, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_windowed_layers, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_emu, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_forget_run, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_open_readonly, setup, teardown),
-	};
-	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -32,6 +32,7 @@
 #include "src/db/block_ios.h"
 #include "tests/testdb.h"
 #include "tests/testdir.h"
+#include "tests/unit.h"
 
 static char tmpdir[64];
 
@@ -51,7 +52,7 @@ static void path_in(char *buf, size_t len, const char *name)
 	test_dir_path(buf, len, tmpdir, name);
 }
 
-static void test_create_reopen(void **state)
+UNIT_TEST_SETUP(test_create_reopen, setup, teardown)
 {
 	char path[128], err[512] = "";
 	path_in(path, sizeof(path), "new.db");
@@ -127,7 +128,7 @@ static void test_create_reopen(void **state)
 }
 
 /* A raw block device as the backing path is its own device, no fstype. */
-static void test_run_on_block_device(void **state)
+UNIT_TEST_SETUP(test_run_on_block_device, setup, teardown)
 {
 	char path[128], err[512], dev[300] = "";
 	DIR *d = opendir("/dev");
@@ -174,7 +175,7 @@ static void make_versioned_db(const char *path, int version)
 	sqlite3_close(db);
 }
 
-static void test_version_mismatch(void **state)
+UNIT_TEST_SETUP(test_version_mismatch, setup, teardown)
 {
 	char path[128], err[512] = "";
 	path_in(path, sizeof(path), "v99.db");
@@ -209,7 +210,7 @@ static void test_version_mismatch(void **state)
  * without emu_ns / cause_ns, no emu tables) is refused by writers and
  * readers alike, with both versions named, and left exactly as it was.
  */
-static void test_v1_refused(void **state)
+UNIT_TEST_SETUP(test_v1_refused, setup, teardown)
 {
 	static const char v1[] =
 		"CREATE TABLE runs(id INTEGER PRIMARY KEY, kind TEXT NOT NULL, host TEXT,"
@@ -255,7 +256,7 @@ static void test_v1_refused(void **state)
  * readers open it as it is (stats prints its run, no block rows, version
  * unchanged); a writer adds block_ios and sets version 3, keeping every row.
  */
-static void test_v2_read_and_upgraded(void **state)
+UNIT_TEST_SETUP(test_v2_read_and_upgraded, setup, teardown)
 {
 	const char *src = getenv("TESTS_SRCDIR");
 	char fixture[PATH_MAX], path[128], err[512] = "";
@@ -329,7 +330,7 @@ static void test_v2_read_and_upgraded(void **state)
  * ops.fuse_unique / recv_ns): read as it is, the join finding nothing; a
  * writer adds the table and the columns, its older rows reading NULL, and
  * new rows keep both. */
-static void test_v3_gains_fuse_columns(void **state)
+UNIT_TEST_SETUP(test_v3_gains_fuse_columns, setup, teardown)
 {
 	(void)state;
 	char path[128], err[512] = "";
@@ -370,7 +371,7 @@ static void test_v3_gains_fuse_columns(void **state)
 	assert_int_equal(test_db_int(db, "SELECT count(*) FROM ops WHERE fuse_unique=42 AND recv_ns=7"), 1);
 	sqlite3_close(db);
 }
-static void test_not_a_database(void **state)
+UNIT_TEST_SETUP(test_not_a_database, setup, teardown)
 {
 	char path[128], err[512] = "", buf[256];
 	static const char text[] = "precious user data, not a database\n"
@@ -425,7 +426,7 @@ static int unwritable_child(const char *dir, const char *existing_dir)
 	return 0;
 }
 
-static void test_unwritable(void **state)
+UNIT_TEST_SETUP(test_unwritable, setup, teardown)
 {
 	char dir[128], err[512] = "", path[256];
 	path_in(dir, sizeof(dir), "ro");
@@ -472,7 +473,7 @@ static void test_unwritable(void **state)
 	assert_int_equal(WEXITSTATUS(status), 0);
 }
 
-static void test_recs_roundtrip(void **state)
+UNIT_TEST_SETUP(test_recs_roundtrip, setup, teardown)
 {
 	char path[128], err[512];
 	path_in(path, sizeof(path), "recs.db");
@@ -552,7 +553,7 @@ static void test_recs_roundtrip(void **state)
 	fsp_store_close(st);
 }
 
-static void test_hist_roundtrip(void **state)
+UNIT_TEST_SETUP(test_hist_roundtrip, setup, teardown)
 {
 	char path[128], err[512];
 	path_in(path, sizeof(path), "hist.db");
@@ -622,7 +623,7 @@ static int64_t ext_q(sqlite3 *db, const char *expr, int64_t run, uint64_t obj)
 	return test_db_int(db, sql);
 }
 
-static void test_emu_files_roundtrip(void **state)
+UNIT_TEST_SETUP(test_emu_files_roundtrip, setup, teardown)
 {
 	char path[128], err[512];
 	path_in(path, sizeof(path), "emu.db");
@@ -727,22 +728,4 @@ static void test_emu_files_roundtrip(void **state)
 	free(a);
 	sqlite3_close(db);
 	fsp_store_close(st);
-}
-
-int main(void)
-{
-	const struct CMUnitTest tests[] = {
-		cmocka_unit_test_setup_teardown(test_create_reopen, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_run_on_block_device, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_version_mismatch, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_v1_refused, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_v2_read_and_upgraded, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_v3_gains_fuse_columns, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_not_a_database, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_unwritable, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_recs_roundtrip, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_hist_roundtrip, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_emu_files_roundtrip, setup, teardown),
-	};
-	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -28,6 +28,7 @@
 #include <cmocka.h>
 #include "src/sys/target.h"
 #include "tests/testdir.h"
+#include "tests/unit.h"
 
 #define MIB (1 << 20)
 
@@ -146,7 +147,7 @@ static void expect_no_geometry(const char *path, int e)
 	assert_int_equal(errno, e);
 }
 
-static void test_missing(void **state)
+UNIT_TEST_SETUP(test_missing, setup, teardown)
 {
 	(void)state;
 	char missing[128];
@@ -162,7 +163,7 @@ static void test_missing(void **state)
 }
 
 /* The raw-write check is for block devices: a file is never "raw". */
-static void test_not_block_devices(void **state)
+UNIT_TEST_SETUP(test_not_block_devices, setup, teardown)
 {
 	(void)state;
 	make_zero(zero_file, 8 * MIB);
@@ -184,7 +185,7 @@ static void test_not_block_devices(void **state)
 	assert_int_equal(fsp_target_check_raw_write(zero_file, 0, NULL, 0), -1);
 }
 
-static void test_geometry_of_files(void **state)
+UNIT_TEST_SETUP(test_geometry_of_files, setup, teardown)
 {
 	(void)state;
 	make_zero(zero_file, 8 * MIB + 123);
@@ -207,7 +208,7 @@ static void test_geometry_of_files(void **state)
 	expect_no_geometry(dir, EINVAL);
 }
 
-static void test_loop_zero_allowed(void **state)
+UNIT_TEST_SETUP(test_loop_zero_allowed, setup, teardown)
 {
 	(void)state;
 	make_zero(zero_file, 8 * MIB);
@@ -222,7 +223,7 @@ static void test_loop_zero_allowed(void **state)
 	assert_int_equal(bs, 512); /* a loop device's default */
 }
 
-static void test_loop_signatures(void **state)
+UNIT_TEST_SETUP(test_loop_signatures, setup, teardown)
 {
 	(void)state;
 	make_ext4(ext4_file);
@@ -249,7 +250,7 @@ static void test_loop_signatures(void **state)
 
 /* In use is refused even with destroy_data: writing under a live user
  * corrupts it. */
-static void test_loop_mounted(void **state)
+UNIT_TEST_SETUP(test_loop_mounted, setup, teardown)
 {
 	(void)state;
 	make_ext4(ext4_file);
@@ -277,7 +278,7 @@ static void test_loop_mounted(void **state)
 	expect_refused(link_path, 0, want);
 }
 
-static void test_loop_busy(void **state)
+UNIT_TEST_SETUP(test_loop_busy, setup, teardown)
 {
 	(void)state;
 	make_zero(zero_file, 8 * MIB);
@@ -294,7 +295,7 @@ static void test_loop_busy(void **state)
 	expect_allowed(dev, 0);
 }
 
-static void test_loop_backing(void **state)
+UNIT_TEST_SETUP(test_loop_backing, setup, teardown)
 {
 	(void)state;
 	make_zero(zero_file, 8 * MIB);
@@ -309,19 +310,4 @@ static void test_loop_backing(void **state)
 	expect_refused(lower, 1, want);
 	/* the loop device on top is free to be written */
 	expect_allowed(upper, 0);
-}
-
-int main(void)
-{
-	const struct CMUnitTest tests[] = {
-		cmocka_unit_test_setup_teardown(test_missing, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_not_block_devices, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_geometry_of_files, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_loop_zero_allowed, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_loop_signatures, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_loop_mounted, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_loop_busy, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_loop_backing, setup, teardown),
-	};
-	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -17,6 +17,7 @@
 #include <cmocka.h>
 #include "src/trace/rows.h"
 #include "src/trace/block.h"
+#include "tests/unit.h"
 
 static struct fsp_block_io io_at(uint64_t queue, uint64_t insert, uint64_t issue)
 {
@@ -26,7 +27,7 @@ static struct fsp_block_io io_at(uint64_t queue, uint64_t insert, uint64_t issue
 	return io;
 }
 
-static void test_cap_and_order(void **state)
+UNIT_TEST(test_cap_and_order)
 {
 	(void)state;
 	struct fsp_trows r;
@@ -57,7 +58,7 @@ static void test_cap_and_order(void **state)
 	fsp_trows_free(&r);
 }
 
-static void test_assign_steps(void **state)
+UNIT_TEST(test_assign_steps)
 {
 	(void)state;
 	/* steps 0..2 ran, with gaps between; step 3 did not run */
@@ -95,7 +96,7 @@ static void test_assign_steps(void **state)
 }
 
 /* Many steps, many rows: the binary search agrees with a linear scan. */
-static void test_assign_many(void **state)
+UNIT_TEST(test_assign_many)
 {
 	(void)state;
 	enum { NW = 37, NR = 20000 };
@@ -124,7 +125,7 @@ static void test_assign_many(void **state)
 	fsp_trows_free(&r);
 }
 
-static void test_devs_format(void **state)
+UNIT_TEST(test_devs_format)
 {
 	(void)state;
 	struct fsp_btrace_devs d = { 0 };
@@ -138,15 +139,4 @@ static void test_devs_format(void **state)
 	d.end[1] = 2048 + 1024;
 	fsp_btrace_devs_format(&d, buf, sizeof(buf));
 	assert_string_equal(buf, "7:3 259:1[2048,+1024]");
-}
-
-int main(void)
-{
-	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_cap_and_order),
-		cmocka_unit_test(test_assign_steps),
-		cmocka_unit_test(test_assign_many),
-		cmocka_unit_test(test_devs_format),
-	};
-	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -11,6 +11,7 @@
 #include <string.h>
 #include <cmocka.h>
 #include "src/base/units.h"
+#include "tests/unit.h"
 
 static uint64_t size_of(const char *s)
 {
@@ -26,7 +27,7 @@ static uint64_t ns_of(const char *s)
 	return v;
 }
 
-static void test_size_suffixes(void **state)
+UNIT_TEST(test_size_suffixes)
 {
 	(void)state;
 	assert_int_equal(size_of("0"), 0);
@@ -43,7 +44,7 @@ static void test_size_suffixes(void **state)
 	assert_int_equal(size_of("1P"), FSP_PiB);
 }
 
-static void test_size_refused(void **state)
+UNIT_TEST(test_size_refused)
 {
 	(void)state;
 	uint64_t v = 7;
@@ -62,7 +63,7 @@ static void test_size_refused(void **state)
 	assert_int_equal(size_of("16383P"), 16383 * FSP_PiB);
 }
 
-static void test_duration_units(void **state)
+UNIT_TEST(test_duration_units)
 {
 	(void)state;
 	assert_int_equal(ns_of("0"), 0);
@@ -82,7 +83,7 @@ static void test_duration_units(void **state)
 	assert_int_equal(ns_of("1.4ns"), 1);
 }
 
-static void test_duration_refused(void **state)
+UNIT_TEST(test_duration_refused)
 {
 	(void)state;
 	uint64_t v = 7;
@@ -95,7 +96,7 @@ static void test_duration_refused(void **state)
 	assert_int_equal(ns_of("1000000000s"), 1000000000ull * FSP_SEC); /* 10^18 ns */
 }
 
-static void test_size_round_trip(void **state)
+UNIT_TEST(test_size_round_trip)
 {
 	(void)state;
 	static const struct { uint64_t v; const char *text; } cases[] = {
@@ -119,7 +120,7 @@ static void test_size_round_trip(void **state)
 		}
 }
 
-static void test_duration_round_trip(void **state)
+UNIT_TEST(test_duration_round_trip)
 {
 	(void)state;
 	static const struct { uint64_t ns; const char *text; } cases[] = {
@@ -138,7 +139,7 @@ static void test_duration_round_trip(void **state)
 	assert_string_equal(buf, "1us");
 }
 
-static void test_format_bytes(void **state)
+UNIT_TEST(test_format_bytes)
 {
 	(void)state;
 	static const struct { uint64_t v; const char *text; } cases[] = {
@@ -158,18 +159,4 @@ static void test_format_bytes(void **state)
 	assert_string_equal(small, "1.0");
 	fsp_format_size(123456789, small, sizeof(small));
 	assert_string_equal(small, "123");
-}
-
-int main(void)
-{
-	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_size_suffixes),
-		cmocka_unit_test(test_size_refused),
-		cmocka_unit_test(test_duration_units),
-		cmocka_unit_test(test_duration_refused),
-		cmocka_unit_test(test_size_round_trip),
-		cmocka_unit_test(test_duration_round_trip),
-		cmocka_unit_test(test_format_bytes),
-	};
-	return cmocka_run_group_tests(tests, NULL, NULL);
 }
