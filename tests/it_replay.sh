@@ -29,7 +29,7 @@ compare_case() {
 	shift 2
 	# shellcheck disable=SC2086
 	fsp_compare "$name" "$db" $SIZES --quiet "$@"
-	fsp_nothing_left "$TMPDIR/" "$name"
+	fsp_nothing_left "$TMPDIR" "$name"
 }
 
 # ---- QD8: the fs target's requests overlap, and so does their replay ----

@@ -157,7 +157,7 @@ no_sanitizer_reports() {
 # a mount, a tmpfs for the images); else not_ok, and what was left is undone
 # so that it does not leak into the next case.
 fsp_nothing_left() {
-	nl_dir=$1 nl_desc=$2
+	nl_dir=${1%/} nl_desc=$2 # without a trailing /, or "$nl_dir/" matches nothing
 	loops=$(losetup -a | grep -F "$nl_dir/" || true)
 	mounts=$(grep -F "$nl_dir/" /proc/mounts || true)
 	files=$(ls -A "$nl_dir")

@@ -2,7 +2,9 @@
  * test_opt.c - the commands' option parser (src/cli/opt.h): both value
  * forms, short clusters, positionals in order, `--`, flags with an optional
  * value, and the mistakes (unknown, abbreviated, missing value) that end
- * parsing with status 2. The messages themselves: tests/it_badinput.sh.
+ * parsing with status 2; and the values several commands read alike (a run
+ * id, a status interval, the one database). The messages themselves:
+ * tests/it_badinput.sh.
  */
 #include <stdarg.h>
 #include <stddef.h>
@@ -139,4 +141,47 @@ UNIT_TEST(test_params)
 	assert_string_equal(parse(all, ARGV("cmd", "--tme=1s")), "exit 2");
 	assert_string_equal(parse(all, ARGV("cmd", "--time")), "exit 2");
 	free(all);
+}
+
+/* The values more than one command reads the same way: a run id, a status
+ * interval's seconds, and the one database of the commands that read one. */
+UNIT_TEST(test_shared_values)
+{
+	(void)state;
+	int64_t id = 7;
+	assert_int_equal(fsp_opt_run_id("42", &id), 0);
+	assert_int_equal(id, 42);
+	const char *not_ids[] = { "0", "-3", "", "4x", " 4", "+4", "99999999999999999999" };
+	for (size_t i = 0; i < sizeof(not_ids) / sizeof(not_ids[0]); i++) {
+		assert_int_equal(fsp_opt_run_id(not_ids[i], &id), -1);
+		assert_int_equal(id, 42); /* untouched */
+	}
+
+	double secs = -1;
+	assert_int_equal(fsp_opt_status_interval("0.1", &secs), 0);
+	assert_true(secs == 0.1);
+	assert_int_equal(fsp_opt_status_interval("3600", &secs), 0);
+	assert_true(secs == 3600);
+	const char *not_secs[] = { "0.09", "3600.5", "", "1s", "nan", "-1" };
+	for (size_t i = 0; i < sizeof(not_secs) / sizeof(not_secs[0]); i++) {
+		assert_int_equal(fsp_opt_status_interval(not_secs[i], &secs), -1);
+		assert_true(secs == 3600);
+	}
+
+	struct fsp_opt g;
+	FILE *saved = stderr;
+	stderr = fopen("/dev/null", "w");
+	fsp_opt_init(&g, "test", usage, opts, "o:qh", ARGV("cmd"));
+	assert_int_equal(fsp_opt_next(&g), FSP_OPT_END);
+	assert_int_equal(fsp_opt_one_database(&g), 2);
+	fsp_opt_init(&g, "test", usage, opts, "o:qh", ARGV("cmd", "a.db", "b.db"));
+	assert_int_equal(fsp_opt_next(&g), FSP_OPT_END);
+	assert_int_equal(fsp_opt_one_database(&g), 2);
+	fsp_opt_init(&g, "test", usage, opts, "o:qh", ARGV("cmd", "--quiet", "a.db"));
+	assert_int_equal(fsp_opt_next(&g), 'q');
+	assert_int_equal(fsp_opt_next(&g), FSP_OPT_END);
+	assert_int_equal(fsp_opt_one_database(&g), 0);
+	assert_string_equal(g.pos[0], "a.db");
+	fclose(stderr);
+	stderr = saved;
 }

@@ -72,7 +72,7 @@ int fsp_opt_run_id(const char *s, int64_t *id)
 	char *end;
 	errno = 0;
 	long long v = strtoll(s, &end, 10);
-	if (errno || end == s || *end || v < 1)
+	if (*s < '0' || *s > '9' || errno || *end || v < 1) /* digits only: no space, sign */
 		return -1;
 	*id = v;
 	return 0;

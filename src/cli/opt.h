@@ -77,7 +77,7 @@ int fsp_opt_one_database(const struct fsp_opt *g);
 #define FSP_STATUS_RANGE "(seconds, 0.1 to 3600)"
 int fsp_opt_status_interval(const char *s, double *secs);
 
-/* s as a run id (a whole number, 1 or more, nothing after it): 0, or -1;
+/* s as a run id (a whole number, 1 or more, digits only): 0, or -1;
  * the command says what it expected. */
 int fsp_opt_run_id(const char *s, int64_t *id);
 
