@@ -90,43 +90,32 @@ case $ROUNDS in '' | *[!0-9]* | 0) bad "--rounds: '$ROUNDS' is not a whole numbe
 case $SECS in '' | *[!0-9]* | 0) bad "--secs: '$SECS' is not a whole number of seconds >= 1" ;; esac
 [ -n "$(echo $PINS)" ] || bad "--pin: no placement given (none, same, split)"
 [ -n "$(echo $JOBS)" ] || bad "--jobs: no job given"
+# the queue depth a job name carries (qd1, qd32)
+job_qd() { echo "$1" | sed 's/.*-qd\([0-9]*\).*/\1/'; }
+
 # job_args NAME fio|fsprism: the arguments the job gives that tool, nothing
-# for a name that is no job. A -huge job is its base job, with fio's buffers
-# in hugetlb pages. fio scrambles each write buffer by default
-# (scramble_buffers=1, inside its latency); fsprism stamps its buffers
-# outside the clock: neither touches the data here (fio scramble_buffers=0,
-# fsprism --pattern=random,fixed).
+# for a name that is no job. A job at QD1 and at QD32 differs only in the
+# depth its name carries. A -huge job is its base job, with fio's buffers
+# in hugetlb pages; the -batch one is its base job with fio submitting like
+# fsprism does, up to two IOs per io_submit. fio scrambles each write
+# buffer by default (scramble_buffers=1, inside its latency); fsprism
+# stamps its buffers outside the clock: neither touches the data here (fio
+# scramble_buffers=0, fsprism --pattern=random,fixed).
 job_args() {
+	qd=$(job_qd "$1")
 	case ${1%-huge} in
-	randread-4k-qd1)
-		fio="--rw=randread --bs=4k --iodepth=1 --norandommap"
-		fsp="sustained-randread --qd=1" ;;
-	randread-4k-qd32)
-		fio="--rw=randread --bs=4k --iodepth=32 --norandommap"
-		fsp="sustained-randread --qd=32" ;;
-	# fio submitting like fsprism does: up to two IOs per io_submit
-	randread-4k-qd32-batch)
-		fio="--rw=randread --bs=4k --iodepth=32 --norandommap"
-		fio="$fio --iodepth_batch_submit=2 --iodepth_batch_complete_max=32"
-		fsp="sustained-randread --qd=32" ;;
-	seqread-128k-qd1)
-		fio="--rw=read --bs=128k --iodepth=1"
-		fsp="sustained-seqread --qd=1" ;;
-	seqwrite-128k-qd1)
-		fio="--rw=write --bs=128k --iodepth=1 --scramble_buffers=0"
-		fsp="sustained-seqwrite --qd=1 --pattern=random,fixed" ;;
-	randwrite-4k-qd32)
-		fio="--rw=randwrite --bs=4k --iodepth=32 --norandommap --scramble_buffers=0"
-		fsp="sustained-randwrite --qd=32 --pattern=random,fixed" ;;
-	randwrite-4k-qd1)
-		fio="--rw=randwrite --bs=4k --iodepth=1 --norandommap --scramble_buffers=0"
-		fsp="sustained-randwrite --qd=1 --pattern=random,fixed" ;;
-	seqread-128k-qd32)
-		fio="--rw=read --bs=128k --iodepth=32"
-		fsp="sustained-seqread --qd=32" ;;
-	seqwrite-128k-qd32)
-		fio="--rw=write --bs=128k --iodepth=32 --scramble_buffers=0"
-		fsp="sustained-seqwrite --qd=32 --pattern=random,fixed" ;;
+	randread-4k-qd1 | randread-4k-qd32 | randread-4k-qd32-batch)
+		fio="--rw=randread --bs=4k --iodepth=$qd --norandommap"
+		fsp="sustained-randread --qd=$qd" ;;
+	seqread-128k-qd1 | seqread-128k-qd32)
+		fio="--rw=read --bs=128k --iodepth=$qd"
+		fsp="sustained-seqread --qd=$qd" ;;
+	seqwrite-128k-qd1 | seqwrite-128k-qd32)
+		fio="--rw=write --bs=128k --iodepth=$qd --scramble_buffers=0"
+		fsp="sustained-seqwrite --qd=$qd --pattern=random,fixed" ;;
+	randwrite-4k-qd1 | randwrite-4k-qd32)
+		fio="--rw=randwrite --bs=4k --iodepth=$qd --norandommap --scramble_buffers=0"
+		fsp="sustained-randwrite --qd=$qd --pattern=random,fixed" ;;
 	# fio's randrw draws each IO's direction at random
 	mixrand-4k-qd32)
 		fio="--rw=randrw --rwmixread=50 --bs=4k --iodepth=32 --norandommap --scramble_buffers=0"
@@ -140,14 +129,12 @@ job_args() {
 	*) return 0 ;;
 	esac
 	case $2 in
-	fio) case $1 in *-huge) fio="--mem=mmaphuge $fio" ;; esac
+	fio) case $1 in *-batch*) fio="$fio --iodepth_batch_submit=2 --iodepth_batch_complete_max=32" ;; esac
+		case $1 in *-huge) fio="--mem=mmaphuge $fio" ;; esac
 		echo "$fio" ;;
 	fsprism) echo "$fsp" ;;
 	esac
 }
-
-# the queue depth a job name carries (qd1, qd32)
-job_qd() { echo "$1" | sed 's/.*-qd\([0-9]*\).*/\1/'; }
 
 for pin in $PINS; do
 	case $pin in none | same | split) ;;

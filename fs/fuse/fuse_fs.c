@@ -69,6 +69,33 @@ static void finish_err(struct op *o, fuse_req_t req, int opcode, int err)
 	op_log(o, opcode, 0, 0, 0, err);
 }
 
+/* Reply with the attributes in st (a GETATTR, a SETATTR) or the error, and
+ * log the request. */
+static inline void finish_attr(struct op *o, fuse_req_t req, int opcode, uint64_t off,
+			       int err, const struct stat *st)
+{
+	op_end(o);
+	if (err)
+		fuse_reply_err(req, err);
+	else
+		fuse_reply_attr(req, st, o->fs->attr_timeout);
+	op_log(o, opcode, off, 0, 0, err);
+}
+
+/* Reply with the count written (a WRITE, a COPY_FILE_RANGE) or the error
+ * that res carries as -errno, and log the request. */
+static inline void finish_write(struct op *o, fuse_req_t req, int opcode, uint64_t off,
+				size_t size, ssize_t res)
+{
+	int err = res < 0 ? (int)-res : 0;
+	op_end(o);
+	if (err)
+		fuse_reply_err(req, err);
+	else
+		fuse_reply_write(req, (size_t)res);
+	op_log(o, opcode, off, size, err ? 0 : (uint64_t)res, err);
+}
+
 /* ---- helpers ---- */
 
 static inline struct fsp_inode *node_of(struct op *o, fuse_ino_t ino)
@@ -659,12 +686,7 @@ static void fs_getattr(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi
 		return;
 	struct stat st;
 	int err = stat_node(&o, n, fi, &st);
-	op_end(&o);
-	if (err)
-		fuse_reply_err(req, err);
-	else
-		fuse_reply_attr(req, &st, o.fs->attr_timeout);
-	op_log(&o, FSP_OP_GETATTR, 0, 0, 0, err);
+	finish_attr(&o, req, FSP_OP_GETATTR, 0, err, &st);
 }
 
 static void fs_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr,
@@ -748,13 +770,8 @@ out:;
 	struct stat st;
 	if (!err)
 		err = stat_node(&o, n, fi, &st);
-	op_end(&o);
-	if (err)
-		fuse_reply_err(req, err);
-	else
-		fuse_reply_attr(req, &st, o.fs->attr_timeout);
-	op_log(&o, FSP_OP_SETATTR, (valid & FUSE_SET_ATTR_SIZE) ? (uint64_t)attr->st_size : 0,
-	       0, 0, err);
+	finish_attr(&o, req, FSP_OP_SETATTR,
+		    (valid & FUSE_SET_ATTR_SIZE) ? (uint64_t)attr->st_size : 0, err, &st);
 }
 
 static void fs_access(fuse_req_t req, fuse_ino_t ino, int mask)
@@ -1118,14 +1135,7 @@ static void fs_write_buf(fuse_req_t req, fuse_ino_t ino, struct fuse_bufvec *in,
 	ssize_t res = fh_path(fi)->write_buf(&o, req, n, fi, in, &size, off);
 	if (res == FSP_DP_QUEUED)
 		return; /* the reaper replies and logs */
-	int err = res < 0 ? (int)-res : 0;
-	op_end(&o);
-	if (err)
-		fuse_reply_err(req, err);
-	else
-		fuse_reply_write(req, (size_t)res);
-	op_log(&o, FSP_OP_WRITE, (uint64_t)off, size,
-	       err ? 0 : (uint64_t)res, err);
+	finish_write(&o, req, FSP_OP_WRITE, (uint64_t)off, size, res);
 }
 
 /* Close the descriptor holding this lock owner's POSIX locks on n, if any. */
@@ -1206,14 +1216,7 @@ static void fs_copy_file_range(fuse_req_t req, fuse_ino_t ino_in, off_t off_in,
 	struct fsp_inode *nin = node_of(&o, ino_in);
 	ssize_t res = fh_path(fi_out)->copy_file_range(&o, nin, fi_in, off_in, nout, fi_out,
 						       off_out, len, flags);
-	int err = res < 0 ? (int)-res : 0;
-	op_end(&o);
-	if (err)
-		fuse_reply_err(req, err);
-	else
-		fuse_reply_write(req, (size_t)res);
-	op_log(&o, FSP_OP_COPY_FILE_RANGE, (uint64_t)off_out, len,
-	       err ? 0 : (uint64_t)res, err);
+	finish_write(&o, req, FSP_OP_COPY_FILE_RANGE, (uint64_t)off_out, len, res);
 }
 
 static void fs_lseek(fuse_req_t req, fuse_ino_t ino, off_t off, int whence,
