@@ -70,13 +70,12 @@ randread-4k-qd1-huge seqread-128k-qd1-huge mixseq-128k-qd1-huge"}
 BASE=${FSPRISM_BASE:-}
 FSPRISM_ARGS=${FSPRISM_ARGS:-}
 PINS=${PINS:-none}
-usage() { sed -n 's/^# \{0,1\}//; /^usage:/,/^FSPRISM_BASE and/p' "$0"; exit 0; }
 bad() { echo "bench-engine.sh: $*" >&2; exit 2; }
 FSPRISM=""
 # the options, and one word among them: the binary
 while :; do
 	bench_options bench-engine.sh "--pin=PINS --jobs=JOBS --rounds=ROUNDS --secs=SECS --ramp=RAMP
-		--size=SIZE --base=BASE --fsprism-args=FSPRISM_ARGS -h|--help=usage() WORD" "$@"
+		--size=SIZE --base=BASE --fsprism-args=FSPRISM_ARGS WORD" "$@"
 	shift "$BENCH_SHIFT"
 	[ $# -gt 0 ] || break
 	[ -z "$FSPRISM" ] || bad "one FSPRISM binary, not '$FSPRISM' and '$1'"

@@ -8,36 +8,34 @@
 # a list of words:
 #   --opt=VAR        --opt takes a value, which goes into VAR
 #   --opt=VAR=VALUE  --opt takes none; VAR is set to VALUE
-#   --opt=FUNC()     --opt takes none; FUNC runs (a usage that exits, say)
 #   --               `--` ends the options (read); what follows is the script's
 #   WORD             the first argument that is not an option ends them (unread)
 #   ANY              the first argument not in SPEC ends them, option or not
-# An option may have more names: -h|--help=usage(). Refused, with one line
-# and exit 2: an option that takes a value given none ("NAME: --opt needs a
-# value") and, unless WORD or ANY lets it end the options, an argument not in
-# SPEC ("NAME: unknown option 'ARG'", and "(--help lists them)" where SPEC
-# has --help).
+# Every script also takes -h and --help: its opening comment on stdout, exit
+# 0. Refused, with one line and exit 2: an option that takes a value given
+# none ("NAME: --opt needs a value") and, unless WORD or ANY lets it end the
+# options, an argument not in SPEC ("NAME: unknown option 'ARG' (--help lists
+# them)").
 bench_options() {
 	_bo_name=$1 _bo_spec=$2
 	shift 2
-	_bo_dashes='' _bo_word='' _bo_any='' _bo_help=''
+	_bo_dashes='' _bo_word='' _bo_any=''
 	for _bo_e in $_bo_spec; do
 		case $_bo_e in
 		--) _bo_dashes=1 ;;
 		WORD) _bo_word=1 ;;
 		ANY) _bo_any=1 ;;
-		*--help=*) _bo_help=" (--help lists them)" ;;
 		esac
 	done
 	BENCH_SHIFT=0
 	while [ $# -gt 0 ]; do
+		case $1 in -h | --help) bench_usage ;; esac
 		_bo_to=
 		for _bo_e in $_bo_spec; do
 			case $_bo_e in *=*)
-				case "|${_bo_e%%=*}|" in *"|$1|"*) _bo_to=${_bo_e#*=}; break ;; esac ;;
+				[ "${_bo_e%%=*}" != "$1" ] || { _bo_to=${_bo_e#*=}; break; } ;;
 			esac
 		done
-		case $1 in *'|'*) _bo_to= ;; esac # an ARG "-h|--help" is no name
 		case $_bo_to in
 		'')
 			if [ "$1" = -- ] && [ -n "$_bo_dashes" ]; then
@@ -46,10 +44,8 @@ bench_options() {
 			fi
 			[ -z "$_bo_any" ] || return 0
 			case $1 in -*) ;; *) [ -z "$_bo_word" ] || return 0 ;; esac
-			echo "$_bo_name: unknown option '$1'$_bo_help" >&2
+			echo "$_bo_name: unknown option '$1' (--help lists them)" >&2
 			exit 2 ;;
-		*'()') ${_bo_to%'()'}
-			_bo_n=1 ;;
 		*=*) eval "${_bo_to%%=*}=\${_bo_to#*=}"
 			_bo_n=1 ;;
 		*) [ $# -ge 2 ] || { echo "$_bo_name: $1 needs a value" >&2; exit 2; }
@@ -59,6 +55,13 @@ bench_options() {
 		shift "$_bo_n"
 		BENCH_SHIFT=$((BENCH_SHIFT + _bo_n))
 	done
+}
+
+# bench_usage: the running script's opening comment (its lines after the
+# first, up to the first that is not a comment), without the "# ", and exit 0.
+bench_usage() {
+	awk 'NR > 1 && /^#/ { sub(/^# ?/, ""); print; next } NR > 1 { exit }' "$0"
+	exit 0
 }
 
 # bench_need NAME [TOOL...]: what a script checks before it starts, each

@@ -54,9 +54,7 @@ set -euo pipefail
 QUICK=0
 TESTS="1,2,3"
 KEEP_DB=""
-# shellcheck disable=SC2317 # run by bench_options, for --help
-usage() { sed -n '2,/^set -euo/p' "$0" | sed '$d; s/^# \{0,1\}//'; exit 0; }
-bench_options validate-emu "--quick=QUICK=1 --tests=TESTS --db=KEEP_DB -h|--help=usage()" "$@"
+bench_options validate-emu "--quick=QUICK=1 --tests=TESTS --db=KEEP_DB" "$@"
 [ -n "${FSPRISM:-}" ] || [ -x build/fsprism ] || FSPRISM=$(pwd)/fsprism
 bench_need validate-emu fio jq sqlite3 python3 filefrag losetup wipefs mkfs.ext4 mkfs.btrfs fusermount3
 FSPRISM=$(readlink -f "$FSPRISM")

@@ -5,6 +5,8 @@
 # axis whose every round and summary cell is printed, a run against another
 # build (--base), and a run stopped half-way: the loop device detached, the
 # RAM disk and scratch directory removed, the workqueues' CPUs as before.
+# And the options every bench script shares (bench/lib.sh): --help, and an
+# unknown option refused.
 # It checks that the script measures and cleans up, not what it measures:
 # the ratios themselves are results (docs/results/engine-vs-fio.md).
 FSP_ROOT_LATER=1 # the option checks need no root
@@ -56,6 +58,33 @@ if [ "$rc" -eq 0 ] && [ ! -s "$T/err" ] && [ -z "$missing" ]; then
 else
 	not_ok "--help: exit $rc, missing:$missing"
 fi
+
+# Every bench script reads its options through bench/lib.sh: --help prints
+# its opening comment (with its usage) and exits 0; an unknown option is one
+# line and exit 2, before anything runs. bash: some scripts need it.
+for s in "$TESTS_SRCDIR"/../bench/*.sh; do
+	name=$(basename "$s")
+	[ "$name" != lib.sh ] || continue
+	bash "$s" --help >"$T/help" 2>"$T/err"
+	rc=$?
+	if [ "$rc" -eq 0 ] && [ ! -s "$T/err" ] && grep -q "^bench/$name\|^$name" "$T/help" &&
+	   grep -qi "usage\|options" "$T/help"; then
+		ok "$name --help: exit 0, its opening comment"
+	else
+		not_ok "$name --help: exit $rc, '$(head -1 "$T/help")' '$(cat "$T/err")'"
+	fi
+	# decomp-residual passes what it does not take on to fsprism compare
+	[ "$name" != decomp-residual.sh ] || continue
+	bash "$s" --bogus-option >"$T/out" 2>"$T/err" </dev/null
+	rc=$?
+	# the line names the script, with or without its .sh
+	line=$(cat "$T/err")
+	if [ "$rc" -eq 2 ] && [ "${line#"${name%.sh}"*: }" = "unknown option '--bogus-option' (--help lists them)" ]; then
+		ok "$name: an unknown option: exit 2, one line"
+	else
+		not_ok "$name: an unknown option: exit $rc, '$(cat "$T/err")'"
+	fi
+done
 
 fsp_need_root
 command -v fio >/dev/null && command -v jq >/dev/null || { not_ok "fio and jq are installed"; fsp_done; exit 1; }
