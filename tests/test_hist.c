@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <cmocka.h>
+#include "src/base/cmp.h"
 #include "src/base/hist.h"
 #include "src/base/quantile.h"
 #include "tests/unit.h"
@@ -290,4 +291,23 @@ UNIT_TEST(test_sorted_quantiles)
 	qsort(u, 4, sizeof(u[0]), fsp_cmp_u64);
 	assert_true(u[0] == 0 && u[1] == 1 && u[2] == 1ull << 63 && u[3] == UINT64_MAX);
 	assert_true(fsp_quantile_u64(u, 4, 0.75) == 1ull << 63);
+}
+
+/* The three-way comparison of every comparator: the sign right where a
+ * subtraction would overflow or wrap, 0 only on equal, the first differing
+ * key deciding a chain. */
+UNIT_TEST(test_cmp)
+{
+	(void)state;
+	assert_int_equal(FSP_CMP((uint64_t)0, UINT64_MAX), -1);
+	assert_int_equal(FSP_CMP(UINT64_MAX, (uint64_t)1), 1);
+	assert_int_equal(FSP_CMP(INT64_MIN, INT64_MAX), -1);
+	assert_int_equal(FSP_CMP(INT32_MAX, INT32_MIN), 1);
+	assert_int_equal(FSP_CMP(1ull << 63, 1ull << 63), 0);
+	assert_int_equal(FSP_CMP(-0.5, 0.25), -1);
+	assert_int_equal(FSP_CMP(NAN, 1.0), 0); /* unordered: neither below nor above */
+	struct { uint64_t t; uint32_t row; } x = { 5, 9 }, y = { 5, 2 }, z = { 4, 99 };
+	assert_int_equal(FSP_CMP(x.t, y.t) ?: FSP_CMP(x.row, y.row), 1);
+	assert_int_equal(FSP_CMP(z.t, y.t) ?: FSP_CMP(z.row, y.row), -1);
+	assert_int_equal(FSP_CMP(x.t, x.t) ?: FSP_CMP(x.row, x.row), 0);
 }

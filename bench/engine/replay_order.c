@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "bench/engine/replay_order.h"
+#include "src/base/cmp.h"
 
 /* a time and the IO it is of: sorted by time, then position (stable) */
 struct key {
@@ -15,9 +16,7 @@ struct key {
 static int by_key(const void *a, const void *b)
 {
 	const struct key *x = a, *y = b;
-	if (x->ns != y->ns)
-		return x->ns < y->ns ? -1 : 1;
-	return x->i < y->i ? -1 : x->i > y->i;
+	return FSP_CMP(x->ns, y->ns) ?: FSP_CMP(x->i, y->i);
 }
 
 int fsp_replay_order_init(struct fsp_replay_order *o, struct fsp_replay_io *io, size_t n)

@@ -12,6 +12,7 @@
 #include <string.h>
 #include <time.h>
 #include "fs/emu/store_int.h"
+#include "src/base/cmp.h"
 
 uint8_t *commit_block(struct emu_store *st, struct commit *c, uint64_t pblk, int kind)
 {
@@ -28,7 +29,7 @@ uint8_t *commit_block(struct emu_store *st, struct commit *c, uint64_t pblk, int
 static int cmp_mwrite(const void *a, const void *b)
 {
 	const struct mwrite *x = a, *y = b;
-	return x->pblk < y->pblk ? -1 : x->pblk > y->pblk;
+	return FSP_CMP(x->pblk, y->pblk);
 }
 
 /* Write blocks in device order, joining runs of consecutive blocks into one

@@ -8,6 +8,7 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include "src/base/cmp.h"
 #include "src/base/quantile.h"
 #include "fs/emu/crc32c.h"
 #include "fs/emu/endian.h"
@@ -187,7 +188,7 @@ struct omap_ent {
 static int cmp_omap(const void *a, const void *b)
 {
 	const struct omap_ent *x = a, *y = b;
-	return x->id < y->id ? -1 : x->id > y->id;
+	return FSP_CMP(x->id, y->id);
 }
 
 int commit_omap(struct emu_store *st, struct commit *c, uint64_t **out_nodes,

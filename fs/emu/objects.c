@@ -9,6 +9,7 @@
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
+#include "src/base/cmp.h"
 #include "src/base/quantile.h"
 #include "fs/emu/store_int.h"
 
@@ -175,16 +176,14 @@ uint64_t emu_store_uuid(const struct emu_store *st)
 
 static int cmp_ident_key(const void *a, const void *b)
 {
-	uint64_t x = ((const struct emu_obj_ident *)a)->key;
-	uint64_t y = ((const struct emu_obj_ident *)b)->key;
-	return x < y ? -1 : x > y;
+	const struct emu_obj_ident *x = a, *y = b;
+	return FSP_CMP(x->key, y->key);
 }
 
 static int cmp_ident_oid(const void *a, const void *b)
 {
-	uint64_t x = ((const struct emu_obj_ident *)a)->oid;
-	uint64_t y = ((const struct emu_obj_ident *)b)->oid;
-	return x < y ? -1 : x > y;
+	const struct emu_obj_ident *x = a, *y = b;
+	return FSP_CMP(x->oid, y->oid);
 }
 
 int emu_store_list(struct emu_store *st, struct emu_obj_ident **out, size_t *n)
@@ -203,6 +202,12 @@ int emu_store_list(struct emu_store *st, struct emu_obj_ident **out, size_t *n)
 	*out = v;
 	*n = k;
 	return 0;
+}
+
+struct emu_obj_ident *emu_store_list_find(struct emu_obj_ident *v, size_t n, uint64_t key)
+{
+	struct emu_obj_ident k = { .key = key };
+	return n ? bsearch(&k, v, n, sizeof(*v), cmp_ident_key) : NULL;
 }
 
 /* The walk over a snapshot (fn may call the store). */

@@ -13,6 +13,7 @@
 #include "fs/emu/crc32c.h"
 #include "fs/emu/endian.h"
 #include "fs/emu/store_int.h"
+#include "src/base/cmp.h"
 
 /* Journal replay: each logged block goes home. */
 static int replay_apply(void *ctx, uint64_t seq, uint64_t tag, const void *block)
@@ -126,7 +127,7 @@ static int load_obj(struct emu_store *st, struct emu_cx *cx, struct load *L, str
 static int cmp_ext(const void *a, const void *b)
 {
 	const struct loaded_ext *x = a, *y = b;
-	return x->pblk < y->pblk ? -1 : x->pblk > y->pblk;
+	return FSP_CMP(x->pblk, y->pblk);
 }
 
 /* Rebuild allocation and reference counts from what the maps reference:

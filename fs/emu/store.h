@@ -236,6 +236,8 @@ struct emu_obj_ident {
 uint64_t emu_store_uuid(const struct emu_store *st);
 /* Every object, sorted by key; *out to be freed. 0 or -ENOMEM. */
 int emu_store_list(struct emu_store *st, struct emu_obj_ident **out, size_t *n);
+/* The object of such a list v[0..n) whose key is key, or NULL. */
+struct emu_obj_ident *emu_store_list_find(struct emu_obj_ident *v, size_t n, uint64_t key);
 /* Give each object of bind[] (by oid) the key bind[].key (an inode number)
  * and the generation bind[].gen (when not 0); every other object becomes
  * an orphan. All or nothing: -EEXIST if two objects would share a key,

@@ -48,6 +48,7 @@
 #include <sys/xattr.h>
 #include <fuse_lowlevel.h>
 #include <linux/fuse.h>
+#include "src/base/cmp.h"
 #include "src/base/grow.h"
 #include "src/sys/mountinfo.h"
 #include "fs/emu/store.h"
@@ -256,8 +257,8 @@ static int tree_visit(const char *fpath, const struct stat *sb, int type, struct
 
 static int cmp_tree_file(const void *a, const void *b)
 {
-	uint64_t x = ((const struct tree_file *)a)->ino, y = ((const struct tree_file *)b)->ino;
-	return x < y ? -1 : x > y;
+	const struct tree_file *x = a, *y = b;
+	return FSP_CMP(x->ino, y->ino);
 }
 
 static void tree_free(struct tree *t)
@@ -337,15 +338,8 @@ struct oid_idx {
 
 static int cmp_oid_idx(const void *a, const void *b)
 {
-	uint64_t x = ((const struct oid_idx *)a)->oid, y = ((const struct oid_idx *)b)->oid;
-	return x < y ? -1 : x > y;
-}
-
-static int cmp_ident_key(const void *a, const void *b)
-{
-	uint64_t x = ((const struct emu_obj_ident *)a)->key;
-	uint64_t y = ((const struct emu_obj_ident *)b)->key;
-	return x < y ? -1 : x > y;
+	const struct oid_idx *x = a, *y = b;
+	return FSP_CMP(x->oid, y->oid);
 }
 
 /* BACKING/f->path in buf; 0, or -1 if it does not fit. */
@@ -443,9 +437,8 @@ static int bind_objects(struct daemon *d, struct bind_report *r)
 	/* files without an id of this store: by inode number and birth time */
 	for (size_t k = 0; k < t.n; k++) {
 		struct tree_file *f = &t.v[k];
-		struct emu_obj_ident key = { .key = f->ino };
-		struct emu_obj_ident *o = f->ident == 1 || f->ident == 2 || !nobj ? NULL :
-			bsearch(&key, objs, nobj, sizeof(key), cmp_ident_key);
+		struct emu_obj_ident *o = f->ident == 1 || f->ident == 2 ? NULL :
+			emu_store_list_find(objs, nobj, f->ino);
 		if (!o || claimed[o - objs] || (o->gen && f->btime && o->gen != f->btime))
 			continue;
 		claimed[o - objs] = 1;
@@ -525,9 +518,7 @@ static uint64_t write_ids(struct daemon *d, struct tree *t)
 		return 0;
 	for (size_t k = 0; k < t->n; k++) {
 		struct tree_file *f = &t->v[k];
-		struct emu_obj_ident key = { .key = f->ino };
-		struct emu_obj_ident *o = nobj ? bsearch(&key, objs, nobj, sizeof(key),
-							 cmp_ident_key) : NULL;
+		struct emu_obj_ident *o = emu_store_list_find(objs, nobj, f->ino);
 		if (o && !(f->ident == 1 && f->oid == o->oid) && f->path &&
 		    ident_write(d->o->backing, f, uuid, o->oid) == 0) {
 			f->ident = 1; /* hard links: the next name sees it written */

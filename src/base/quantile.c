@@ -3,6 +3,7 @@
  * them (quantile.h).
  */
 #include <math.h>
+#include "src/base/cmp.h"
 #include "src/base/quantile.h"
 
 uint64_t fsp_quantile_rank(uint64_t n, double q)
@@ -32,12 +33,10 @@ int64_t fsp_quantile_i64(const int64_t *sorted, size_t n, double q)
 
 int fsp_cmp_u64(const void *a, const void *b)
 {
-	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
-	return x < y ? -1 : x > y;
+	return FSP_CMP(*(const uint64_t *)a, *(const uint64_t *)b);
 }
 
 int fsp_cmp_i64(const void *a, const void *b)
 {
-	int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
-	return x < y ? -1 : x > y;
+	return FSP_CMP(*(const int64_t *)a, *(const int64_t *)b);
 }

@@ -8,6 +8,7 @@
 #include <string.h>
 #include "src/db/handle.h"
 #include "src/db/results.h"
+#include "src/base/cmp.h"
 
 static char *col_text(sqlite3_stmt *s, int i)
 {
@@ -659,16 +660,14 @@ int fsp_store_each_op_in_window(struct fsp_store *st, int64_t run, int64_t t0, i
 
 static int cmp_drow(const void *a, const void *b)
 {
-	uint64_t x = ((const struct fsp_fuse_drow *)a)->unique;
-	uint64_t y = ((const struct fsp_fuse_drow *)b)->unique;
-	return x < y ? -1 : x > y;
+	const struct fsp_fuse_drow *x = a, *y = b;
+	return FSP_CMP(x->unique, y->unique);
 }
 
 static int cmp_trow(const void *a, const void *b)
 {
-	uint64_t x = ((const struct fsp_fuse_trow *)a)->unique;
-	uint64_t y = ((const struct fsp_fuse_trow *)b)->unique;
-	return x < y ? -1 : x > y;
+	const struct fsp_fuse_trow *x = a, *y = b;
+	return FSP_CMP(x->unique, y->unique);
 }
 
 static int parts_add(struct fsp_fuse_parts *p, int64_t queue, int64_t reply)

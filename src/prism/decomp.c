@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "src/prism/decomp.h"
+#include "src/base/cmp.h"
 #include "src/base/grow.h"
 #include "src/base/quantile.h"
 
@@ -80,11 +81,7 @@ struct event {
 static int cmp_event(const void *a, const void *b)
 {
 	const struct event *x = a, *y = b;
-	if (x->t != y->t)
-		return x->t < y->t ? -1 : 1;
-	if (x->late != y->late)
-		return x->late - y->late;
-	return x->child < y->child ? -1 : x->child > y->child;
+	return FSP_CMP(x->t, y->t) ?: FSP_CMP(x->late, y->late) ?: FSP_CMP(x->child, y->child);
 }
 
 static const struct parent *sort_parents; /* qsort has no context argument */
@@ -93,9 +90,7 @@ static int cmp_parent_lo(const void *a, const void *b)
 {
 	const struct parent *x = &sort_parents[*(const size_t *)a];
 	const struct parent *y = &sort_parents[*(const size_t *)b];
-	if (x->lo != y->lo)
-		return x->lo < y->lo ? -1 : 1;
-	return *(const size_t *)a < *(const size_t *)b ? -1 : 1;
+	return FSP_CMP(x->lo, y->lo) ?: FSP_CMP(*(const size_t *)a, *(const size_t *)b);
 }
 
 struct cand {
@@ -107,11 +102,8 @@ struct cand {
 static int cmp_cand(const void *a, const void *b)
 {
 	const struct cand *x = a, *y = b;
-	if (x->tid_match != y->tid_match)
-		return y->tid_match - x->tid_match;
-	if (x->lo != y->lo)
-		return x->lo < y->lo ? -1 : 1;
-	return x->parent < y->parent ? -1 : x->parent > y->parent;
+	return FSP_CMP(y->tid_match, x->tid_match) ?: FSP_CMP(x->lo, y->lo) ?:
+	       FSP_CMP(x->parent, y->parent);
 }
 
 static int add_pair(struct pairs *ps, size_t parent, size_t child, uint64_t lo, uint64_t hi,
@@ -290,9 +282,7 @@ struct edge {
 static int cmp_edge(const void *a, const void *b)
 {
 	const struct edge *x = a, *y = b;
-	if (x->t != y->t)
-		return x->t < y->t ? -1 : 1;
-	return 0;
+	return FSP_CMP(x->t, y->t);
 }
 
 struct split {
@@ -365,7 +355,7 @@ static uint64_t made_ns(const struct fsp_dc_block *b)
 static int cmp_ext_phys(const void *a, const void *b)
 {
 	const struct fsp_extent *x = a, *y = b;
-	return x->physical < y->physical ? -1 : x->physical > y->physical;
+	return FSP_CMP(x->physical, y->physical);
 }
 
 /* The block requests as children, mapped to the target's (or daemon's) offsets. */
@@ -479,7 +469,7 @@ static const struct fsp_dc_fuse *find_fuse(const struct fsp_dc_fuse *f, size_t n
 static int cmp_fuse(const void *a, const void *b)
 {
 	const struct fsp_dc_fuse *x = a, *y = b;
-	return x->unique < y->unique ? -1 : x->unique > y->unique;
+	return FSP_CMP(x->unique, y->unique);
 }
 
 /* The layers of a daemon row's handler time: backing outside its block IO,

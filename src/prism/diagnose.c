@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "src/prism/diagnose.h"
+#include "src/base/cmp.h"
 
 /* A mechanism's gate: how much the pattern must change to count. */
 #define SEQ_DROP 0.20      /* device sequentiality (reads, writes), absolute share */
@@ -43,8 +44,7 @@ const char *fsp_dx_owner_name(enum fsp_dx_owner o)
 
 static int cmp_double(const void *x, const void *y)
 {
-	double a = *(const double *)x, b = *(const double *)y;
-	return a < b ? -1 : a > b;
+	return FSP_CMP(*(const double *)x, *(const double *)y);
 }
 
 /* The values > 0 of v, sorted, into out; their number. */
@@ -140,7 +140,7 @@ int fsp_dx_judge(const double *a, int na, const double *b, int nb, struct fsp_dx
 static int by_read_pct_desc(const void *x, const void *y)
 {
 	const struct fsp_dx_point *a = x, *b = y;
-	return b->read_pct - a->read_pct;
+	return FSP_CMP(b->read_pct, a->read_pct);
 }
 
 /* A mixed step below FSP_DX_DIP of the pure level, and the top of its

@@ -15,6 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "src/prism/pattern.h"
+#include "src/base/cmp.h"
 #include "src/base/quantile.h"
 
 #define SECTOR 512u
@@ -103,8 +104,7 @@ static uint64_t pos_of(const struct disks *d, const struct fsp_block_io *r)
 
 static int cmp_u32(const void *a, const void *b)
 {
-	uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
-	return x < y ? -1 : x > y;
+	return FSP_CMP(*(const uint32_t *)a, *(const uint32_t *)b);
 }
 
 static int disks_of(const struct fsp_block_io *rows, size_t n, struct disks *d)
@@ -135,8 +135,7 @@ static uint64_t sectors_of(const struct fsp_block_io *r)
 
 static int cmp_int(const void *a, const void *b)
 {
-	int x = *(const int *)a, y = *(const int *)b;
-	return x < y ? -1 : x > y;
+	return FSP_CMP(*(const int *)a, *(const int *)b);
 }
 
 /* The pattern of step, or NULL for a row outside every step. */
@@ -165,9 +164,7 @@ struct issued {
 static int cmp_issued(const void *a, const void *b)
 {
 	const struct issued *x = a, *y = b;
-	if (x->issue_ns != y->issue_ns)
-		return x->issue_ns < y->issue_ns ? -1 : 1;
-	return x->row < y->row ? -1 : x->row > y->row;
+	return FSP_CMP(x->issue_ns, y->issue_ns) ?: FSP_CMP(x->row, y->row);
 }
 
 static int add_seq(const struct fsp_block_io *rows, size_t n, const struct disks *dk,
@@ -249,11 +246,7 @@ struct event {
 static int cmp_event(const void *a, const void *b)
 {
 	const struct event *x = a, *y = b;
-	if (x->t != y->t)
-		return x->t < y->t ? -1 : 1;
-	if (x->kind != y->kind)
-		return x->kind < y->kind ? -1 : 1;
-	return x->row < y->row ? -1 : x->row > y->row;
+	return FSP_CMP(x->t, y->t) ?: FSP_CMP(x->kind, y->kind) ?: FSP_CMP(x->row, y->row);
 }
 
 static size_t seg_index(const uint64_t *c, size_t nc, uint64_t v)
