@@ -10,6 +10,7 @@
 #include "config.h"
 #include <inttypes.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include "src/base/json.h"
 #include "src/cli/diagnose_int.h"
@@ -95,10 +96,37 @@ static void print_shapes(FILE *out, const struct dx_run *d, const struct dx_resu
 		fprintf(out, "  no mix sweep: no bathtub to look for\n");
 }
 
+static void answer_lines(FILE *out, const struct dx_run *d, const struct dx_result *res);
+
 void fsp_answer_print(FILE *out, struct fsp_store *st, const struct dx_run *d,
 		      const struct dx_result *res)
 {
 	(void)st;
+	char *text = NULL;
+	size_t n = 0;
+	FILE *mem = open_memstream(&text, &n);
+	if (!mem) {
+		answer_lines(out, d, res);
+		return;
+	}
+	answer_lines(mem, d, res);
+	fclose(mem);
+	/* the columns pad with spaces: none at a line's end */
+	for (size_t i = 0, start = 0; i < n; i++) {
+		if (text[i] != '\n')
+			continue;
+		size_t end = i;
+		while (end > start && text[end - 1] == ' ')
+			end--;
+		fwrite(text + start, 1, end - start, out);
+		fputc('\n', out);
+		start = i + 1;
+	}
+	free(text);
+}
+
+static void answer_lines(FILE *out, const struct dx_run *d, const struct dx_result *res)
+{
 	char names[MAX_STEPS][32];
 	step_names(d, names);
 	fprintf(out, "\nthe answer (%d round%s; ", d->rounds, d->rounds == 1 ? "" : "s");
