@@ -21,7 +21,7 @@ q() { sqlite3 "$T/c.db" "$1"; }
 
 # ---- a whole compare at tiny scale ----
 # shellcheck disable=SC2086
-"$FSPRISM" compare --db "$T/c.db" $TINY >"$T/out" 2>"$T/err"
+"$FSPRISM" compare --db "$T/c.db" $TINY --details >"$T/out" 2>"$T/err"
 rc=$?
 expect_eq "compare exits 0" 0 "$rc"
 [ "$rc" -eq 0 ] || cat "$T/err"
@@ -124,6 +124,46 @@ expect_eq "stats csv of a target's run: its target and step labels" "fs mix=100/
 expect_eq "the report fits 100 columns (table, splits, block, layers per IO)" 0 \
 	"$(sed '/^diagnosis of compare run/,$d' "$T/out" | awk 'length > 100' | wc -l)"
 
+# ---- the default screen: the answer first, in one screen ----
+# (two rounds, so that the noise rule judges; the default profile)
+"$FSPRISM" compare --db "$T/a.db" $TINY --rounds 2 >"$T/aout" 2>"$T/aerr"
+rc=$?
+expect_eq "default screen: compare exits 0" 0 "$rc"
+[ "$rc" -eq 0 ] || cat "$T/aerr"
+sed 's/^/# /' "$T/aout"
+expect_eq "default screen: no line over 100 columns" 0 "$(awk 'length > 100' "$T/aout" | wc -l)"
+lines=$(wc -l <"$T/aout")
+check "default screen: about one screen ($lines lines, at most 60)" [ "$lines" -le 60 ]
+check "default screen: the answer, judged over 2 rounds" grep -q "^the answer (2 rounds; " "$T/aout"
+check "default screen: a headline for ext4 against raw" \
+	grep -q "^  ext4 \(not \)\?slower than raw at " "$T/aout"
+check "default screen: a headline for fsprism against ext4" \
+	grep -q "^  fsprism \(not \)\?slower than ext4 at " "$T/aout"
+check "default screen: the bathtub line" grep -q "^  \(no \)\?bathtub: " "$T/aout"
+expect_eq "default screen: a row per mix" 11 \
+	"$(grep -c '^  [0-9]*/[0-9]*  *[0-9.]*[* ]  *[0-9.]*[* ]  *[0-9.]*' "$T/aout")"
+check "default screen: the mean and the ratio to raw" grep -q "^  x raw  *1.00 " "$T/aout"
+check "default screen: where the details are" grep -q "^  every verdict: fsprism diagnose $T/a.db --run " "$T/aout"
+for gone in "per layer" "layers per IO" "diagnosis of compare run" "^step 0 "; do
+	check "default screen: no '$gone' (behind --details)" sh -c "! grep -q '$gone' '$T/aout'"
+done
+# compare's answer is the one diagnose prints, and its owners are the JSON's
+a=$(sqlite3 "$T/a.db" "SELECT id FROM runs WHERE kind='compare'")
+"$FSPRISM" diagnose "$T/a.db" --run "${a:-0}" >"$T/adx"
+sed -n '/^the answer (/,/^diagnosis of compare run/p' "$T/adx" | sed '$d' | sed '$d' >"$T/adx.a"
+sed -n '/^the answer (/,/^details: /p' "$T/aout" | sed '$d' | sed '$d' >"$T/aout.a"
+check "default screen: the answer as fsprism diagnose prints it" cmp -s "$T/adx.a" "$T/aout.a"
+"$FSPRISM" diagnose "$T/a.db" --wide >"$T/adxw"
+"$FSPRISM" diagnose "$T/a.db" --format json >"$T/adxj"
+r=$(python3 "$TESTS_SRCDIR/answer_check.py" "$T/adxw" "$T/adxj")
+case $r in
+ok*) ok "default screen: text and JSON name the same owners ($r)" ;;
+*) not_ok "default screen: text and JSON name the same owners: $r" ;;
+esac
+expect_eq "default screen: the JSON has a headline per pair" 2 \
+	"$(sqlite3 :memory: "SELECT json_array_length(readfile('$T/adxj'), '\$.answer.headlines')")"
+nothing_left "after the default screen"
+
 # ---- --format csv on a pipe, with run's options, status lines ----
 # shellcheck disable=SC2086
 "$FSPRISM" compare --db "$T/f.db" $TINY --targets raw,fsprism --format csv \
@@ -148,7 +188,7 @@ nothing_left "after compare --format csv"
 
 # ---- --cow=always: the emu target is appended ----
 # shellcheck disable=SC2086
-"$FSPRISM" compare --db "$T/e.db" $TINY --cow=always >"$T/eout" 2>"$T/eerr"
+"$FSPRISM" compare --db "$T/e.db" $TINY --cow=always --details >"$T/eout" 2>"$T/eerr"
 rc=$?
 expect_eq "compare --cow=always exits 0" 0 "$rc"
 [ "$rc" -eq 0 ] || cat "$T/eerr"
@@ -233,7 +273,7 @@ interrupt_after "SIGINT with the emu mount up" fuse --targets emu --cow=always
 # SIGINT once the second target has finished a few steps: the table says
 # "interrupted" where that target stopped and the mean is over the steps
 # every target finished, and only those
-"$FSPRISM" compare --db "$T/s.db" --size=512M --time=300ms --span=64M --targets raw,fs \
+"$FSPRISM" compare --db "$T/s.db" --size=512M --time=300ms --span=64M --targets raw,fs --details \
 	>"$T/sout" 2>"$T/serr" &
 pid=$!
 i=0
@@ -309,7 +349,7 @@ bad "mounted device, --destroy-data" "$D is mounted" --device "$D" --destroy-dat
 umount "$T/m"
 
 # ---- --device: the ext4 on it is overwritten with --destroy-data ----
-"$FSPRISM" compare --db "$T/d.db" --device "$D" --destroy-data --targets raw,fs \
+"$FSPRISM" compare --db "$T/d.db" --device "$D" --destroy-data --targets raw,fs --details \
 	--time=200ms --span=32M >"$T/dout" 2>"$T/derr"
 rc=$?
 expect_eq "compare --device --destroy-data exits 0" 0 "$rc"
@@ -320,7 +360,7 @@ check "--device: nothing of compare mounted" sh -c "! grep -q '$D' /proc/mounts"
 nothing_left "compare --device"
 
 # ---- --device with the emu target: the device becomes an fsprism store ----
-"$FSPRISM" compare --db "$T/d.db" --device "$D" --destroy-data --targets emu \
+"$FSPRISM" compare --db "$T/d.db" --device "$D" --destroy-data --targets emu --details \
 	--journal=ordered --time=200ms --span=32M >"$T/dout" 2>"$T/derr"
 rc=$?
 expect_eq "compare --device --targets emu exits 0" 0 "$rc"

@@ -68,7 +68,7 @@ EOF
 }
 
 # ---- a compare: every target gets its parts ---------------------------------------
-"$FSPRISM" compare --db "$DB" --size=512M --profile sustained-randread --qd=1,32 \
+"$FSPRISM" compare --db "$DB" --size=512M --profile sustained-randread --qd=1,32 --details \
 	--time=1s --span=64M >"$T/out" 2>"$T/err"
 expect_eq "compare exits 0" 0 "$?"
 cmp=$(q "SELECT id FROM runs WHERE kind='compare'")

@@ -41,6 +41,19 @@ scenario() {
 	# the verdicts, for the log
 	sed -n '/^diagnosis of/,$s/^/# /p' "$T/$name.out"
 	nothing_left "$name"
+	agree "$name" "$db"
+}
+
+# agree NAME DB: the answer's text and JSON name the same owners: every
+# headline, bathtub, step row and verdict (tests/answer_check.py)
+agree() {
+	"$FSPRISM" diagnose "$2" --wide >"$T/$1.dxt" 2>&1
+	"$FSPRISM" diagnose "$2" --format json >"$T/$1.dxj" 2>&1
+	r=$(python3 "$TESTS_SRCDIR/answer_check.py" "$T/$1.dxt" "$T/$1.dxj")
+	case $r in
+	ok*) ok "$1: text and JSON name the same owners ($r)" ;;
+	*) not_ok "$1: text and JSON name the same owners: $r" ;;
+	esac
 }
 
 # ---- no injection: the FUSE transport's known cost, or noise ----

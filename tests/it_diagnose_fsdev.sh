@@ -36,7 +36,7 @@ near() { # X Y REL
 
 # ---- traced (the default): the mount's trace is fsprism's device view ----
 # shellcheck disable=SC2086
-"$FSPRISM" compare --db "$T/seq.db" $SIZES --targets raw,fs,fsprism --mix=100 --rounds 3 \
+"$FSPRISM" compare --db "$T/seq.db" $SIZES --targets raw,fs,fsprism --mix=100 --rounds 3 --details \
 	>"$T/seq.out" 2>"$T/seq.err"
 rc=$?
 expect_eq "seq read: compare exits 0" 0 "$rc"

@@ -183,7 +183,7 @@ expect_eq "the refused requests are rows with their errno" "2 13" "$(sqlite3 "$T
 
 # --- compare --inject: the rules in the fsprism target's mount ---
 mkdir "$T/tmp"
-TMPDIR="$T/tmp" "$FSPRISM" compare --db "$T/c.db" --size=256M --time=300ms --span=32M \
+TMPDIR="$T/tmp" "$FSPRISM" compare --db "$T/c.db" --size=256M --time=300ms --span=32M --details \
 	--targets raw,fsprism --inject "op=read,delay=200us" >"$T/cout" 2>"$T/cerr"
 expect_eq "compare --inject exits 0" 0 "$?"
 mrun=$(sqlite3 "$T/c.db" "SELECT id FROM runs WHERE label='fsprism-fuse' ORDER BY id DESC LIMIT 1")

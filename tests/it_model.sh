@@ -145,7 +145,7 @@ check "mount: nothing mounted" sh -c "! mountpoint -q '$T/m'"
 TMPDIR="$T/tmp"
 export TMPDIR
 nothing_left() { fsp_nothing_left "$T/tmp" "$1"; }
-"$FSPRISM" compare --db "$T/c.db" --size=256M --time=300ms --span=32M \
+"$FSPRISM" compare --db "$T/c.db" --size=256M --time=300ms --span=32M --details \
 	--targets raw,fs --device-model "switch=100us,flush=1ms" >"$T/out" 2>"$T/cerr"
 rc=$?
 expect_eq "compare --device-model exits 0" 0 "$rc"

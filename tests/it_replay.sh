@@ -28,7 +28,7 @@ compare_case() {
 	name=$1 db=$2
 	shift 2
 	# shellcheck disable=SC2086
-	fsp_compare "$name" "$db" $SIZES --quiet "$@"
+	fsp_compare "$name" "$db" $SIZES --quiet --details "$@"
 	fsp_nothing_left "$TMPDIR" "$name"
 }
 

@@ -85,15 +85,15 @@ static void print_shapes(FILE *out, const struct dx_run *d, const struct dx_resu
 			if (pct == s->low_pct)
 				low = names[i];
 		}
-		fprintf(out, "  bathtub: %s, %d mixes from %s to %s below %.0f%% of its pure steps "
+		fprintf(out, "- bathtub: %s, %d mixes from %s to %s below %.0f%% of its pure steps "
 			"(%.1f MB/s), lowest %.1f MB/s at %s (%.2fx); owner %s\n", fsp_dx_tname(d, t),
 			s->nlow, first, last, 100 * FSP_DX_DIP, s->pure_mbps, s->low_mbps, low,
 			s->depth, fsp_dx_owner_name(res->shape_owner[t]));
 	}
 	if (nn)
-		fprintf(out, "  no bathtub: %s\n", none);
+		fprintf(out, "- no bathtub: %s\n", none);
 	if (!any)
-		fprintf(out, "  no mix sweep: no bathtub to look for\n");
+		fprintf(out, "- no mix sweep: no bathtub to look for\n");
 }
 
 static void answer_lines(FILE *out, const struct dx_run *d, const struct dx_result *res);
@@ -137,7 +137,7 @@ static void answer_lines(FILE *out, const struct dx_run *d, const struct dx_resu
 		fprintf(out, "a difference inside the round-to-round spread is noise):\n");
 	for (int t = 0; t < FSP_DX__TARGETS; t++)
 		if (res->have_head[t])
-			fprintf(out, "  %s\n", res->head[t].text);
+			fprintf(out, "- %s\n", res->head[t].text);
 	print_shapes(out, d, res, names);
 
 	/* one row per step: the medians over the rounds */

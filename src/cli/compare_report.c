@@ -633,17 +633,25 @@ static void print_where(FILE *out, struct fsp_store *st, const struct opts *o,
 			int64_t cmp_run)
 {
 	const char *db = fsp_store_filename(st);
-	fprintf(out, "\ndetails: every step's latency, the layer split per IO and every verdict "
-		"with its evidence:\n");
-	fprintf(out, "  fsprism stats %s --run %" PRId64 " [--format json|csv]   the table per "
-		"step and target\n", db, cmp_run);
-	fprintf(out, "  fsprism diagnose %s --run %" PRId64 "   every verdict\n", db, cmp_run);
-	fprintf(out, "  fsprism compare ... --details   all of it here, after the run\n");
+	char *text = NULL;
+	size_t n = 0;
+	FILE *mem = open_memstream(&text, &n);
+	if (!mem)
+		return;
+	fprintf(mem, "\ndetails: every step's latency, the layer split per IO and every "
+		"verdict with its evidence:\n");
+	fprintf(mem, "  the table per step and target: fsprism stats %s --run %" PRId64
+		" [--format json|csv]\n", db, cmp_run);
+	fprintf(mem, "  every verdict: fsprism diagnose %s --run %" PRId64 "\n", db, cmp_run);
+	fprintf(mem, "  all of it here, after the run: fsprism compare ... --details\n");
 	if (o->report)
-		fprintf(out, "  the charts: %s\n", o->report);
+		fprintf(mem, "  the charts: %s\n", o->report);
 	else
-		fprintf(out, "  fsprism report %s --run %" PRId64 " -o FILE.html   the charts\n",
+		fprintf(mem, "  the charts: fsprism report %s --run %" PRId64 " -o FILE.html\n",
 			db, cmp_run);
+	fclose(mem);
+	compare_fold(out, text, n, COMPARE_COLS);
+	free(text);
 }
 
 void compare_report(FILE *out, struct fsp_store *st, const struct opts *o,
