@@ -248,8 +248,7 @@ static int add_found(struct fsp_stall **v, size_t *n, size_t *cap, const struct 
 	return 0;
 }
 
-/* The findings with their steps' labels (labels[i] for out[i], borrowed
- * from w) when labels is not NULL. */
+/* fsp_stalls_find, keeping the steps read in w (their labels, for the text). */
 static int find(struct fsp_store *st, int64_t run, int64_t mount_run, struct walk *w,
 		struct fsp_stall **out, size_t *nout, char *err, size_t errlen)
 {
