@@ -29,6 +29,7 @@
 #include "src/db/results.h"
 #include "src/cli/stats_block.h"
 #include "src/cli/stats_layers.h"
+#include "src/cli/stalls.h"
 #include "src/cli/stats_fuse.h"
 #include "src/cli/stats_part.h"
 #include "src/db/store.h"
@@ -928,6 +929,8 @@ int fsp_stats_print(struct fsp_store *st, int64_t run, const char *format, unsig
 				   : fsp_stats_block_table(st, run, out);
 		if (erc == 0)
 			erc = fsp_stats_layers(st, run, format, out);
+		if (erc == 0)
+			erc = fsp_stats_stalls(st, run, format, out);
 		if (erc == 0)
 			erc = fsp_stats_fuse(st, run, format, out);
 		if (json)
