@@ -68,7 +68,11 @@
   function table(parent, id, columns, rows) {
     var t = add(parent, "table", { "data-chart": id });
     var hr = add(t, "tr");
-    columns.forEach(function (c, i) { add(hr, "th", { "class": i ? "" : "l", text: c }); });
+    // a column of text is left-aligned, its heading too
+    var text = columns.map(function (c, i) {
+      return !i || rows.some(function (r) { return typeof r[i] === "string"; });
+    });
+    columns.forEach(function (c, i) { add(hr, "th", { "class": text[i] ? "l" : "", text: c }); });
     rows.forEach(function (r) {
       var tr = add(t, "tr");
       r.forEach(function (v, i) {
