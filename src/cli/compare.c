@@ -74,6 +74,10 @@
 #define DEFAULT_DB "fsprism.db"
 #define DEFAULT_IMAGE_SIZE (2ull << 30)
 #define MAX_ROUNDS 16 /* FSP_DX_MAX_ROUNDS: diagnose reads this many */
+/* Without --rounds, --time and --bytes, compare spends the profile's step
+ * time in this many rounds of shorter steps, so that the noise rule has a
+ * spread to judge by at the same measuring time. */
+#define DEFAULT_ROUNDS 3
 /* An fsprism mount that compare makes: the fsprism or the emu target's. */
 struct fuse_mnt {
 	const char *name;         /* "fsprism" (mounted on WORKDIR/fuse), "emu" */
@@ -778,7 +782,7 @@ static int parse_targets(const char *list, int want[T__COUNT])
 enum { OPT_PROFILE = 256, OPT_DEVICE, OPT_FS, OPT_TARGETS, OPT_DB, OPT_SCALE, OPT_SIZE,
        OPT_COW, OPT_JOURNAL, OPT_ALLOC, OPT_DESTROY, OPT_REPORT, OPT_DEVICE_MODEL, OPT_ROUNDS,
        OPT_MAX_WRITE, OPT_INJECT, OPT_REPLAY, OPT_RECORD, OPT_NO_TRACE, OPT_FORMAT,
-       OPT_WIDE, OPT_STATUS };
+       OPT_WIDE, OPT_DETAILS, OPT_STATUS };
 
 /* Returns 0, 1 after --help, or -1 (usage error, said). */
 static int parse_args(int argc, char **argv, struct opts *o)
@@ -804,6 +808,7 @@ static int parse_args(int argc, char **argv, struct opts *o)
 		{ "no-trace", no_argument, NULL, OPT_NO_TRACE },
 		{ "format", required_argument, NULL, OPT_FORMAT },
 		{ "wide", no_argument, NULL, OPT_WIDE },
+		{ "details", no_argument, NULL, OPT_DETAILS },
 		{ "status-interval", required_argument, NULL, OPT_STATUS },
 		{ "quiet", no_argument, NULL, 'q' },
 		{ "report", required_argument, NULL, OPT_REPORT },
@@ -852,7 +857,8 @@ static int parse_args(int argc, char **argv, struct opts *o)
 		case OPT_RECORD: o->record = v; break;
 		case OPT_NO_TRACE: o->no_trace = 1; break;
 		case OPT_FORMAT: format = v; break;
-		case OPT_WIDE: o->wide = 1; break;
+		case OPT_WIDE: o->wide = o->details = 1; break;
+		case OPT_DETAILS: o->details = 1; break;
 		case OPT_STATUS: status = v; break;
 		case 'q': o->quiet = 1; break;
 		case OPT_REPORT: o->report = v; break;
@@ -965,6 +971,7 @@ static int parse_args(int argc, char **argv, struct opts *o)
 			return -1;
 		}
 		o->rounds = (int)r;
+		o->rounds_given = 1;
 	}
 	if (o->max_write) {
 		uint64_t mw;
@@ -1039,6 +1046,24 @@ static int validate_params(struct opts *o, struct fsp_params *p)
 			fail("%s: %s", o->pass_key[i], err);
 			return -1;
 		}
+	}
+	int own_length = o->rounds_given;
+	for (int i = 0; i < o->npass; i++)
+		own_length |= !strcmp(o->pass_key[i], "time") || !strcmp(o->pass_key[i], "bytes");
+	if (!own_length && p->time_ns >= DEFAULT_ROUNDS * 100000000ull && o->npass < MAX_PASS) {
+		/* the profile's step time, spread over DEFAULT_ROUNDS rounds */
+		char *j = o->joined[o->npass], t[64];
+		snprintf(t, sizeof t, "%" PRIu64 "ns", p->time_ns / DEFAULT_ROUNDS);
+		if (fsp_param_set(p, "time", t, err, sizeof err)) {
+			fail("time: %s", err);
+			return -1;
+		}
+		fsp_param_format(p, "time", t, sizeof t);
+		snprintf(j, sizeof o->joined[0], "--time=%s", t);
+		o->pass_key[o->npass] = "time";
+		o->pass_val[o->npass] = j + 7;
+		o->pass[o->npass++] = j;
+		o->rounds = DEFAULT_ROUNDS;
 	}
 	if (fsp_params_check(p, err, sizeof err)) {
 		fail("%s", err);

@@ -35,6 +35,8 @@ struct opts {
 	char span_arg[64];    /* the common --span=, or "" */
 	const char *device_model; /* --device-model SPEC: the image on a model mount */
 	int rounds;           /* --rounds: every target this many times, order rotated */
+	int rounds_given;     /* --rounds was given (else DEFAULT_ROUNDS may apply) */
+	int details;          /* --details (or --wide): everything after the answer */
 	const char *max_write; /* --max-write: passed to the fsprism and emu mounts */
 	const char *inject;   /* --inject: passed to the fsprism and emu mounts */
 	int replay;           /* --replay: the fs and emu targets' device IO on raw */

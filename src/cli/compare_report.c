@@ -628,6 +628,24 @@ static int report_body(FILE *out, struct fsp_store *st, const struct opts *o,
 		       const char *device, int64_t cmp_run,
 		       const int64_t mount_run[T__COUNT]);
 
+/* Where the details of the answer are: the commands that print them. */
+static void print_where(FILE *out, struct fsp_store *st, const struct opts *o,
+			int64_t cmp_run)
+{
+	const char *db = fsp_store_filename(st);
+	fprintf(out, "\ndetails: every step's latency, the layer split per IO and every verdict "
+		"with its evidence:\n");
+	fprintf(out, "  fsprism stats %s --run %" PRId64 " [--format json|csv]   the table per "
+		"step and target\n", db, cmp_run);
+	fprintf(out, "  fsprism diagnose %s --run %" PRId64 "   every verdict\n", db, cmp_run);
+	fprintf(out, "  fsprism compare ... --details   all of it here, after the run\n");
+	if (o->report)
+		fprintf(out, "  the charts: %s\n", o->report);
+	else
+		fprintf(out, "  fsprism report %s --run %" PRId64 " -o FILE.html   the charts\n",
+			db, cmp_run);
+}
+
 void compare_report(FILE *out, struct fsp_store *st, const struct opts *o,
 		    const char *device, int64_t cmp_run,
 		    const int64_t mount_run[T__COUNT])
@@ -644,9 +662,16 @@ void compare_report(FILE *out, struct fsp_store *st, const struct opts *o,
 		compare_fold(out, text, n, COMPARE_COLS);
 		free(text);
 	}
+	if (!measured || o->format != CMP_TABLE)
+		return;
+	if (!o->details) { /* the answer first, and where the rest is */
+		if (fsp_diagnose_print(out, st, cmp_run, FSP_DIAGNOSE_SUMMARY, "compare"))
+			fprintf(out, "\n(no answer: see the message above)\n");
+		print_where(out, st, o, cmp_run);
+		return;
+	}
 	/* as `fsprism diagnose` prints it, line for line */
-	if (measured && o->format == CMP_TABLE)
-		compare_report_diagnosis(out, st, cmp_run, o->wide);
+	compare_report_diagnosis(out, st, cmp_run, o->wide);
 }
 
 /* Everything but the diagnosis; 0 if nothing was measured (then nothing). */
@@ -695,6 +720,12 @@ static int report_body(FILE *out, struct fsp_store *st, const struct opts *o,
 			fprintf(out, " %s-fuse=%" PRId64, target_label[t], mount_run[t]);
 	}
 	fprintf(out, ")\n");
+	if (!o->details) { /* the answer follows (compare_report) */
+		for (int t = 0; t < T__COUNT; t++)
+			free(tr[t].rows);
+		free(h);
+		return 1;
+	}
 	if (o->rounds > 1)
 		fprintf(out, "the table shows round %d of %d (its runs above); the diagnosis "
 			"below judges every round\n", o->rounds, o->rounds);

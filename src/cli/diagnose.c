@@ -17,6 +17,7 @@
 #include "src/cli/cli.h"
 #include "src/cli/compare.h"
 #include "src/cli/diagnose.h"
+#include "src/cli/diagnose_int.h"
 #include "src/cli/opt.h"
 #include "src/cli/stats.h"
 #include "src/cli/stats_layers.h"
@@ -26,37 +27,9 @@
 #include "src/prism/diagnose.h"
 #include "src/prism/pattern.h"
 
-#define MAX_STEPS 64
-
 static const char *const dx_label[FSP_DX__TARGETS] = { "raw", "fs", "fsprism", "emu" };
 
-struct step_info {
-	int step;
-	char label[64];
-};
-
-/* Everything diagnose knows about one compare run. */
-struct dx_run {
-	int64_t cmp_run;
-	char fs[32];
-	int64_t runs[FSP_DX__TARGETS][FSP_DX_MAX_ROUNDS];   /* engine runs per round */
-	int64_t mounts[FSP_DX__TARGETS][FSP_DX_MAX_ROUNDS]; /* their mounts (fsprism, emu) */
-	int64_t replays[FSP_DX__TARGETS][FSP_DX_MAX_ROUNDS];
-	int nruns[FSP_DX__TARGETS], nmounts[FSP_DX__TARGETS], nreplays[FSP_DX__TARGETS];
-	int rounds;
-	struct step_info steps[MAX_STEPS];
-	int nsteps;
-	struct fsp_dx_step ev[FSP_DX__TARGETS][MAX_STEPS];
-	/* sums over the rounds that had each kind of evidence */
-	int lat_n[FSP_DX__TARGETS][MAX_STEPS], dev_n[FSP_DX__TARGETS][MAX_STEPS],
-	    fuse_n[FSP_DX__TARGETS][MAX_STEPS];
-	int seq_n[FSP_DX__DIRS][FSP_DX__TARGETS][MAX_STEPS],
-	    streams_n[FSP_DX__DIRS][FSP_DX__TARGETS][MAX_STEPS], recent_n[FSP_DX__TARGETS][MAX_STEPS];
-	/* the user bytes of each round's step: a replay's MB/s is of those */
-	double user_bytes[FSP_DX__TARGETS][MAX_STEPS][FSP_DX_MAX_ROUNDS];
-};
-
-static const char *tname(const struct dx_run *d, int t)
+const char *fsp_dx_tname(const struct dx_run *d, int t)
 {
 	return t == FSP_DX_FS && d->fs[0] ? d->fs : dx_label[t];
 }
@@ -214,6 +187,25 @@ static double measured_transport_us(const struct step_load *l, int step, double 
 	return -1;
 }
 
+/* One round's layer split of a step into e, summed by owner class (the
+ * main direction's IOs around the median and in the tail). */
+static void split_add(const struct step_load *l, int step, struct fsp_dx_step *e, int *n)
+{
+	for (size_t i = 0; i < l->nlm; i++) {
+		const struct fsp_layer_means *m = &l->lm[i];
+		if (m->step != step || !m->mid_n || !m->tail_n)
+			continue;
+		for (unsigned p = 0; p < FSP_DC__COUNT; p++) {
+			enum fsp_dx_owner c = fsp_answer_part_owner(p, (enum fsp_dx_target)l->t);
+			e->mid_us[c] += m->mid_ns[p] / 1000.0;
+			e->tail_us[c] += m->tail_ns[p] / 1000.0;
+		}
+		e->have_split = 1;
+		(*n)++;
+		return;
+	}
+}
+
 static int step_index(struct dx_run *d, const struct fsp_step_row *r)
 {
 	for (int i = 0; i < d->nsteps; i++)
@@ -344,6 +336,7 @@ static int load_step(void *arg, const struct fsp_step_row *r)
 			d->recent_n[l->t][i]++;
 		}
 	}
+	split_add(l, r->step, e, &d->split_n[l->t][i]);
 	if (w.fuse_reqs) {
 		double n = (double)user_ios;
 		double total = (double)w.fuse_total / n / 1000.0;
@@ -391,6 +384,10 @@ static void finish_means(struct dx_run *d)
 				e->dev_streams[dir] = stn ? e->dev_streams[dir] / stn : -1;
 			}
 			e->recent_reads = d->recent_n[t][i] ? e->recent_reads / d->recent_n[t][i] : -1;
+			for (int c = 0; c < FSP_DX__OWNERS && d->split_n[t][i]; c++) {
+				e->mid_us[c] /= d->split_n[t][i];
+				e->tail_us[c] /= d->split_n[t][i];
+			}
 			if (fn) {
 				e->fuse_req_per_io /= fn;
 				e->transport_us /= fn;
@@ -459,8 +456,10 @@ static int load(struct fsp_store *st, int64_t cmp_run, struct dx_run *d)
 			l.mount_traced = mount_of[r] && fsp_block_ios_any(st, mount_of[r]) == 1;
 			struct fsp_layer_means *lm = NULL;
 			char err[256];
-			if (mount_of[r] && fsp_layers_means(st, l.run, mount_of[r], &lm, &l.nlm, err,
-							    sizeof err)) {
+			/* every target's layer split: the owner's median and tail
+			 * (src/prism/answer.h), and a mount's measured transport */
+			if (fsp_layers_means(st, l.run, mount_of[r], &lm, &l.nlm, err,
+					     sizeof err)) {
 				fprintf(stderr, "fsprism diagnose: layers per IO of run %" PRId64
 					": %s\n", l.run, err);
 				rc = -1;
@@ -492,17 +491,45 @@ static int load(struct fsp_store *st, int64_t cmp_run, struct dx_run *d)
 
 /* ---- the verdicts --------------------------------------------------------------- */
 
-struct dx_result {
-	struct fsp_dx_verdict v[MAX_STEPS][FSP_DX__TARGETS]; /* [step][pair: by tb] */
-	int have[MAX_STEPS][FSP_DX__TARGETS];
-	struct fsp_dx_shape shape[FSP_DX__TARGETS];
-	int shape_done[FSP_DX__TARGETS];
-	enum fsp_dx_owner shape_owner[FSP_DX__TARGETS];
-};
-
 static int present(const struct dx_run *d, int t)
 {
 	return d->nruns[t] > 0;
+}
+
+/* Each pair's headline over its steps (src/prism/answer.h). */
+static void headlines(const struct dx_run *d, struct dx_result *res)
+{
+	int prev = -1;
+	for (int t = 0; t < FSP_DX__TARGETS; t++) {
+		if (!present(d, t))
+			continue;
+		if (prev >= 0) {
+			struct fsp_answer_step s[MAX_STEPS];
+			int n = 0;
+			for (int i = 0; i < d->nsteps; i++) {
+				const struct fsp_dx_step *a = &d->ev[prev][i], *b = &d->ev[t][i];
+				if (!a->present || !b->present || !res->have[i][t] ||
+				    (int)res->v[i][t].ta != prev)
+					continue;
+				s[n++] = (struct fsp_answer_step){
+					.read_pct = b->read_pct, .qd = b->qd,
+					.label = d->steps[i].label,
+					.a_mbps = res->v[i][t].mbps.med_a,
+					.b_mbps = res->v[i][t].mbps.med_b,
+					.j = res->v[i][t].mbps.j, .o = &res->own[i][t],
+				};
+				res->head_step[t][n - 1] = i;
+			}
+			fsp_answer_headline(fsp_dx_tname(d, prev), fsp_dx_tname(d, t), s, n,
+					    d->rounds, &res->head[t]);
+			/* the worst step as an index of d->steps */
+			res->head_worst[t] = res->head[t].worst >= 0 ?
+					     res->head_step[t][res->head[t].worst] : -1;
+			res->have_head[t] = 1;
+			res->head_a[t] = prev;
+		}
+		prev = t;
+	}
 }
 
 static void judge_all(const struct dx_run *d, struct dx_result *res)
@@ -523,6 +550,7 @@ static void judge_all(const struct dx_run *d, struct dx_result *res)
 						    b->lat_us - a->lat_us : 0,
 				};
 				fsp_dx_pair_verdict(&p, &res->v[i][t]);
+				fsp_answer_owner(&p, &res->v[i][t], &res->own[i][t]);
 				res->have[i][t] = 1;
 			}
 			prev = t;
@@ -578,8 +606,8 @@ static void judge_all(const struct dx_run *d, struct dx_result *res)
 			if (pct > s->first_pct || pct < s->last_pct)
 				continue;
 			for (int u = 1; u <= t; u++)
-				if (res->have[i][u] && res->v[i][u].owner > FSP_DX_UNKNOWN)
-					count[res->v[i][u].owner] += u == t ? 2 : 1;
+				if (res->have[i][u] && res->own[i][u].owner > FSP_DX_UNKNOWN)
+					count[res->own[i][u].owner] += u == t ? 2 : 1;
 		}
 		enum fsp_dx_owner best = FSP_DX_UNKNOWN;
 		for (int o = FSP_DX_UNKNOWN + 1; o < FSP_DX__OWNERS; o++)
@@ -587,6 +615,7 @@ static void judge_all(const struct dx_run *d, struct dx_result *res)
 				best = o;
 		res->shape_owner[t] = best;
 	}
+	headlines(d, res);
 }
 
 /* ---- printing ---------------------------------------------------------------------- */
@@ -619,9 +648,10 @@ static void print_table(FILE *out, const struct dx_run *d, const struct dx_resul
 				continue;
 			const struct fsp_dx_verdict *v = &res->v[i][t];
 			char pair[80];
-			snprintf(pair, sizeof pair, "%s -> %s", tname(d, v->ta), tname(d, v->tb));
-			count[v->owner]++;
-			fprintf(out, "    %-18s %-16s %s\n", pair, fsp_dx_owner_name(v->owner),
+			snprintf(pair, sizeof pair, "%s -> %s", fsp_dx_tname(d, v->ta), fsp_dx_tname(d, v->tb));
+			const struct fsp_answer_owner *o = &res->own[i][t];
+			count[o->owner]++;
+			fprintf(out, "    %-18s %-16s %s\n", pair, fsp_dx_owner_name(o->owner),
 				v->evidence[0]);
 			if (v->have_lat)
 				fprintf(out, "    %-18s %-16s p50 %.0f -> %.0f us, p99 %.0f -> %.0f us\n",
@@ -629,6 +659,9 @@ static void print_table(FILE *out, const struct dx_run *d, const struct dx_resul
 					v->p99.med_b);
 			if (v->evidence[1][0])
 				fprintf(out, "    %-18s %-16s %s\n", "", "", v->evidence[1]);
+			char split[FSP_DX_EVIDENCE];
+			if (fsp_answer_split_text(o, split, sizeof split))
+				fprintf(out, "    %-18s %-16s %s\n", "", "", split);
 		}
 	}
 	fprintf(out, "shape across mixes:\n");
@@ -637,13 +670,13 @@ static void print_table(FILE *out, const struct dx_run *d, const struct dx_resul
 			continue;
 		const struct fsp_dx_shape *s = &res->shape[t];
 		if (!res->shape_done[t])
-			fprintf(out, "    %-8s no pure step: not a mix sweep\n", tname(d, t));
+			fprintf(out, "    %-8s no pure step: not a mix sweep\n", fsp_dx_tname(d, t));
 		else if (!s->found)
-			fprintf(out, "    %-8s no bathtub\n", tname(d, t));
+			fprintf(out, "    %-8s no bathtub\n", fsp_dx_tname(d, t));
 		else
 			fprintf(out, "    %-8s bathtub: %d mixes from %d%% to %d%% reads below %.0f%% "
 				"of the pure steps (%.1f MB/s), lowest %.1f MB/s at %d%% reads "
-				"(%.2fx); owner %s\n", tname(d, t), s->nlow, s->first_pct,
+				"(%.2fx); owner %s\n", fsp_dx_tname(d, t), s->nlow, s->first_pct,
 				s->last_pct, 100 * FSP_DX_DIP, s->pure_mbps, s->low_mbps,
 				s->low_pct, s->depth, fsp_dx_owner_name(res->shape_owner[t]));
 	}
@@ -720,9 +753,13 @@ static void print_json(FILE *out, const struct dx_run *d, const struct dx_result
 				d->steps[i].step);
 			first = 0;
 			fsp_json_str(out, d->steps[i].label);
+			const struct fsp_answer_owner *o = &res->own[i][t];
 			fprintf(out, ", \"read_pct\": %d, \"a\": \"%s\", \"b\": \"%s\", "
 				"\"owner\": \"%s\", ", d->ev[t][i].read_pct, dx_label[v->ta],
-				dx_label[v->tb], fsp_dx_owner_name(v->owner));
+				dx_label[v->tb], fsp_dx_owner_name(o->owner));
+			fsp_answer_owner_json(out, o);
+			fprintf(out, "\"device_owner\": \"%s\", ",
+				fsp_dx_owner_name(v->device_owner));
 			json_cmp(out, "mbps", &v->mbps);
 			if (v->have_lat) {
 				fputs(", ", out);
@@ -760,7 +797,9 @@ static void print_json(FILE *out, const struct dx_run *d, const struct dx_result
 				fsp_dx_owner_name(res->shape_owner[t]));
 		fputc('}', out);
 	}
-	fprintf(out, "\n]}\n");
+	fprintf(out, "\n]");
+	fsp_answer_json(out, d, res);
+	fprintf(out, "}\n");
 }
 
 int fsp_diagnose_print(FILE *out, struct fsp_store *st, int64_t cmp_run, int format,
@@ -786,13 +825,17 @@ int fsp_diagnose_print(FILE *out, struct fsp_store *st, int64_t cmp_run, int for
 	judge_all(d, res);
 	char *text = NULL;
 	size_t n = 0;
-	FILE *mem = format == FSP_DIAGNOSE_TABLE ? open_memstream(&text, &n) : NULL;
+	int folded = format == FSP_DIAGNOSE_TABLE || format == FSP_DIAGNOSE_SUMMARY;
+	FILE *mem = folded ? open_memstream(&text, &n) : NULL;
 	if (format == FSP_DIAGNOSE_JSON) {
 		print_json(out, d, res);
 	} else if (!mem) {
 		print_table(out, d, res);
 	} else { /* folded as compare's report is (compare_fold) */
-		print_table(mem, d, res);
+		if (format == FSP_DIAGNOSE_SUMMARY)
+			fsp_answer_print(mem, st, d, res);
+		else
+			print_table(mem, d, res);
 		fclose(mem);
 		compare_fold(out, text, n, COMPARE_COLS);
 		free(text);

@@ -19,6 +19,7 @@ struct fsp_store;
 #define FSP_DIAGNOSE_TABLE 0 /* the table, folded to 100 columns */
 #define FSP_DIAGNOSE_JSON 1
 #define FSP_DIAGNOSE_WIDE 2  /* the table, lines as long as they are */
+#define FSP_DIAGNOSE_SUMMARY 3 /* the answer first: compare's default screen, folded */
 int fsp_diagnose_print(FILE *out, struct fsp_store *st, int64_t cmp_run, int format,
 		       const char *cmd);
 

@@ -499,7 +499,14 @@ int fsp_layers_means(struct fsp_store *st, int64_t run, int64_t mount_run,
 			if (main_dir) {
 				x->p50_ns[p] = (double)fsp_hist_quantile(&s->part[p], 0.5);
 				x->p99_ns[p] = (double)fsp_hist_quantile(&s->part[p], 0.99);
+				x->mid_ns[p] = s->mid_n ? (double)s->mid_ns[p] / (double)s->mid_n : 0;
+				x->tail_ns[p] = s->tail_n ? (double)s->tail_ns[p] /
+							    (double)s->tail_n : 0;
 			}
+		}
+		if (main_dir) {
+			x->mid_n = s->mid_n;
+			x->tail_n = s->tail_n;
 		}
 		x->ios += s->total.count;
 		x->fuse = L.kind == FSP_DC_MOUNT && !L.note[0];

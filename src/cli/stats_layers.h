@@ -32,6 +32,10 @@ struct fsp_layer_means {
 	uint64_t ios;
 	double mean_ns[FSP_DC__COUNT]; /* per IO */
 	double p50_ns[FSP_DC__COUNT], p99_ns[FSP_DC__COUNT]; /* of the step's main direction */
+	/* the main direction's tail attribution: each part's mean over its IOs
+	 * between p45 and p55 of the total (mid) and at or above p99 (tail) */
+	double mid_ns[FSP_DC__COUNT], tail_ns[FSP_DC__COUNT];
+	uint64_t mid_n, tail_n;
 	int fuse; /* a mount whose FUSE transport was measured (not residual no_fuse) */
 };
 /* The parts of every step of engine run `run` (mount_run as above, 0: look

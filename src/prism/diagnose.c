@@ -469,6 +469,7 @@ void fsp_dx_pair_verdict(const struct fsp_dx_pair *p, struct fsp_dx_verdict *v)
 	v->tb = p->tb;
 	v->delta_us = p->delta_us;
 	v->owner = FSP_DX_UNKNOWN;
+	v->device_owner = FSP_DX_DRIVE;
 	if (fsp_dx_judge(a->mbps, a->nrounds, b->mbps, b->nrounds, &v->mbps)) {
 		snprintf(v->evidence[0], sizeof v->evidence[0], "not measured on both");
 		return;
@@ -499,7 +500,7 @@ void fsp_dx_pair_verdict(const struct fsp_dx_pair *p, struct fsp_dx_verdict *v)
 			 "no layer of it costs time here", tname[p->tb], tname[p->ta]);
 		return;
 	}
-	double best = 0, best_sw = 0, second = 0;
+	double best = 0, best_sw = 0, best_dev = 0, second = 0;
 	int bi = -1, si = -1;
 	char why[NMECH][FSP_DX_EVIDENCE];
 	for (size_t i = 0; i < NMECH; i++) {
@@ -516,6 +517,10 @@ void fsp_dx_pair_verdict(const struct fsp_dx_pair *p, struct fsp_dx_verdict *v)
 		if (!mechanisms[i].device_side && c > best_sw) {
 			best_sw = c;
 			si = (int)i;
+		}
+		if (mechanisms[i].device_side && c > best_dev) {
+			best_dev = c;
+			v->device_owner = mechanisms[i].owner;
 		}
 	}
 	double need = OWN_SHARE * (p->delta_us > 0 ? p->delta_us : 0);

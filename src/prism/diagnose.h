@@ -139,6 +139,12 @@ struct fsp_dx_step {
 				    means over the rounds; 0 unknown */
 	double daemon_us, emu_us, backing_us;
 	double inject_us;        /* of daemon_us: the delay mount --inject added */
+	/* the layer split per IO (src/prism/decomp.h) of the main direction,
+	 * the parts summed into owner classes (fsp_answer_part_owner): their
+	 * mean µs over the IOs around the median (p45 to p55) and over those at
+	 * or above p99; means over the rounds that had it */
+	int have_split;
+	double mid_us[FSP_DX__OWNERS], tail_us[FSP_DX__OWNERS];
 	/* the device-pattern replay of this target's device IO on raw */
 	int have_replay;
 	double replay_mbps[FSP_DX_MAX_ROUNDS];
@@ -174,6 +180,10 @@ struct fsp_dx_verdict {
 	struct fsp_dx_cmp mbps, p50, p99;
 	int have_lat;            /* p50 / p99 judged */
 	enum fsp_dx_owner owner;
+	/* the device-side mechanism the device's time goes to: the largest
+	 * device-side claim (drive when none gates); names the device parts
+	 * of the layer split (src/prism/answer.h) */
+	enum fsp_dx_owner device_owner;
 	double claim_us, delta_us;
 	char evidence[2][FSP_DX_EVIDENCE];
 };

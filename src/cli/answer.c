@@ -1,0 +1,336 @@
+/*
+ * answer.c - the answer of a compare, printed: the screen `fsprism
+ * compare` shows by default (a headline per pair of neighbouring targets,
+ * the bathtub line, one row of MB/s per step with the owner of its largest
+ * drop, the stalls) and the "answer" object of `fsprism diagnose --format
+ * json`, which the HTML report shows first. What they say is decided in
+ * src/prism/answer.c over what diagnose.c read and judged, so that every
+ * view names the same owner.
+ */
+#include "config.h"
+#include <inttypes.h>
+#include <stdio.h>
+#include <string.h>
+#include "src/base/json.h"
+#include "src/cli/diagnose_int.h"
+
+static const char *const label[FSP_DX__TARGETS] = { "raw", "fs", "fsprism", "emu" };
+
+static int present(const struct dx_run *d, int t)
+{
+	return d->nruns[t] > 0;
+}
+
+/* The steps of the compare as the answer names them ("60/40"). */
+static void step_names(const struct dx_run *d, char names[][32])
+{
+	struct fsp_answer_step s[MAX_STEPS];
+	for (int i = 0; i < d->nsteps; i++) {
+		const struct fsp_dx_step *e = NULL;
+		for (int t = 0; t < FSP_DX__TARGETS && !e; t++)
+			if (d->ev[t][i].present)
+				e = &d->ev[t][i];
+		s[i] = (struct fsp_answer_step){ .read_pct = e ? e->read_pct : 0,
+						 .qd = e ? e->qd : 0, .label = d->steps[i].label };
+	}
+	for (int i = 0; i < d->nsteps; i++)
+		fsp_answer_step_name(s, d->nsteps, i, names[i], 32);
+}
+
+/* The pair at step i with the largest drop below its a (beyond the 3%
+ * floor); its b, or -1. */
+static int largest_drop(const struct dx_run *d, const struct dx_result *res, int i)
+{
+	int best = -1;
+	double low = -FSP_DX_FLOOR;
+	for (int t = 1; t < FSP_DX__TARGETS; t++) {
+		if (!res->have[i][t])
+			continue;
+		const struct fsp_dx_cmp *c = &res->v[i][t].mbps;
+		if (c->med_a > 0 && c->med_b > 0 && c->med_b / c->med_a - 1 < low) {
+			low = c->med_b / c->med_a - 1;
+			best = t;
+		}
+	}
+	(void)d;
+	return best;
+}
+
+static void print_shapes(FILE *out, const struct dx_run *d, const struct dx_result *res,
+			 char names[][32])
+{
+	char none[128] = "";
+	size_t nn = 0;
+	int any = 0;
+	for (int t = 0; t < FSP_DX__TARGETS; t++) {
+		if (!present(d, t) || !res->shape_done[t])
+			continue;
+		any = 1;
+		const struct fsp_dx_shape *s = &res->shape[t];
+		if (!s->found) {
+			nn += (size_t)snprintf(none + nn, sizeof none - nn, "%s%s", nn ? ", " : "",
+					       fsp_dx_tname(d, t));
+			continue;
+		}
+		const char *first = "", *last = "", *low = "";
+		for (int i = 0; i < d->nsteps; i++) {
+			int pct = d->ev[t][i].read_pct;
+			if (!d->ev[t][i].present)
+				continue;
+			if (pct == s->first_pct)
+				first = names[i];
+			if (pct == s->last_pct)
+				last = names[i];
+			if (pct == s->low_pct)
+				low = names[i];
+		}
+		fprintf(out, "  bathtub: %s, %d mixes from %s to %s below %.0f%% of its pure steps "
+			"(%.1f MB/s), lowest %.1f MB/s at %s (%.2fx); owner %s\n", fsp_dx_tname(d, t),
+			s->nlow, first, last, 100 * FSP_DX_DIP, s->pure_mbps, s->low_mbps, low,
+			s->depth, fsp_dx_owner_name(res->shape_owner[t]));
+	}
+	if (nn)
+		fprintf(out, "  no bathtub: %s\n", none);
+	if (!any)
+		fprintf(out, "  no mix sweep: no bathtub to look for\n");
+}
+
+void fsp_answer_print(FILE *out, struct fsp_store *st, const struct dx_run *d,
+		      const struct dx_result *res)
+{
+	(void)st;
+	char names[MAX_STEPS][32];
+	step_names(d, names);
+	fprintf(out, "\nthe answer (%d round%s; ", d->rounds, d->rounds == 1 ? "" : "s");
+	if (d->rounds < 2)
+		fprintf(out, "with one round a difference cannot be told from noise: "
+			"--rounds 3 can):\n");
+	else
+		fprintf(out, "a difference inside the round-to-round spread is noise):\n");
+	for (int t = 0; t < FSP_DX__TARGETS; t++)
+		if (res->have_head[t])
+			fprintf(out, "  %s\n", res->head[t].text);
+	print_shapes(out, d, res, names);
+
+	/* one row per step: the medians over the rounds */
+	fprintf(out, "\n  %-8s", "step");
+	for (int t = 0; t < FSP_DX__TARGETS; t++)
+		if (present(d, t))
+			fprintf(out, " %9s", fsp_dx_tname(d, t));
+	fprintf(out, "   largest drop: owner\n");
+	double sum[FSP_DX__TARGETS] = { 0 };
+	int nsum = 0;
+	for (int i = 0; i < d->nsteps; i++) {
+		fprintf(out, "  %-8s", names[i]);
+		int all = 1;
+		for (int t = 0; t < FSP_DX__TARGETS; t++) {
+			if (!present(d, t))
+				continue;
+			const struct fsp_dx_step *e = &d->ev[t][i];
+			double m = e->present ? fsp_dx_median(e->mbps, e->nrounds) : 0;
+			if (m <= 0) {
+				fprintf(out, " %9s", "-");
+				all = 0;
+				continue;
+			}
+			int beyond = res->have[i][t] && res->v[i][t].mbps.j == FSP_DX_OUTSIDE;
+			fprintf(out, " %8.1f%c", m, beyond ? '*' : ' ');
+		}
+		if (all) {
+			for (int t = 0; t < FSP_DX__TARGETS; t++)
+				if (present(d, t))
+					sum[t] += fsp_dx_median(d->ev[t][i].mbps, d->ev[t][i].nrounds);
+			nsum++;
+		}
+		int b = largest_drop(d, res, i);
+		if (b >= 0)
+			fprintf(out, "   %s %+.0f%%: %s", fsp_dx_tname(d, b),
+				100 * (res->v[i][b].mbps.med_b / res->v[i][b].mbps.med_a - 1),
+				res->own[i][b].text);
+		fputc('\n', out);
+	}
+	if (nsum) {
+		fprintf(out, "  %-8s", nsum < d->nsteps ? "mean*" : "mean");
+		for (int t = 0; t < FSP_DX__TARGETS; t++)
+			if (present(d, t))
+				fprintf(out, " %8.1f ", sum[t] / nsum);
+		fputc('\n', out);
+		if (present(d, FSP_DX_RAW) && sum[FSP_DX_RAW] > 0) {
+			fprintf(out, "  %-8s", "x raw");
+			for (int t = 0; t < FSP_DX__TARGETS; t++)
+				if (present(d, t))
+					fprintf(out, " %8.2f ", sum[t] / sum[FSP_DX_RAW]);
+			fputc('\n', out);
+		}
+		if (nsum < d->nsteps)
+			fprintf(out, "  (mean*: over the %d steps every target measured)\n", nsum);
+	}
+	fprintf(out, "  (MB/s%s%s)\n", d->rounds > 1 ? ", the median of the rounds" : "",
+		d->rounds > 1 ? "; *: beyond the noise against the target before it" : "");
+}
+
+/* ---- JSON ------------------------------------------------------------------------ */
+
+static void class_map(FILE *out, const char *key, const double *us)
+{
+	fprintf(out, "\"%s\": {", key);
+	int first = 1;
+	for (int c = FSP_DX_UNKNOWN; c < FSP_DX__OWNERS; c++) {
+		if (us[c] == 0)
+			continue;
+		fprintf(out, "%s\"%s\": ", first ? "" : ", ", fsp_dx_owner_name(c));
+		fsp_json_num(out, us[c]);
+		first = 0;
+	}
+	fputc('}', out);
+}
+
+void fsp_answer_owner_json(FILE *out, const struct fsp_answer_owner *o)
+{
+	fprintf(out, "\"mean_owner\": \"%s\", \"median_owner\": \"%s\", \"tail_owner\": \"%s\", "
+		"\"owner_text\": ", fsp_dx_owner_name(o->mean), fsp_dx_owner_name(o->median),
+		fsp_dx_owner_name(o->tail));
+	fsp_json_str(out, o->text);
+	fputs(", ", out);
+	if (o->have_split) {
+		class_map(out, "mid_us", o->mid_us);
+		fputs(", ", out);
+		class_map(out, "tail_us", o->tail_us);
+		fputs(", ", out);
+	}
+}
+
+/* The two classes that grew most in us (b - a), as "+120 us fuse-transport,
+ * +8 us drive"; 0 if none grew. */
+static int grew(const double *us, char *buf, size_t len)
+{
+	int top[2] = { -1, -1 };
+	for (int c = FSP_DX_UNKNOWN; c < FSP_DX__OWNERS; c++) {
+		if (us[c] <= 0.5)
+			continue;
+		if (top[0] < 0 || us[c] > us[top[0]]) {
+			top[1] = top[0];
+			top[0] = c;
+		} else if (top[1] < 0 || us[c] > us[top[1]]) {
+			top[1] = c;
+		}
+	}
+	if (top[0] < 0)
+		return 0;
+	int n = snprintf(buf, len, "+%.0f us %s", us[top[0]], fsp_dx_owner_name(top[0]));
+	if (top[1] >= 0 && n > 0 && (size_t)n < len)
+		snprintf(buf + n, len - (size_t)n, ", +%.0f us %s", us[top[1]],
+			 fsp_dx_owner_name(top[1]));
+	return 1;
+}
+
+int fsp_answer_split_text(const struct fsp_answer_owner *o, char *buf, size_t len)
+{
+	int med = o->median > FSP_DX_UNKNOWN && o->median != o->owner;
+	int tail = o->tail > FSP_DX_UNKNOWN && o->tail != o->owner;
+	if (!o->have_split || (!med && !tail))
+		return 0;
+	char m[160] = "", t[160] = "";
+	int hm = grew(o->mid_us, m, sizeof m), ht = grew(o->tail_us, t, sizeof t);
+	snprintf(buf, len, "layer split per IO: around the median %s; in the tail (p99 and "
+		 "above) %s", hm ? m : "nothing grew", ht ? t : "nothing grew");
+	return 1;
+}
+
+void fsp_answer_json(FILE *out, const struct dx_run *d, const struct dx_result *res)
+{
+	char names[MAX_STEPS][32];
+	step_names(d, names);
+	fprintf(out, ",\n\"answer\": {\"rounds\": %d, \"headlines\": [", d->rounds);
+	int first = 1;
+	for (int t = 0; t < FSP_DX__TARGETS; t++) {
+		if (!res->have_head[t])
+			continue;
+		const struct fsp_answer_headline *h = &res->head[t];
+		int a = res->head_a[t], w = res->head_worst[t];
+		fprintf(out, "%s\n  {\"a\": \"%s\", \"b\": \"%s\", \"a_name\": ", first ? "" : ",",
+			label[a], label[t]);
+		first = 0;
+		fsp_json_str(out, fsp_dx_tname(d, a));
+		fputs(", \"b_name\": ", out);
+		fsp_json_str(out, fsp_dx_tname(d, t));
+		fprintf(out, ", \"steps\": %d, \"slower_steps\": %d, \"outside_steps\": %d, "
+			"\"owner_steps\": %d, \"worst\": ", h->steps, h->slower, h->outside,
+			h->owner_steps);
+		if (w >= 0 && h->slower) {
+			const struct fsp_dx_verdict *v = &res->v[w][t];
+			const struct fsp_answer_owner *o = &res->own[w][t];
+			fprintf(out, "{\"step\": %d, \"label\": ", d->steps[w].step);
+			fsp_json_str(out, d->steps[w].label);
+			fputs(", \"name\": ", out);
+			fsp_json_str(out, names[w]);
+			fprintf(out, ", \"read_pct\": %d, \"a_mbps\": ", d->ev[t][w].read_pct);
+			fsp_json_num(out, v->mbps.med_a);
+			fputs(", \"b_mbps\": ", out);
+			fsp_json_num(out, v->mbps.med_b);
+			fputs(", \"rel\": ", out);
+			fsp_json_num(out, v->mbps.rel);
+			fprintf(out, "}, \"owner\": \"%s\", ", fsp_dx_owner_name(o->owner));
+			fsp_answer_owner_json(out, o);
+		} else {
+			fputs("null, \"owner\": null, \"owner_text\": null, ", out);
+		}
+		fputs("\"text\": ", out);
+		fsp_json_str(out, h->text);
+		fputc('}', out);
+	}
+	fputs("\n], \"steps\": [", out);
+	first = 1;
+	for (int i = 0; i < d->nsteps; i++)
+		for (int t = 0; t < FSP_DX__TARGETS; t++) {
+			if (!res->have[i][t])
+				continue;
+			static const char *const j[] = { "inside", "outside", "spread-unknown" };
+			const struct fsp_dx_verdict *v = &res->v[i][t];
+			const struct fsp_answer_owner *o = &res->own[i][t];
+			fprintf(out, "%s\n  {\"step\": %d, \"label\": ", first ? "" : ",",
+				d->steps[i].step);
+			first = 0;
+			fsp_json_str(out, d->steps[i].label);
+			fputs(", \"name\": ", out);
+			fsp_json_str(out, names[i]);
+			fprintf(out, ", \"read_pct\": %d, \"a\": \"%s\", \"b\": \"%s\", \"a_mbps\": ",
+				d->ev[t][i].read_pct, label[v->ta], label[v->tb]);
+			fsp_json_num(out, v->mbps.med_a);
+			fputs(", \"b_mbps\": ", out);
+			fsp_json_num(out, v->mbps.med_b);
+			fprintf(out, ", \"judgement\": \"%s\", \"owner\": \"%s\", ", j[v->mbps.j],
+				fsp_dx_owner_name(o->owner));
+			fsp_answer_owner_json(out, o);
+			fputs("\"evidence\": ", out);
+			fsp_json_str(out, v->evidence[1][0] ? v->evidence[1] : v->evidence[0]);
+			fputc('}', out);
+		}
+	fputs("\n], \"shapes\": [", out);
+	first = 1;
+	for (int t = 0; t < FSP_DX__TARGETS; t++) {
+		if (!present(d, t) || !res->shape_done[t])
+			continue;
+		const struct fsp_dx_shape *s = &res->shape[t];
+		fprintf(out, "%s\n  {\"target\": \"%s\", \"bathtub\": %s, \"owner\": ", first ? "" : ",",
+			label[t], s->found ? "true" : "false");
+		first = 0;
+		if (s->found)
+			fprintf(out, "\"%s\"", fsp_dx_owner_name(res->shape_owner[t]));
+		else
+			fputs("null", out);
+		fputs(", \"text\": ", out);
+		char text[256];
+		if (s->found)
+			snprintf(text, sizeof text, "%s: bathtub, %d mixes from %d%% to %d%% reads below "
+				 "%.0f%% of its pure steps, lowest %.1f MB/s at %d%% reads (%.2fx); "
+				 "owner %s", fsp_dx_tname(d, t), s->nlow, s->first_pct, s->last_pct,
+				 100 * FSP_DX_DIP, s->low_mbps, s->low_pct, s->depth,
+				 fsp_dx_owner_name(res->shape_owner[t]));
+		else
+			snprintf(text, sizeof text, "%s: no bathtub", fsp_dx_tname(d, t));
+		fsp_json_str(out, text);
+		fputc('}', out);
+	}
+	fputs("\n]}", out);
+}
