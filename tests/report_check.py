@@ -10,7 +10,6 @@
 #   report_check.py numbers DOM STATS_DIR REQUIRED_PREFIX...
 # (STATS_DIR: stats-RUN.json of every run, diagnose-RUN.json of every compare;
 # PNG: the whole page, 1400 px wide; DOM_OPENED: the page loaded with #open=ID)
-# A check that cannot be made yet prints "SKIP what: why".
 import html
 import json
 import math
@@ -231,8 +230,8 @@ def numbers(dom_path, stats_dir, required):
             A = answer(run)
             what = "headlines" if c["type"] == "answer" else "owners"
             if not A:
-                print("SKIP %s: the page's %s are diagnose's answer: fsprism diagnose --format json "
-                      "has no answer yet" % (cid, what))
+                say(False, "%s: the page's %s are diagnose's answer" % (cid, what),
+                    "fsprism diagnose --format json has no answer")
                 continue
             if c["type"] == "answer":
                 want = [h["text"] for h in A["headlines"]]
