@@ -2,10 +2,13 @@
 # it_report.sh - fsprism report: real reports of real runs, rendered in
 # headless Chromium. For a database with only a mount run, with only engine
 # runs (one overlaid on another with --vs) and for a compare with the
-# emulation: no console message, a screenshot that is not blank, nothing
-# fetched (Chart.js embedded as installed, no http(s) URL elsewhere), and
-# every number the charts plotted (read back from the rendered page) equal
-# to `fsprism stats --format json` of the same run. Then bad input: a
+# emulation: no console message, a screenshot of the whole page that is not
+# blank, a first screen (1400x900) with the headline and a drawn chart, a
+# small page whose numbers tables are made when opened, nothing fetched
+# (Chart.js embedded as installed, no http(s) URL elsewhere), and every
+# number the charts plotted (read back from the rendered page) equal to
+# `fsprism stats --format json` of the same run, the answer's headlines and
+# owners equal to `fsprism diagnose --format json`'s. Then bad input: a
 # missing run, --vs of another kind, an unwritable output: one line, exit 1,
 # nothing written and an existing report left as it was.
 . "$TESTS_SRCDIR/lib.sh"
@@ -22,26 +25,30 @@ result() {
 		case $line in
 		PASS*) ok "$name: ${line#PASS }" ;;
 		FAIL*) not_ok "$name: ${line#FAIL }" ;;
+		SKIP*) what=${line#SKIP }; skipped "$name: ${what%%:*}" "${what#*: }" ;;
 		*) not_ok "$name: report_check.py said: $line" ;;
 		esac
 	done
 }
 
-# render NAME HTML: the page's DOM after its script ran, the console, a screenshot
+# render NAME HTML: the page's DOM after its script ran (1400x900), the
+# console, a screenshot of the whole page (a window as high as the page, with
+# time for the charts drawn as they come on screen), and the DOM of the page
+# opened with #open=ID for the first numbers table (NAME.lazy-id)
 render() {
 	name=$1 page=$2
 	profile=$T/chrome-$1
-	for what in dom png; do
-		set -- --headless --disable-gpu --no-sandbox --no-first-run --user-data-dir="$profile" \
-			--hide-scrollbars --enable-logging=stderr --v=0
-		if [ $what = dom ]; then
-			HOME=$T timeout 120 chromium "$@" --dump-dom "file://$page" >"$T/$name.dom" 2>"$T/$name.log"
-		else
-			HOME=$T timeout 120 chromium "$@" --window-size=1100,1800 \
-				--screenshot="$T/$name.png" "file://$page" >/dev/null 2>"$T/$name.log2"
-		fi
-	done
+	set -- --headless --disable-gpu --no-sandbox --no-first-run --user-data-dir="$profile" \
+		--hide-scrollbars --enable-logging=stderr --v=0
+	HOME=$T timeout 120 chromium "$@" --window-size=1400,900 --dump-dom "file://$page" \
+		>"$T/$name.dom" 2>"$T/$name.log"
+	height=$(sed -n 's/.*<body[^>]* data-height="\([0-9]*\)".*/\1/p' "$T/$name.dom" | head -1)
+	HOME=$T timeout 180 chromium "$@" --window-size=1400,"${height:-900}" --virtual-time-budget=5000 \
+		--screenshot="$T/$name.png" "file://$page" >/dev/null 2>"$T/$name.log2"
 	cat "$T/$name.log2" >>"$T/$name.log"
+	grep -o '<details data-numbers="[^"]*"><summary>' "$T/$name.dom" | head -1 | cut -d'"' -f2 >"$T/$name.lazy-id"
+	HOME=$T timeout 120 chromium "$@" --window-size=1400,900 --virtual-time-budget=2000 \
+		--dump-dom "file://$page#open=$(cat "$T/$name.lazy-id")" >"$T/$name.opened" 2>>"$T/$name.log"
 }
 
 # stats_of DB: stats JSON of every run of DB, and diagnose JSON of every
@@ -76,6 +83,7 @@ look() {
 	# (into a file: a pipe into result would count in a subshell)
 	$CHECK page "$html" "$T/$name.dom" "$T/$name.log" "$T/$name.png" "$CHARTJS" "$min" \
 		>"$T/$name.check" 2>&1
+	$CHECK lazy "$T/$name.dom" "$T/$name.opened" "$(cat "$T/$name.lazy-id")" >>"$T/$name.check" 2>&1
 	$CHECK numbers "$T/$name.dom" "$T/stats" "$@" >>"$T/$name.check" 2>&1
 	result <"$T/$name.check"
 }
@@ -143,15 +151,18 @@ if "$FSPRISM" compare --cow=always --size 1G --db "$T/cmp.db" --time=300ms --mix
 	expect_eq "compare --report says where the report is" "report written to $T/cmp.html" \
 		"$(grep '^report written' "$T/cmp.out")"
 	look compare "$T/cmp.html" "$T/cmp.db" 12 curve-total curve-rw lat- cdf-read cdf-write wa- \
-		blocktimes- block- pattern- heatmap- timeline- diagnosis-1 diagnosis-1-table layers-mid- layers-tail- \
-		layers-attr-
-	# every engine target has its split, and the diagnosis is the page's first section
+		blocktimes- block- pattern- heatmap- timeline-read timeline-write diagnosis-1 diagnosis-1-table \
+		layers-mid- layers-tail- layers-attr- answer-1 owners-1 partdiff-mid- partdiff-tail-
+	# every engine target has its split, and the answer is the page's first section
 	for r in $(sqlite3 "$T/cmp.db" "SELECT id FROM runs WHERE parent=1 AND kind='run'"); do
 		if grep -q "<canvas id=\"layers-tail-$r\"" "$T/compare.dom"; then ok "compare: layers of run $r"
 		else not_ok "compare: no layer split of engine run $r"; fi
 	done
-	first=$(grep -o '<h2>[^<]*</h2>' "$T/compare.dom" | head -1)
-	expect_eq "compare: the diagnosis at the top" "<h2>Diagnosis of compare run 1</h2>" "$first"
+	first=$(grep -o '<section [^>]*>' "$T/compare.dom" | head -1)
+	expect_eq "compare: the answer at the top" '<section class="sec answer" id="fsp-answer">' "$first"
+	if grep -q '<table data-chart="findings-1" class="findings">' "$T/compare.dom"; then
+		ok "compare: the findings in one table"
+	else not_ok "compare: no table of findings"; fi
 else
 	not_ok "compare: $(tail -3 "$T/cmp.err")"
 fi

@@ -6,8 +6,10 @@
 # "FAIL what: why" lines, which the shell test counts.
 #
 #   report_check.py page HTML DOM CONSOLE_LOG PNG CHARTJS MIN_CHARTS
+#   report_check.py lazy DOM DOM_OPENED ID
 #   report_check.py numbers DOM STATS_DIR REQUIRED_PREFIX...
-# (STATS_DIR: stats-RUN.json of every run, diagnose-RUN.json of every compare)
+# (STATS_DIR: stats-RUN.json of every run, diagnose-RUN.json of every compare;
+# PNG: the whole page, 1400 px wide; DOM_OPENED: the page loaded with #open=ID)
 import html
 import json
 import math
@@ -21,8 +23,13 @@ def say(ok, what, why=""):
     print(("PASS " if ok else "FAIL ") + what + ("" if ok else ": " + why))
 
 
-def png_share_not_background(path):
-    """Share of pixels that differ from the top-left pixel (the page's background)."""
+# Largest page the test accepts: the demo database's has about 750 elements.
+MAX_ELEMENTS = 3000
+FIRST_SCREEN = (1400, 900)
+
+
+def png_chunks(path):
+    """(width, height, bytes per pixel, the decompressed filtered rows), or None."""
     d = open(path, "rb").read()
     if d[:8] != b"\x89PNG\r\n\x1a\n":
         return None
@@ -35,10 +42,15 @@ def png_share_not_background(path):
             w, h, _, ct = struct.unpack(">IIBB", c[:10])
         elif t == b"IDAT":
             idat += c
-    bpp = {2: 3, 6: 4}[ct]
-    raw, stride = zlib.decompress(idat), w * bpp
+    return w, h, {2: 3, 6: 4}[ct], zlib.decompress(idat)
+
+
+def png_rows(png, nrows):
+    """The first nrows rows of pixels (bytes), unfiltered."""
+    w, h, bpp, raw = png
+    stride = w * bpp
     prev, p, rows = bytearray(stride), 0, []
-    for _ in range(h):
+    for _ in range(min(h, nrows)):
         f, line = raw[p], bytearray(raw[p + 1:p + 1 + stride])
         p += 1 + stride
         if f == 2:
@@ -57,9 +69,27 @@ def png_share_not_background(path):
                     line[x] = (line[x] + (a if pa <= pb and pa <= pc else b if pb <= pc else cc)) & 255
         rows.append(bytes(line))
         prev = line
-    bg = rows[0][:3]
-    other = sum(1 for r in rows for x in range(0, stride, bpp) if r[x:x + 3] != bg)
-    return other / float(w * h)
+    return rows
+
+
+def png_share_changing(png):
+    """Share of the filtered bytes that are not 0: a page of one colour has
+    none (whatever the filter), one with text and charts many. Fast on a
+    whole page, where unfiltering every pixel in Python would not be."""
+    w, h, bpp, raw = png
+    return (len(raw) - raw.count(0)) / float(len(raw))
+
+
+def share_not_background(rows, bpp, x0, y0, x1, y1):
+    """Share of the pixels of a box that differ from its top-left pixel."""
+    bg = rows[y0][x0 * bpp:x0 * bpp + 3]
+    n = other = 0
+    for y in range(y0, min(y1, len(rows))):
+        r = rows[y]
+        for x in range(x0 * bpp, x1 * bpp, bpp):
+            n += 1
+            other += r[x:x + 3] != bg
+    return other / float(n or 1)
 
 
 def plotted(dom):
@@ -77,9 +107,42 @@ def page(html_path, dom_path, log_path, png_path, chartjs_path, min_charts):
     n = int(m.group(1)) if m else 0
     say(n >= int(min_charts), "the page drew %d charts (at least %s)" % (n, min_charts),
         "the page's script did not finish" if not m else "too few")
-    share = png_share_not_background(png_path)
-    say(share is not None and share > 0.02, "the screenshot is not blank (%.1f%% of pixels drawn)" %
-        (100 * (share or 0)), "blank or unreadable")
+    # the screenshot is the whole page, and its first screen has the answer and a drawn chart
+    png = png_chunks(png_path)
+    m = re.search(r'data-height="(\d+)"', dom)
+    height = int(m.group(1)) if m else 0
+    say(png is not None and png[0] == FIRST_SCREEN[0] and png[1] >= height > 0,
+        "the screenshot is the whole page (%s px high, the page %d)" % (png and png[1], height),
+        "not the whole page")
+    share = png_share_changing(png) if png else 0
+    say(share > 0.01, "the screenshot is not blank (%.1f%% of its bytes change)" % (100 * share),
+        "blank or unreadable")
+    m = re.search(r'data-elements="(\d+)"', dom)
+    n = int(m.group(1)) if m else 10 ** 9
+    say(n <= MAX_ELEMENTS, "the page is small: %d elements (at most %d; tables are made when opened)" %
+        (n, MAX_ELEMENTS), "too many")
+    p = plotted(dom) or {}
+    w, hh = FIRST_SCREEN
+    heads = [c for k, c in p.items() if k.startswith("answer-")]
+    for c in heads:
+        b = c.get("box") or [10 ** 9, 0]
+        say(c["headlines"] and all(t in dom for t in c["headlines"]) and b[0] + b[1] <= hh,
+            "the first screen (%dx%d) has the headline: %s" % (w, hh, c["headlines"][:1]),
+            "headline box %s" % b)
+    first = sorted((c["box"][0], k) for k, c in p.items()
+                   if c.get("box") and len(c["box"]) == 4 and c["type"] != "table"
+                   and c["box"][0] + c["box"][1] <= hh)
+    drawn = None
+    if png and first:
+        rows = png_rows(png, hh)
+        for _, k in first:
+            t, bh, left, bw = p[k]["box"]
+            got = share_not_background(rows, png[2], left, t, left + bw, t + bh)
+            if got > 0.02:
+                drawn = (k, 100 * got)
+                break
+    say(drawn is not None, "the first screen has a drawn chart (%s: %.1f%% of its box drawn)" % (
+        drawn or ("-", 0)), "no chart box in the top %d px has pixels: %s" % (hh, [k for _, k in first]))
     # offline: Chart.js is the installed file as it is, nothing else names a URL
     lib = open(chartjs_path, encoding="utf-8").read()
     m = re.search(r'<script id="fsp-chartjs">\n(.*?)\n</script>', page_text, re.S)
@@ -91,6 +154,15 @@ def page(html_path, dom_path, log_path, png_path, chartjs_path, min_charts):
     say(not re.search(r"<(script|link|img|iframe)[^>]+(src|href)=", rest, re.I),
         "no element loads anything", "an element with src/href")
     say(plotted(dom) is not None, "the plotted numbers are in the page", "no #fsp-plotted")
+
+
+def lazy(dom_path, opened_path, cid):
+    dom = open(dom_path, encoding="utf-8", errors="replace").read()
+    opened = open(opened_path, encoding="utf-8", errors="replace").read()
+    tag = '<table data-chart="%s"' % cid
+    say('data-numbers="%s"' % cid in dom and tag not in dom, "the numbers of %s are not made until opened" % cid,
+        "its table is in the page as loaded" if tag in dom else "no numbers of %s" % cid)
+    say(tag in opened, "opening the numbers of %s makes its table" % cid, "no table after opening")
 
 
 def close(a, b, tol):
@@ -138,15 +210,70 @@ def numbers(dom_path, stats_dir, required):
     for prefix in required:
         say(any(c.startswith(prefix) for c in charts), "a chart %s* is in the page" % prefix,
             "missing; charts: " + ", ".join(sorted(charts)))
+    def answer(run):
+        return dx(run).get("answer")
+
+    def answer_step(run, step, a, b):
+        return next((x for x in answer(run)["steps"] if x["step"] == step and x["a"] == a and x["b"] == b), None)
+
+    def shown_owner(run, v):
+        """The owner the page must show for a verdict: the answer's when there is one."""
+        if not answer(run):
+            return v["owner"]
+        x = answer_step(run, v["step"], v["a"], v["b"]) or {}
+        return x.get("owner_text") or x.get("owner")
+
     for cid, c in sorted(charts.items()):
         bad, checked = [], 0
+        if c["type"] in ("answer", "owners"):
+            run = c["compare_run"]
+            A = answer(run)
+            what = "headlines" if c["type"] == "answer" else "owners"
+            if not A:
+                say(False, "%s: the page's %s are diagnose's answer" % (cid, what),
+                    "fsprism diagnose --format json has no answer")
+                continue
+            if c["type"] == "answer":
+                want = [h["text"] for h in A["headlines"]]
+                say(c["answer"] and c["headlines"] == want, "%s: the headlines are diagnose's answer" % cid,
+                    "shown %s, answer %s" % (c["headlines"], want))
+                continue
+            for row in c["rows"]:
+                x = answer_step(run, row[0], row[1], row[2])
+                checked += 1
+                want = x and (x.get("owner_text") or x.get("owner"))
+                if row[3] != want:
+                    bad.append("step %s %s->%s: shown %s, answer %s" % (row[0], row[1], row[2], row[3], want))
+            missing = [x for x in A["steps"] if not any(r[:3] == [x["step"], x["a"], x["b"]] for r in c["rows"])]
+            if missing:
+                bad.append("%d answer steps not shown" % len(missing))
+            say(checked and not bad, "%s: the %d owners shown are diagnose's answer" % (cid, checked),
+                "; ".join(bad[:3]) or "none shown")
+            continue
+        if cid.startswith("partdiff-"):
+            for d in c["datasets"]:
+                f = d["fsp"]
+                for k, v in enumerate(d["data"]):
+                    checked += 1
+                    if "compare_run" in f:
+                        x = answer_step(f["compare_run"], f["steps"][k], f["a"], f["b"]) or {}
+                        want = (x.get(f["key"]) or {}).get(f["owner"])
+                    else:
+                        b = layer_part(f["run_b"], f["steps"][k], f["ops"][k], f["part"])
+                        a = layer_part(f["run_a"], f["steps"][k], f["ops"][k], f["part"])
+                        want = round(((b or {}).get(f["key"], 0) - (a or {}).get(f["key"], 0)) * 1000) / 1000
+                    if not close(v, want, 0.0011 if "compare_run" not in f else 0):
+                        bad.append("%s [%d]: plotted %s, want %s" % (d["label"], k, v, want))
+            say(checked and not bad, "%s: %d plotted differences equal fsprism %s --format json" % (
+                cid, checked, "diagnose" if c["datasets"] and "compare_run" in c["datasets"][0]["fsp"] else "stats"), "; ".join(bad[:3]) or "nothing plotted")
+            continue
         if c["type"] == "table":
             # the diagnosis' verdicts and the tail attribution, row by row
             for k, row in enumerate(c["rows"]):
                 if cid.startswith("diagnosis-"):
                     v = dx(c["compare_run"])["verdicts"][k]
                     p50, p99 = v.get("p50_us", {}), v.get("p99_us", {})
-                    want = [v["step"], v["label"], v["a"], v["b"], v["owner"], v["mbps"]["a"],
+                    want = [v["step"], v["label"], v["a"], v["b"], shown_owner(c["compare_run"], v), v["mbps"]["a"],
                             v["mbps"]["b"], v["mbps"]["rel"], v["mbps"]["judgement"], p50.get("a"),
                             p50.get("b"), p99.get("a"), p99.get("b"), v["delta_us"], v["claim_us"]]
                 elif cid.startswith("layers-attr-"):
@@ -224,5 +351,7 @@ def numbers(dom_path, stats_dir, required):
 if __name__ == "__main__":
     if sys.argv[1] == "page":
         page(*sys.argv[2:8])
+    elif sys.argv[1] == "lazy":
+        lazy(*sys.argv[2:5])
     else:
         numbers(sys.argv[2], sys.argv[3], sys.argv[4:])

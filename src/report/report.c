@@ -37,7 +37,13 @@ static const char report_css[] =
 	"th{background:#f4f4f4}td.l,th.l{text-align:left}"
 	"details{margin:4px 0 12px}summary{cursor:pointer;color:#335}"
 	".grid{display:grid;grid-template-columns:repeat(auto-fit,minmax(520px,1fr));gap:12px}"
-	".diag{border:2px solid #b60;padding:8px 12px;background:#fff8ee}";
+	/* the answer first: headlines beside the bathtub, on the first screen */
+	".answer{border:2px solid #b60;padding:4px 12px 8px;background:#fff8ee}"
+	".top{display:grid;grid-template-columns:minmax(0,5fr) minmax(0,6fr);gap:16px;align-items:start}"
+	".headline{font-size:16px;font-weight:600;margin:8px 0}.shape{margin:4px 0}"
+	"table.findings{width:100%}table.findings td{vertical-align:top}"
+	".swatch{display:inline-block;width:14px;height:10px;margin:0 3px 0 6px;border:1px solid #888}"
+	".scale{font-size:12px;color:#444;margin:2px 0}";
 
 const char *fsp_report_default_chartjs(void)
 {
