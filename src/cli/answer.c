@@ -14,6 +14,7 @@
 #include <string.h>
 #include "src/base/json.h"
 #include "src/cli/diagnose_int.h"
+#include "src/prism/decomp.h"
 
 static const char *const label[FSP_DX__TARGETS] = { "raw", "fs", "fsprism", "emu" };
 
@@ -97,6 +98,63 @@ static void print_shapes(FILE *out, const struct dx_run *d, const struct dx_resu
 }
 
 static void answer_lines(FILE *out, const struct dx_run *d, const struct dx_result *res);
+
+/* Stalls print at most this many lines; the rest are counted. */
+#define STALL_LINES 3
+
+/* The label of step number step, "" if unknown. */
+static const char *step_label(const struct dx_run *d, int step)
+{
+	for (int i = 0; i < d->nsteps; i++)
+		if (d->steps[i].step == step)
+			return d->steps[i].label;
+	return "";
+}
+
+/* One stall as a person reads it: its target, its round, then the text of
+ * src/prism/stall.c. */
+static void stall_line(const struct dx_run *d, const struct dx_stall *x, char *buf, size_t len)
+{
+	char text[512], round[32] = "";
+	fsp_stall_text(&x->s, step_label(d, x->s.step), text, sizeof text);
+	if (d->rounds > 1)
+		snprintf(round, sizeof round, " (round %d)", x->round + 1);
+	snprintf(buf, len, "%s%s, %s", fsp_dx_tname(d, x->t), round, text);
+}
+
+/* The stalls, the longest first, STALL_LINES of them. */
+static void print_stalls(FILE *out, const struct dx_run *d)
+{
+	size_t n = d->nstalls, shown = 0;
+	int used[STALL_LINES];
+	uint64_t more = 0;
+	for (size_t i = 0; i < n; i++)
+		more += (uint64_t)d->stalls[i].s.more;
+	if (!n) {
+		fprintf(out, "- no stall or outlier (no step with a bucket at zero throughput, no IO "
+			"%.0fx beyond its step's p99.9)\n", FSP_STALL_OUTLIER_X);
+		return;
+	}
+	while (shown < n && shown < STALL_LINES) {
+		int best = -1;
+		for (size_t i = 0; i < n; i++) {
+			int taken = 0;
+			for (size_t k = 0; k < shown; k++)
+				taken |= used[k] == (int)i;
+			if (!taken && (best < 0 || d->stalls[i].s.duration_ms >
+						   d->stalls[best].s.duration_ms))
+				best = (int)i;
+		}
+		used[shown++] = best;
+		char line[640];
+		stall_line(d, &d->stalls[best], line, sizeof line);
+		fprintf(out, "- %s %s\n", d->stalls[best].s.kind == FSP_STALL_ZERO ? "stall:" :
+			"outlier:", line);
+	}
+	if (n > shown || more)
+		fprintf(out, "  (%" PRIu64 " more stalls and outliers: fsprism stats DB --run N for "
+			"each target's run)\n", (uint64_t)(n - shown) + more);
+}
 
 void fsp_answer_print(FILE *out, struct fsp_store *st, const struct dx_run *d,
 		      const struct dx_result *res)
@@ -195,6 +253,7 @@ static void answer_lines(FILE *out, const struct dx_run *d, const struct dx_resu
 	}
 	fprintf(out, "  (MB/s%s%s)\n", d->rounds > 1 ? ", the median of the rounds" : "",
 		d->rounds > 1 ? "; *: beyond the noise against the target before it" : "");
+	print_stalls(out, d);
 }
 
 /* ---- JSON ------------------------------------------------------------------------ */
@@ -357,6 +416,37 @@ void fsp_answer_json(FILE *out, const struct dx_run *d, const struct dx_result *
 				 fsp_dx_owner_name(res->shape_owner[t]));
 		else
 			snprintf(text, sizeof text, "%s: no bathtub", fsp_dx_tname(d, t));
+		fsp_json_str(out, text);
+		fputc('}', out);
+	}
+	fputs("\n], \"stalls\": [", out);
+	for (size_t i = 0; i < d->nstalls; i++) {
+		const struct dx_stall *x = &d->stalls[i];
+		char text[640];
+		stall_line(d, x, text, sizeof text);
+		fprintf(out, "%s\n  {\"target\": \"%s\", \"run\": %" PRId64 ", \"round\": %d, "
+			"\"step\": %d, \"label\": ", i ? "," : "", label[x->t], x->run, x->round,
+			x->s.step);
+		fsp_json_str(out, step_label(d, x->s.step));
+		fprintf(out, ", \"kind\": \"%s\", \"at_ms\": ", x->s.kind == FSP_STALL_ZERO ?
+			"stall" : "outlier");
+		fsp_json_num(out, x->s.at_ms);
+		fputs(", \"duration_ms\": ", out);
+		fsp_json_num(out, x->s.duration_ms);
+		fprintf(out, ", \"zero_buckets\": %d, \"ios\": %d, \"io_us\": ", x->s.zero_buckets,
+			x->s.ios);
+		fsp_json_num(out, x->s.io_us);
+		fprintf(out, ", \"dir\": %s, \"layer\": ", x->s.write < 0 ? "null" :
+			x->s.write ? "\"write\"" : "\"read\"");
+		if (x->s.part >= 0)
+			fsp_json_str(out, fsp_dc_part_name((unsigned)x->s.part));
+		else
+			fputs("null", out);
+		fputs(", \"layer_share\": ", out);
+		fsp_json_num(out, x->s.part_share);
+		fputs(", \"p999_us\": ", out);
+		fsp_json_num(out, x->s.p999_us);
+		fprintf(out, ", \"more\": %d, \"text\": ", x->s.more);
 		fsp_json_str(out, text);
 		fputc('}', out);
 	}

@@ -21,6 +21,7 @@
 #include "src/cli/opt.h"
 #include "src/cli/stats.h"
 #include "src/cli/stats_layers.h"
+#include "src/cli/stalls.h"
 #include "src/db/block_ios.h"
 #include "src/db/results.h"
 #include "src/db/store.h"
@@ -411,6 +412,30 @@ static int run_round(struct fsp_store *st, int64_t run, int k)
 	return r >= 0 && r < FSP_DX_MAX_ROUNDS ? r : -1;
 }
 
+/* The stalls and outliers of one target's run in round r, added to d. */
+static int load_stalls(struct fsp_store *st, struct dx_run *d, int t, int r, int64_t run,
+		       int64_t mount)
+{
+	struct fsp_stall *f = NULL;
+	size_t n = 0;
+	char err[256];
+	if (fsp_stalls_find(st, run, mount, &f, &n, err, sizeof err)) {
+		fprintf(stderr, "fsprism diagnose: stalls of run %" PRId64 ": %s\n", run, err);
+		return -1;
+	}
+	struct dx_stall *v = n ? realloc(d->stalls, (d->nstalls + n) * sizeof *v) : d->stalls;
+	if (n && !v) {
+		free(f);
+		return -1;
+	}
+	d->stalls = v;
+	for (size_t i = 0; i < n; i++)
+		d->stalls[d->nstalls++] = (struct dx_stall){ .t = t, .round = r, .run = run,
+							     .s = f[i] };
+	free(f);
+	return 0;
+}
+
 static int load(struct fsp_store *st, int64_t cmp_run, struct dx_run *d)
 {
 	memset(d, 0, sizeof *d);
@@ -468,6 +493,8 @@ static int load(struct fsp_store *st, int64_t cmp_run, struct dx_run *d)
 			if (fsp_store_each_step(st, l.run, load_step, &l))
 				rc = -1;
 			free(lm);
+			if (load_stalls(st, d, t, r, l.run, mount_of[r]))
+				rc = -1;
 		}
 		for (int k = 0; k < d->nreplays[t]; k++) {
 			int r = run_round(st, d->replays[t][k], k);
@@ -808,7 +835,7 @@ static void print_json(FILE *out, const struct dx_run *d, const struct dx_result
 int fsp_diagnose_print(FILE *out, struct fsp_store *st, int64_t cmp_run, int format,
 		       const char *cmd)
 {
-	struct dx_run *d = malloc(sizeof *d);
+	struct dx_run *d = calloc(1, sizeof *d);
 	struct dx_result *res = malloc(sizeof *res);
 	int rc = -1;
 	if (!d || !res) {
@@ -845,6 +872,8 @@ int fsp_diagnose_print(FILE *out, struct fsp_store *st, int64_t cmp_run, int for
 	}
 	rc = 0;
 out:
+	if (d)
+		free(d->stalls);
 	free(d);
 	free(res);
 	return rc;

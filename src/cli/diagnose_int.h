@@ -11,6 +11,7 @@
 #include <stdint.h>
 #include <stdio.h>
 #include "src/prism/answer.h"
+#include "src/prism/stall.h"
 #include "src/prism/diagnose.h"
 
 struct fsp_store;
@@ -20,6 +21,13 @@ struct fsp_store;
 struct step_info {
 	int step;
 	char label[64];
+};
+
+/* A stall or an outlier of one target's run in one round. */
+struct dx_stall {
+	int t, round;
+	int64_t run;
+	struct fsp_stall s;
 };
 
 /* Everything diagnose knows about one compare run. */
@@ -40,6 +48,9 @@ struct dx_run {
 	int seq_n[FSP_DX__DIRS][FSP_DX__TARGETS][MAX_STEPS],
 	    streams_n[FSP_DX__DIRS][FSP_DX__TARGETS][MAX_STEPS], recent_n[FSP_DX__TARGETS][MAX_STEPS];
 	int split_n[FSP_DX__TARGETS][MAX_STEPS];
+	/* the stalls and outliers of every round's run (src/cli/stalls.h) */
+	struct dx_stall *stalls;
+	size_t nstalls;
 	/* the user bytes of each round's step: a replay's MB/s is of those */
 	double user_bytes[FSP_DX__TARGETS][MAX_STEPS][FSP_DX_MAX_ROUNDS];
 };
