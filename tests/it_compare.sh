@@ -136,10 +136,10 @@ lines=$(wc -l <"$T/aout")
 check "default screen: about one screen ($lines lines, at most 60)" [ "$lines" -le 60 ]
 check "default screen: the answer, judged over 2 rounds" grep -q "^the answer (2 rounds; " "$T/aout"
 check "default screen: a headline for ext4 against raw" \
-	grep -q "^  ext4 \(not \)\?slower than raw at " "$T/aout"
+	grep -q "^- ext4 \(not \)\?slower than raw at " "$T/aout"
 check "default screen: a headline for fsprism against ext4" \
-	grep -q "^  fsprism \(not \)\?slower than ext4 at " "$T/aout"
-check "default screen: the bathtub line" grep -q "^  \(no \)\?bathtub: " "$T/aout"
+	grep -q "^- fsprism \(not \)\?slower than ext4 at " "$T/aout"
+check "default screen: the bathtub line" grep -q "^- \(no \)\?bathtub: " "$T/aout"
 expect_eq "default screen: a row per mix" 11 \
 	"$(grep -c '^  [0-9]*/[0-9]*  *[0-9.]*[* ]  *[0-9.]*[* ]  *[0-9.]*' "$T/aout")"
 check "default screen: the mean and the ratio to raw" grep -q "^  x raw  *1.00 " "$T/aout"
