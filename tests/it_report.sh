@@ -168,14 +168,30 @@ else
 fi
 
 # --- a second compare overlaid on the first: targets matched by name -----------
+# (two rounds: the page shows the last round's runs, its bathtub the medians)
 if "$FSPRISM" compare --targets raw,fs --size 1G --db "$T/cmp.db" --time=300ms --mix=100,50,0 --quiet \
-	>"$T/cmp2.out" 2>"$T/cmp2.err"; then
+	--rounds 2 >"$T/cmp2.out" 2>"$T/cmp2.err"; then
 	second=$(sqlite3 "$T/cmp.db" "SELECT max(id) FROM runs WHERE kind='compare'")
+	check "compare --rounds 2: report --run $second" \
+		"$FSPRISM" report "$T/cmp.db" --run "$second" -o "$T/rounds.html"
+	look rounds "$T/rounds.html" "$T/cmp.db" 6 curve-total curve-rw lat- answer-$second
+	got=$(python3 -c 'import json,re,html,sys
+d=json.loads(html.unescape(re.search(r"<pre id=\"fsp-plotted\"[^>]*>(.*?)</pre>", open(sys.argv[1]).read(), re.S).group(1)))
+c=d["curve-total"]["datasets"]
+print(len(c), " ".join(sorted(x["label"] for x in c)), all(x["fsp"].get("answer") for x in c))' "$T/rounds.dom")
+	expect_eq "compare --rounds 2: the bathtub has one line per target, the answer's medians" \
+		"2 fs raw True" "$got"
+	last=$(sqlite3 "$T/cmp.db" "SELECT group_concat(id, ' ') FROM (SELECT max(id) AS id FROM runs
+		WHERE parent=$second AND kind='run' GROUP BY label ORDER BY id)")
+	got=$(python3 -c 'import json,re,html,sys
+d=json.loads(html.unescape(re.search(r"<pre id=\"fsp-plotted\"[^>]*>(.*?)</pre>", open(sys.argv[1]).read(), re.S).group(1)))
+print(" ".join(str(r) for r in sorted({x["fsp"]["run"] for x in d["curve-rw"]["datasets"]})))' "$T/rounds.dom")
+	expect_eq "compare --rounds 2: the other charts show the last round's runs" "$last" "$got"
 	check "compare: report --run $second --vs 1" \
 		"$FSPRISM" report "$T/cmp.db" --run "$second" --vs 1 -o "$T/cmpvs.html"
 	look cmpvs "$T/cmpvs.html" "$T/cmp.db" 6 curve-total curve-rw lat- cdf-read
 	raw1=$(sqlite3 "$T/cmp.db" "SELECT id FROM runs WHERE parent=1 AND label='raw'")
-	raw2=$(sqlite3 "$T/cmp.db" "SELECT id FROM runs WHERE parent=$second AND label='raw'")
+	raw2=$(sqlite3 "$T/cmp.db" "SELECT max(id) FROM runs WHERE parent=$second AND label='raw'")
 	got=$(python3 -c 'import json,re,html,sys
 d=json.loads(html.unescape(re.search(r"<pre id=\"fsp-plotted\"[^>]*>(.*?)</pre>", open(sys.argv[1]).read(), re.S).group(1)))
 print(" ".join(sorted({str(x["fsp"]["run"]) for x in d["curve-total"]["datasets"] if x["label"].startswith("raw")})))' "$T/cmpvs.dom")

@@ -304,6 +304,17 @@ def numbers(dom_path, stats_dir, required):
         for d in c["datasets"]:
             f = d.get("fsp") or {}
             run = f.get("run")
+            if cid == "curve-total" and f.get("answer"):
+                # the medians of the rounds: the answer's, step by step
+                steps = dx(f["answer"])["answer"]["steps"]
+                for k, v in enumerate(d["data"]):
+                    checked += 1
+                    want = next((x["a_mbps"] if x["a"] == f["target"] else x["b_mbps"]
+                                 for x in steps if x["step"] == f["step"][k] and
+                                 f["target"] in (x["a"], x["b"])), None)
+                    if want is None or v is None or abs(v - want) > 1e-6:
+                        bad.append("%s [%d]: plotted %s, answer %s" % (d["label"], k, v, want))
+                continue
             if run is None:
                 continue
             for k, v in enumerate(d["data"]):

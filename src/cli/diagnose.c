@@ -890,7 +890,9 @@ static void usage(FILE *f)
 "pair of neighbouring targets (raw -> native fs -> fsprism -> emu), the\n"
 "difference in MB/s and p50/p99, judged against the round-to-round spread\n"
 "(compare --rounds N), the one part that owns it and its evidence in numbers;\n"
-"and a collapse of the mixed steps (a bathtub) as a shape. See docs/diagnose.md.\n"
+"and a collapse of the mixed steps (a bathtub) as a shape. The table opens\n"
+"with the answer compare prints (headlines, bathtub, a row per step with its\n"
+"one owner, stalls and outliers). See docs/diagnose.md.\n"
 "The table fits 100 columns (long lines folded); --wide prints them whole.\n");
 }
 

@@ -55,6 +55,49 @@ static void free_targets(struct targets *g)
 	}
 }
 
+/* A child run's round (its attribute `round`; 0 without one). */
+static int run_round(struct fsp_store *st, int64_t run)
+{
+	char *v = fsp_store_attr(st, run, "round");
+	int r = v ? atoi(v) : 0;
+	free(v);
+	return r;
+}
+
+/*
+ * Of a compare's rounds, the charts show the last (as compare --details
+ * shows its table): one run per label, the one of the highest round, the
+ * newest among equals. The answer (diagnose) judges every round.
+ */
+static void last_round(struct fsp_store *st, struct targets *g)
+{
+	int round[MAX_TARGETS], keep[MAX_TARGETS];
+	for (int i = 0; i < g->n; i++)
+		round[i] = run_round(st, g->t[i].run);
+	for (int i = 0; i < g->n; i++) {
+		keep[i] = 1;
+		for (int j = 0; j < g->n && keep[i]; j++)
+			if (j != i && !strcmp(g->label[i], g->label[j]) &&
+			    !strcmp(g->kind[i], g->kind[j]) &&
+			    (round[j] > round[i] ||
+			     (round[j] == round[i] && g->t[j].run > g->t[i].run)))
+				keep[i] = 0;
+	}
+	int k = 0;
+	for (int i = 0; i < g->n; i++) {
+		if (!keep[i]) {
+			free(g->label[i]);
+			free(g->kind[i]);
+			continue;
+		}
+		g->t[k] = g->t[i];
+		g->label[k] = g->label[i];
+		g->kind[k] = g->kind[i];
+		k++;
+	}
+	g->n = k;
+}
+
 /* The targets of run (kind): a compare's engine runs, then its mounts;
  * any other run is its own target. Each with its stats JSON. */
 static int load_targets(const char *cmd, struct fsp_store *st, int64_t run,
@@ -65,6 +108,7 @@ static int load_targets(const char *cmd, struct fsp_store *st, int64_t run,
 		for (g->mounts = 0; g->mounts < 2; g->mounts++)
 			if (fsp_store_each_child_run(st, run, add_child, g) < 0)
 				goto db_error;
+		last_round(st, g);
 	} else {
 		char name[64];
 		snprintf(name, sizeof(name), "run %" PRId64, run);

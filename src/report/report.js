@@ -305,7 +305,7 @@
       shapes.forEach(function (h) { add(left, "p", { "class": "shape", text: shapeText(h) }); });
       note(left, (DX.rounds === 1 ? "1 round: the round-to-round spread is unknown, so a difference " +
         "cannot be told from noise (compare --rounds 3 can)." : DX.rounds + " rounds: each difference " +
-        "is judged against the spread of the rounds.") + " From fsprism diagnose (docs/diagnose.md)" +
+        "is judged against the spread of the rounds; the charts below show the last round.") + " From fsprism diagnose (docs/diagnose.md)" +
         (ANS ? "." : "; this diagnosis has no answer (an older fsprism): headlines from its verdicts."));
       plotted["answer-" + MAIN.run] = { type: "answer", compare_run: MAIN.run, answer: !!ANS,
         headlines: H.map(function (h) { return h.text; }),
@@ -478,7 +478,25 @@
     var steps = STEPS, labels = steps.map(AX.label);
     var s = parent || section("Throughput against " + AX.name, null);
     var ds = [], rows = [];
+    // with rounds, the medians the answer judged (its text table's numbers);
+    // the other charts show the last round
+    var med = parent && ANS && DX.rounds > 1 && !VS;
+    function median(label, step) {
+      var S = ANS.steps || [];
+      for (var i = 0; i < S.length; i++) {
+        if (S[i].step !== step) continue;
+        if (S[i].a === label) return S[i].a_mbps;
+        if (S[i].b === label) return S[i].b_mbps;
+      }
+      return null;
+    }
     E.forEach(function (T) {
+      if (med) {
+        ds.push(line(T.label, steps.map(function (st) { return median(T.label, st.step); }), T.label, null,
+          { answer: MAIN.run, target: T.label, step: steps.map(function (st) { return st.step; }),
+            value: "median mb_per_s of the rounds" }));
+        return;
+      }
       ds.push(line(T.label, steps.map(function (st) { return totalMbs(T, st.step); }), T.label, null,
         { run: T.run, step: steps.map(function (st) { return st.step; }), value: "read+write mb_per_s" }));
       var V = findTarget(VS, T.label);
@@ -486,6 +504,7 @@
         { run: V.run, step: steps.map(function (st) { return st.step; }), value: "read+write mb_per_s" }));
     });
     draw(chart(s, "curve-total", "MB/s against " + AX.name + ", reads + writes, one line per target" +
+      (med ? ", the median of the " + DX.rounds + " rounds" : "") +
       (VS ? " (dotted: run " + VS.run + ")" : ""), { type: "line", data: { labels: labels, datasets: ds },
       options: { scales: { x: { title: { display: true, text: AX.name } },
         y: { beginAtZero: true, title: { display: true, text: "MB/s" } } } } }));
