@@ -105,6 +105,30 @@ check "read delay: the evidence shows the daemon's time per IO, the injected par
 	grep -q "fsprism's own time in the handler .* us per IO, of it 1[0-9][0-9][0-9]\.[0-9] us injected" \
 	"$T/delay.out"
 
+# ---- a tail of known cause: 2% of the reads wait 5 ms in the FUSE layer ----
+# The IOs around the median are not delayed (the FUSE transport's usual
+# cost, or noise); the slowest 1% all are: the tail's owner is fsprism's
+# daemon, and the answer says so beside the median's.
+scenario tail "$T/tail.db" --targets fs,fsprism --mix=100 --rounds 3 \
+	--inject 'op=read,delay=5ms:0.02'
+tail_of() { # the answer's FIELD of the step's pair fs -> fsprism
+	sqlite3 :memory: "SELECT json_extract(value, '\$.$1') FROM
+		json_each(json_extract(readfile('$T/tail.dxj'), '\$.answer.steps'))"
+}
+expect_eq "tail: the tail's owner is fsprism's daemon" "fsprism-daemon" "$(tail_of tail_owner)"
+m=$(tail_of median_owner)
+check "tail: the median IOs' owner is not the daemon ($m)" [ "$m" != fsprism-daemon ]
+ot=$(tail_of owner_text)
+case $ot in
+*fsprism-daemon*) ok "tail: the one owner's text names the daemon ($ot)" ;;
+*) not_ok "tail: the one owner's text does not name the daemon ($ot)" ;;
+esac
+o=$(tail_of owner)
+case $o in
+fsprism-daemon | fuse-transport) ok "tail: the owner is the daemon or the transport ($o)" ;;
+*) not_ok "tail: the owner is $o" ;;
+esac
+
 # ---- a request-size change: --max-write 4k under 128 KiB writes ----
 scenario maxw "$T/maxw.db" --targets fs,fsprism --mix=0 --rounds 3 --max-write=4k
 expect_eq "max-write: the one owner is the request size" "request-size" \

@@ -138,7 +138,7 @@ if "$FSPRISM" run mixed-seq "$DEV" --db "$T/run.db" $TINY --report "$T/run.html"
 	else not_ok "vs: no table of ratios"; fi
 	runs=$(python3 -c 'import json,re,html,sys
 d=json.loads(html.unescape(re.search(r"<pre id=\"fsp-plotted\"[^>]*>(.*?)</pre>", open(sys.argv[1]).read(), re.S).group(1)))
-print(" ".join(sorted({str(x["fsp"]["run"]) for x in d["curve-total"]["datasets"]})))' "$T/vs.dom")
+print(" ".join(str(r) for r in sorted({x["fsp"]["run"] for x in d["curve-total"]["datasets"]})))' "$T/vs.dom")
 	expect_eq "vs: the curve overlays both runs" "1 2" "$runs"
 else
 	not_ok "fsprism run: $(cat "$T/run.err")"
@@ -194,7 +194,7 @@ print(" ".join(str(r) for r in sorted({x["fsp"]["run"] for x in d["curve-rw"]["d
 	raw2=$(sqlite3 "$T/cmp.db" "SELECT max(id) FROM runs WHERE parent=$second AND label='raw'")
 	got=$(python3 -c 'import json,re,html,sys
 d=json.loads(html.unescape(re.search(r"<pre id=\"fsp-plotted\"[^>]*>(.*?)</pre>", open(sys.argv[1]).read(), re.S).group(1)))
-print(" ".join(sorted({str(x["fsp"]["run"]) for x in d["curve-total"]["datasets"] if x["label"].startswith("raw")})))' "$T/cmpvs.dom")
+print(" ".join(str(r) for r in sorted({x["fsp"]["run"] for x in d["curve-total"]["datasets"] if x["label"].startswith("raw")})))' "$T/cmpvs.dom")
 	expect_eq "compare --vs: the raw target of both compares on one curve" "$raw1 $raw2" "$got"
 	if grep -q 'data-chart="ratios"' "$T/cmpvs.dom"; then ok "compare --vs: the table of ratios"
 	else not_ok "compare --vs: no table of ratios"; fi

@@ -165,3 +165,43 @@ UNIT_TEST(test_errno_rate_and_seed)
 	pattern("op=read,errno=EIO", a, 100, &fa);
 	assert_int_equal(fa, 100);
 }
+
+/* A delay with a probability: that share of the requests waits the
+ * distribution's delay, the others none; in canonical form; a colon of the
+ * distribution itself is not a probability. */
+UNIT_TEST(test_delay_probability)
+{
+	char buf[256];
+	struct fsp_inject *inj = rules("op=read,delay=5ms:0.02;op=write,delay=exp:1ms:0.5;"
+				       "op=fsync,delay=uniform:1ms-2ms:1");
+	fsp_inject_format(inj, buf, sizeof(buf));
+	assert_string_equal(buf, "op=read,delay=5ms:0.02;op=write,delay=exp:1ms:0.5;"
+			    "op=fsync,delay=uniform:1ms-2ms;seed=1");
+	uint64_t d;
+	int delayed = 0, other = 0;
+	const int n = 20000;
+	for (int i = 0; i < n; i++) {
+		fsp_inject_decide(inj, FSP_OP_READ, UINT32_MAX, &d);
+		if (d == 5000000)
+			delayed++;
+		else if (d != 0)
+			other++;
+	}
+	/* binomial: mean 400, sd 19.8; 4 sd */
+	assert_true(delayed >= 321 && delayed <= 479);
+	assert_int_equal(other, 0);
+	for (int i = 0; i < 100; i++) {
+		fsp_inject_decide(inj, FSP_OP_FSYNC, UINT32_MAX, &d);
+		assert_true(d >= 1000000 && d <= 2000000);
+	}
+	fsp_inject_free(inj);
+	/* exp:5 is no probability of 5: a mean of 5 (ns), or refused alike */
+	char err[256];
+	struct fsp_inject *a = fsp_inject_parse("op=read,delay=exp:5ms", err, sizeof(err));
+	assert_non_null(a);
+	fsp_inject_format(a, buf, sizeof(buf));
+	assert_string_equal(buf, "op=read,delay=exp:5ms;seed=1");
+	fsp_inject_free(a);
+	assert_null(fsp_inject_parse("op=read,delay=5ms:0", err, sizeof(err)));
+	assert_null(fsp_inject_parse("op=read,delay=5ms:1.5", err, sizeof(err)));
+}

@@ -4,7 +4,7 @@
  *
  *   RULES := RULE { ';' RULE }
  *   RULE  := FIELD { ',' FIELD }
- *   FIELD := op=NAME{|NAME} | op=all | path=GLOB | delay=DIST
+ *   FIELD := op=NAME{|NAME} | op=all | path=GLOB | delay=DIST[:P]
  *          | errno=NAME[:P] | seed=N
  *   DIST  := DURATION | uniform:DURATION-DURATION | exp:DURATION
  *
@@ -33,6 +33,8 @@ struct rule {
 	char *path;          /* NULL: every path */
 	enum dist dist;
 	uint64_t d1, d2;     /* fixed: d1; uniform: d1..d2; exp: mean d1 */
+	uint64_t delay_thresh; /* a draw below it is delayed (UINT64_MAX: always) */
+	double delay_p;
 	int err;             /* 0: none */
 	uint64_t err_thresh; /* a draw below it fails (UINT64_MAX: always) */
 	double err_p;
@@ -106,7 +108,41 @@ static int parse_dur(const char *what, const char *s, uint64_t *ns, char *err, s
 	return 0;
 }
 
+/* A probability P, 0 < P <= 1, into *p and the draw threshold; -1 if s is none. */
+static int parse_prob(const char *s, double *p, uint64_t *thresh)
+{
+	char *end;
+	errno = 0;
+	double v = strtod(s, &end);
+	if (errno || end == s || *end || !(v > 0 && v <= 1))
+		return -1;
+	*p = v;
+	*thresh = v >= 1 ? UINT64_MAX : (uint64_t)(v * 18446744073709551616.0);
+	return 0;
+}
+
+static int parse_dist(struct rule *r, const char *v, char *err, size_t len);
+
+/* DIST[:P]: a delay, applied with probability P (a tail of known cause). */
 static int parse_delay(struct rule *r, const char *v, char *err, size_t len)
+{
+	r->delay_p = 1;
+	r->delay_thresh = UINT64_MAX;
+	const char *colon = strrchr(v, ':');
+	char dist[128];
+	if (colon && (size_t)(colon - v) < sizeof(dist) &&
+	    !parse_prob(colon + 1, &r->delay_p, &r->delay_thresh)) {
+		memcpy(dist, v, (size_t)(colon - v));
+		dist[colon - v] = '\0';
+		if (!parse_dist(r, dist, err, len))
+			return 0;
+		r->delay_p = 1; /* "exp:5": the colon was the distribution's */
+		r->delay_thresh = UINT64_MAX;
+	}
+	return parse_dist(r, v, err, len);
+}
+
+static int parse_dist(struct rule *r, const char *v, char *err, size_t len)
 {
 	if (!strncmp(v, "uniform:", 8)) {
 		char lo[64];
@@ -321,6 +357,8 @@ void fsp_inject_format(const struct fsp_inject *inj, char *buf, size_t len)
 			at = put(buf, len, at, ",delay=uniform:%s-%s", a, b);
 		else if (r->dist == DIST_EXP)
 			at = put(buf, len, at, ",delay=exp:%s", a);
+		if (r->dist != DIST_NONE && r->delay_p < 1)
+			at = put(buf, len, at, ":%g", r->delay_p);
 		if (r->err)
 			at = put(buf, len, at, ",errno=%s:%g", errno_name(r->err), r->err_p);
 	}
@@ -392,7 +430,11 @@ int fsp_inject_decide(const struct fsp_inject *inj, int op, uint32_t mask,
 		int i = __builtin_ctz(m);
 		m &= m - 1;
 		const struct rule *r = &inj->rule[i];
-		switch (r->dist) {
+		/* a delay with a probability draws first (one draw only then,
+		 * so the rules without one keep their sequences) */
+		int delayed = r->dist != DIST_NONE &&
+			      (r->delay_thresh == UINT64_MAX || rng_next(inj) < r->delay_thresh);
+		switch (delayed ? r->dist : DIST_NONE) {
 		case DIST_NONE: break;
 		case DIST_FIXED: delay += r->d1; break;
 		case DIST_UNIFORM:

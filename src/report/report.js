@@ -429,7 +429,7 @@
       var s = section("Diagnosis of compare run " + R.run + ": the verdicts", "As fsprism diagnose " +
         "prints them: per step and pair, the mean latency difference per user IO (b - a) beside the " +
         "part its verdict's mechanism claims, and the evidence per user IO of both targets.");
-      var own = function (v) { return main_ ? ownerOf(v) : v.owner; };
+      var own = function (v) { return main_ ? ownerOf(v) : v.owner_text || v.owner; };
       var cols = ["step", "label", "a", "b", "owner", "MB/s a", "MB/s b", "MB/s change", "judgement",
         "p50 a", "p50 b", "p99 a", "p99 b", "latency +us per IO", "claim us"];
       var rows = V.map(function (v) {
