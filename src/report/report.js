@@ -979,33 +979,6 @@
       if (!V) { rows.push([T.label, "-", "not in run " + VS.run, null, null, null, null, null]); return; }
       var keys = T.kind === "run" ? T.steps.map(function (st) { return st.step; }) : [0];
       keys.forEach(function (st) {
-        rows.push([T.label, st, T.kind === "run" ? "MB/s" : "-", r(totalMbs(T, st), totalMbs(V, st)),
-          r(quant(T, st, "read", "p50_us"), quant(V, st, "read", "p50_us")),
-          r(quant(T, st, "read", "p99_us"), quant(V, st, "read", "p99_us")),
-          r(quant(T, st, "write", "p50_us"), quant(V, st, "write", "p50_us")),
-          r(quant(T, st, "write", "p99_us"), quant(V, st, "write", "p99_us"))]);
-      });
-      if (T.stats.emulation && V.stats.emulation)
-        rows.push([T.label, "-", "write amplification", r(T.stats.emulation.write_amplification.total,
-          V.stats.emulation.write_amplification.total), null, null, null, null]);
-    });
-    numbers(s, "ratios", ["target", "step", "what", "MB/s or value", "read p50", "read p99",
-      "write p50", "write p99"], rows, true);
-  }
-
-  // ---- --vs: the ratios ---------------------------------------------------------
-  function ratios() {
-    if (!VS) return;
-    var s = section("Run " + MAIN.run + " / run " + VS.run, "Each number of run " + MAIN.run +
-      " divided by the same number of run " + VS.run + " (targets matched by name, steps by number): " +
-      "above 1 is more (for MB/s better, for latency worse).");
-    var rows = [];
-    function r(a, b) { return a === null || b === null || !b ? null : Math.round(a / b * 1000) / 1000; }
-    MAIN.targets.forEach(function (T) {
-      var V = findTarget(VS, T.label);
-      if (!V) { rows.push([T.label, "-", "not in run " + VS.run, null, null, null, null, null]); return; }
-      var keys = T.kind === "run" ? T.steps.map(function (st) { return st.step; }) : [0];
-      keys.forEach(function (st) {
         rows.push([T.label, T.kind === "run" ? stepName(st, T) : st, T.kind === "run" ? "MB/s" : "-", r(totalMbs(T, st), totalMbs(V, st)),
           r(quant(T, st, "read", "p50_us"), quant(V, st, "read", "p50_us")),
           r(quant(T, st, "read", "p99_us"), quant(V, st, "read", "p99_us")),
