@@ -25,9 +25,16 @@ SIZES=$TINY
 # Nothing of a compare left in $TMPDIR (where its image and mounts were).
 nothing_left() { fsp_nothing_left "$TMPDIR" "$1"; }
 
+# diagnose's JSON of DB's newest compare up to its "answer": the verdicts
+# and shapes, one per line (the answer's lines, checked by answer_check.py,
+# would match the greps below too)
+dx_json() {
+	"$FSPRISM" diagnose "$1" --format json | sed '/^"answer": /,$d'
+}
+
 # The owners diagnose names in DB's newest compare, one per line, sorted.
 owners() {
-	"$FSPRISM" diagnose "$1" --format json | grep '"step":' |
+	dx_json "$1" | grep '"step":' |
 		sed 's/.*"owner": "\([^"]*\)".*/\1/' | sort -u
 }
 
@@ -176,7 +183,7 @@ SIZES="--size=512M --time=500ms --span=64M"
 scenario cow "$T/cow.db" --targets raw,emu --cow=always --profile mixed-seq --rounds 3 \
 	--replay --device-model switch=1ms
 SIZES=$TINY
-dxj=$("$FSPRISM" diagnose "$T/cow.db" --format json)
+dxj=$(dx_json "$T/cow.db")
 shapes=$(echo "$dxj" | grep '"target":')
 echo "$shapes" | sed 's/^/# /'
 check "cow: raw's mixed steps do not collapse (no bathtub)" \
@@ -229,7 +236,7 @@ check "cow: on emu on over 10% of every step from 80/20 to 10/90" \
 # owns the bathtub on every target that has one
 scenario raw "$T/raw.db" --targets raw,fs --access=random --span=2M --mix=100,70,30,0 \
 	--rounds 3 --device-model raw=2ms@50ms
-shapes=$("$FSPRISM" diagnose "$T/raw.db" --format json | grep '"target":')
+shapes=$(dx_json "$T/raw.db" | grep '"target":')
 check "read-after-write: raw has the bathtub" sh -c "echo '$shapes' | grep -q '\"target\": \"raw\", \"bathtub\": true'"
 expect_eq "read-after-write: every bathtub's owner is the drive" "drive" \
 	"$(echo "$shapes" | grep '"bathtub": true' | sed 's/.*"owner": "\([^"]*\)".*/\1/' | sort -u)"
@@ -237,7 +244,7 @@ expect_eq "read-after-write: every bathtub's owner is the drive" "drive" \
 # may show ext4's own cost above the device (10 us per 128 KiB random read,
 # 14% of raw's at the engine's polled latency, in one CI run), a real cause,
 # not the injected one, so only the mixed steps must name nothing else.
-bad=$("$FSPRISM" diagnose "$T/raw.db" --format json | grep '"step":' |
+bad=$(dx_json "$T/raw.db" | grep '"step":' |
 	grep -v '"read_pct": \(100\|0\),' | sed 's/.*"owner": "\([^"]*\)".*/\1/' | sort -u |
 	grep -v -x -e drive -e noise -e unknown || true)
 expect_eq "read-after-write: no mixed step names another cause" "" "$bad"
@@ -297,7 +304,7 @@ scenario split "$T/split.db" --targets raw,fsprism,emu --cow=always --mix=50,0 -
 	--device-model switch=1ms
 SIZES=$TINY
 has() { printf '%s\n' "$1" | grep -q -e "$2"; }
-w=$("$FSPRISM" diagnose "$T/split.db" --format json | grep '"read_pct": 0, "a": "fsprism", "b": "emu"')
+w=$(dx_json "$T/split.db" | grep '"read_pct": 0, "a": "fsprism", "b": "emu"')
 expect_eq "split: the pure-write step's fsprism -> emu is the relocation" "cow-relocation" \
 	"$(printf '%s\n' "$w" | sed 's/.*"owner": "\([^"]*\)".*/\1/')"
 check "split: by the device writes' sequentiality" \
