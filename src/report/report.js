@@ -315,6 +315,14 @@
     if (DX) findings(s);
   }
 
+  // b against a as the answer states it: the ratio of the two medians shown
+  // beside it (the verdict's paired median of the rounds' ratios can differ)
+  function change(a, b) {
+    if (!a || b === null || b === undefined) return null;
+    var r = b / a - 1;
+    return (r > 0 ? "+" : "") + Math.round(r * 1000) / 10 + "%";
+  }
+
   // One row per step and pair of neighbouring targets.
   function findings(s) {
     var V = DX.verdicts || [], R = MAIN;
@@ -325,7 +333,7 @@
     var rows = V.map(function (v) {
       var as = answerStep(v.step, v.a, v.b);
       return [stepName(v.step), v.a + " -> " + v.b, v.mbps.a, v.mbps.b,
-        v.mbps.rel === null || v.mbps.rel === undefined ? null : (v.mbps.rel > 0 ? "+" : "") + Math.round(v.mbps.rel * 1000) / 10 + "%",
+        change(v.mbps.a, v.mbps.b),
         as ? as.judgement : v.mbps.judgement, ownerOf(v), as && as.evidence ? as.evidence : (v.evidence || []).join("; ")];
     });
     var t = table(s, "findings-" + R.run, cols, rows);
