@@ -515,16 +515,11 @@ static void set(struct fsp_store *st, int64_t run, const char *k, uint64_t v)
 	fsp_store_set_attr_u64(st, run, k, v);
 }
 
-static int64_t store(const char *dbpath, int argc, char **argv, const char *target,
-		     int tkind, const struct source *s, const struct fsp_iotrace *t,
-		     const struct fsp_treplay_opts *o, const struct fsp_treplay_result *r, int failed)
+/* The run, begun before the replay so that its times are the replay's:
+ * its id, or -1 (said). */
+static int64_t store_begin(struct fsp_store *st, const char *dbpath, int argc, char **argv,
+			   const char *target, int tkind)
 {
-	char err[512], v[64];
-	struct fsp_store *st = fsp_store_open(dbpath, err, sizeof err);
-	if (!st) {
-		fprintf(stderr, "fsprism replay: %s\n", err);
-		return -1;
-	}
 	char opts[2048] = "fsprism";
 	for (int i = 0; i < argc; i++) {
 		size_t l = strlen(opts);
@@ -535,11 +530,16 @@ static int64_t store(const char *dbpath, int argc, char **argv, const char *targ
 				     .backing_fstype = tkind == TGT_DEV ? "block" : NULL,
 				     .record_mode = "off", .label = "replay" };
 	int64_t run = fsp_store_begin_run(st, &info);
-	if (run < 0) {
+	if (run < 0)
 		fprintf(stderr, "fsprism replay: cannot store the result in %s\n", dbpath);
-		fsp_store_close(st);
-		return -1;
-	}
+	return run;
+}
+
+static void store(struct fsp_store *st, int64_t run, int tkind, const struct source *s,
+		  const struct fsp_iotrace *t, const struct fsp_treplay_opts *o,
+		  const struct fsp_treplay_result *r, int failed)
+{
+	char v[64];
 	fsp_store_set_attr(st, run, "replay.source", s->kind);
 	fsp_store_set_attr(st, run, "replay.source_path", s->path);
 	if (s->is_db)
@@ -600,8 +600,6 @@ static int64_t store(const char *dbpath, int argc, char **argv, const char *targ
 	fsp_store_add_step(st, run, &row);
 	fsp_store_tx_commit(st);
 	fsp_store_end_run(st, run, 0, 0);
-	fsp_store_close(st);
-	return run;
 }
 
 int cmd_replay(int argc, char **argv)
@@ -677,6 +675,7 @@ int cmd_replay(int argc, char **argv)
 	}
 	if (!db && s.is_db)
 		db = s.path;
+	struct fsp_store *st = NULL;
 	if (db) {
 		char err[512];
 		if (fsp_store_check_writable(db, err, sizeof err)) {
@@ -687,9 +686,22 @@ int cmd_replay(int argc, char **argv)
 	}
 	struct target tg = { 0 };
 	rc = target_open(g.pos[1], &t, destroy, &tg);
+	int64_t run = 0;
+	if (!rc && db) {
+		/* opened only now: bad input leaves no new database behind */
+		char err[512];
+		if (!(st = fsp_store_open(db, err, sizeof err))) {
+			fprintf(stderr, "fsprism replay: %s\n", err);
+			rc = 1;
+		} else if ((run = store_begin(st, db, argc, argv, g.pos[1], tg.kind)) < 0) {
+			rc = 1;
+		}
+	}
 	if (rc) {
 		target_close(&tg, 1);
 		fsp_iotrace_free(&t);
+		if (st)
+			fsp_store_close(st);
 		return rc;
 	}
 	struct sigaction sa;
@@ -763,13 +775,11 @@ int cmd_replay(int argc, char **argv)
 	if (s.meta)
 		printf("  note: %" PRIu64 " metadata requests (lookup, create, open, ...) not replayed: "
 		       "their files were made before\n", s.meta);
-	if (db) {
-		int64_t run = store(db, argc, argv, g.pos[1], tg.kind, &s, &t, &o, &r, failed);
-		if (run > 0)
-			printf("stored as run %" PRId64 " in %s ('fsprism stats %s --run %" PRId64 "')\n",
-			       run, db, db, run);
-		else
-			failed = 1;
+	if (st) {
+		store(st, run, tg.kind, &s, &t, &o, &r, failed);
+		fsp_store_close(st);
+		printf("stored as run %" PRId64 " in %s ('fsprism stats %s --run %" PRId64 "')\n",
+		       run, db, db, run);
 	}
 	fsp_treplay_result_free(&r);
 	fsp_iotrace_free(&t);
