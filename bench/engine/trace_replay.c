@@ -54,6 +54,7 @@ struct loop {
 	void *rbuf, *wbuf;
 	uint32_t maxlen;
 	uint64_t busy_from;
+	uint64_t t0; /* the schedule's 0 */
 	int failed;
 };
 
@@ -82,6 +83,10 @@ static int setup(struct loop *l, char *err, size_t errlen)
 	l->res->read_lat_ns = malloc(m * sizeof(uint64_t));
 	l->res->write_lat_ns = malloc(m * sizeof(uint64_t));
 	l->res->sync_lat_ns = malloc(m * sizeof(uint64_t));
+	l->res->read_ilat_ns = malloc(m * sizeof(uint64_t));
+	l->res->write_ilat_ns = malloc(m * sizeof(uint64_t));
+	if (!l->res->read_ilat_ns || !l->res->write_ilat_ns)
+		goto oom;
 	if (!l->at || !l->submit_ns || !l->res->lag_ns || !l->res->read_lat_ns ||
 	    !l->res->write_lat_ns || !l->res->sync_lat_ns)
 		goto oom;
@@ -247,12 +252,16 @@ static void complete(struct loop *l, int got, char *err, size_t errlen)
 			continue;
 		}
 		uint64_t lat = now - l->submit_ns[i];
+		uint64_t want = l->t0 + l->at[i];
+		uint64_t ilat = now > want ? now - want : 0;
 		r->ios[e->op]++;
 		if (e->op == FSP_IOTRACE_READ) {
 			r->read_bytes += (uint64_t)ret;
+			r->read_ilat_ns[r->nread] = ilat;
 			r->read_lat_ns[r->nread++] = lat;
 		} else if (e->op == FSP_IOTRACE_WRITE) {
 			r->write_bytes += (uint64_t)ret;
+			r->write_ilat_ns[r->nwrite] = ilat;
 			r->write_lat_ns[r->nwrite++] = lat;
 		} else {
 			r->sync_lat_ns[r->nsync++] = lat;
@@ -290,6 +299,7 @@ int fsp_treplay_run(const struct fsp_iotrace *t, const struct fsp_treplay_file *
 	}
 	size_t next = 0;
 	uint64_t t0 = fsp_now_ns();
+	l.t0 = t0;
 	res->started_ns = t0;
 	while ((next < t->n && !*stop && !l.failed) || l.inflight) {
 		if (l.failed == 2)
@@ -388,6 +398,8 @@ int fsp_treplay_run(const struct fsp_iotrace *t, const struct fsp_treplay_file *
 	qsort(res->read_lat_ns, res->nread, sizeof(uint64_t), fsp_cmp_u64);
 	qsort(res->write_lat_ns, res->nwrite, sizeof(uint64_t), fsp_cmp_u64);
 	qsort(res->sync_lat_ns, res->nsync, sizeof(uint64_t), fsp_cmp_u64);
+	qsort(res->read_ilat_ns, res->nread, sizeof(uint64_t), fsp_cmp_u64);
+	qsort(res->write_ilat_ns, res->nwrite, sizeof(uint64_t), fsp_cmp_u64);
 	return rc;
 }
 
@@ -397,5 +409,8 @@ void fsp_treplay_result_free(struct fsp_treplay_result *res)
 	free(res->read_lat_ns);
 	free(res->write_lat_ns);
 	free(res->sync_lat_ns);
+	free(res->read_ilat_ns);
+	free(res->write_ilat_ns);
 	res->lag_ns = res->read_lat_ns = res->write_lat_ns = res->sync_lat_ns = NULL;
+	res->read_ilat_ns = res->write_ilat_ns = NULL;
 }

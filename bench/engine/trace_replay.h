@@ -44,6 +44,10 @@ struct fsp_treplay_result {
 	/* per replayed IO; sorted ascending when fsp_treplay_run returns */
 	uint64_t *lag_ns, *read_lat_ns, *write_lat_ns, *sync_lat_ns;
 	size_t nlag, nread, nwrite, nsync;
+	/* reads' and writes' latency from their intended issue time (the lag
+	 * plus the service time: what an application issuing at the trace's
+	 * times would see, coordinated omission undone), nread and nwrite */
+	uint64_t *read_ilat_ns, *write_ilat_ns;
 	uint64_t late; /* IOs with a lag above late_ns */
 	uint32_t depth_max, recorded_depth_max;
 	uint64_t depth_sum, submitted;

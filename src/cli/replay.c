@@ -492,19 +492,21 @@ static void dur(uint64_t ns, char *b, size_t len)
 }
 
 static void print_dir(const char *name, uint64_t n, uint64_t bytes, const uint64_t *lat,
-		      size_t nlat, uint64_t wall)
+		      const uint64_t *ilat, size_t nlat, uint64_t wall)
 {
-	char m[32], p[32], b[32];
+	char m[32], p[32], b[32], ip[32] = "";
 	if (!n) {
 		printf("  %-6s none\n", name);
 		return;
 	}
 	dur((uint64_t)mean(lat, nlat), m, sizeof m);
 	dur(fsp_quantile_u64(lat, nlat, 0.99), p, sizeof p);
+	if (ilat)
+		dur(fsp_quantile_u64(ilat, nlat, 0.99), ip, sizeof ip);
 	if (bytes) {
 		fsp_format_bytes(bytes, b, sizeof b);
-		printf("  %-6s %8" PRIu64 " IOs  %10s  %8.2f MB/s  mean %s  p99 %s\n", name, n, b,
-		       wall ? (double)bytes / 1e6 / ((double)wall / 1e9) : 0.0, m, p);
+		printf("  %-6s %8" PRIu64 " IOs  %10s  %8.2f MB/s  mean %s  p99 %s (%s from its time)\n",
+		       name, n, b, wall ? (double)bytes / 1e6 / ((double)wall / 1e9) : 0.0, m, p, ip);
 	} else {
 		printf("  %-6s %8" PRIu64 " IOs  mean %s  p99 %s\n", name, n, m, p);
 	}
@@ -559,6 +561,10 @@ static void store(struct fsp_store *st, int64_t run, int tkind, const struct sou
 	set(st, run, "replay.read_p99_ns", fsp_quantile_u64(r->read_lat_ns, r->nread, 0.99));
 	set(st, run, "replay.write_mean_ns", (uint64_t)mean(r->write_lat_ns, r->nwrite));
 	set(st, run, "replay.write_p99_ns", fsp_quantile_u64(r->write_lat_ns, r->nwrite, 0.99));
+	set(st, run, "replay.read_p99_from_intended_ns",
+	    fsp_quantile_u64(r->read_ilat_ns, r->nread, 0.99));
+	set(st, run, "replay.write_p99_from_intended_ns",
+	    fsp_quantile_u64(r->write_ilat_ns, r->nwrite, 0.99));
 	uint64_t wall = r->ended_ns - r->started_ns;
 	set(st, run, "replay.wall_ns", wall);
 	set(st, run, "replay.busy_ns", r->busy_ns);
@@ -739,11 +745,13 @@ int cmd_replay(int argc, char **argv)
 	printf(", time scale %g; %s\n", o.scale,
 	       t.has_complete ? "the recording's order and depth" :
 	       "issue order, no completion times in the trace");
-	print_dir("read", r.ios[FSP_IOTRACE_READ], r.read_bytes, r.read_lat_ns, r.nread, wall);
-	print_dir("write", r.ios[FSP_IOTRACE_WRITE], r.write_bytes, r.write_lat_ns, r.nwrite, wall);
+	print_dir("read", r.ios[FSP_IOTRACE_READ], r.read_bytes, r.read_lat_ns, r.read_ilat_ns,
+		  r.nread, wall);
+	print_dir("write", r.ios[FSP_IOTRACE_WRITE], r.write_bytes, r.write_lat_ns, r.write_ilat_ns,
+		  r.nwrite, wall);
 	uint64_t syncs = r.ios[FSP_IOTRACE_FSYNC] + r.ios[FSP_IOTRACE_DATASYNC];
 	if (syncs)
-		print_dir("sync", syncs, 0, r.sync_lat_ns, r.nsync, wall);
+		print_dir("sync", syncs, 0, r.sync_lat_ns, NULL, r.nsync, wall);
 	dur(wall, a, sizeof a);
 	printf("  busy   %.1f%% of %s (at least one IO in flight)\n",
 	       wall ? 100.0 * (double)r.busy_ns / (double)wall : 0.0, a);
