@@ -15,7 +15,9 @@
 # LD_PRELOAD library this script compiles (one clock read per IO, kept in
 # memory, written at exit). Prints per round and tool: p50, p99 and max
 # lag, IOs late by more than 1 ms, and the span error (last IO's issue less
-# the trace's span); then per tool the medians over the rounds.
+# the trace's span); for fsprism also its lag's own part (from when the IO
+# before it was seen done: its replay loop's share, replay.self_lag_*);
+# then per tool the medians over the rounds.
 #
 # usage: bench/replay-fidelity.sh [--rounds N] [--ios N] [--iops N]
 #   FSPRISM=path/to/fsprism overrides the binary (default ./build/fsprism).
@@ -114,8 +116,8 @@ lag = sorted((g - got[0]) - (w - want[0]) for g, w in zip(got, want))
 n = len(lag)
 q = lambda p: lag[max(0, -(-int(p * n * 1000) // 1000) - 1)]
 span = ((got[-1] - got[0]) - (want[-1] - want[0])) / 1e3
-print("%.1f %.1f %.1f %d %.1f" % (q(0.5) / 1e3, q(0.99) / 1e3, lag[-1] / 1e3,
-                                  sum(1 for x in lag if x > 1000000), span))
+print("%.1f %.1f %.1f %d %.1f - -" % (q(0.5) / 1e3, q(0.99) / 1e3, lag[-1] / 1e3,
+                                      sum(1 for x in lag if x > 1000000), span))
 PY
 }
 
@@ -137,28 +139,33 @@ run_fsprism() {
 	# fsprism stores p50/p99/max/late, and its wall time less the schedule
 	awk -v p50="$(a replay.lag_p50_ns)" -v p99="$(a replay.lag_p99_ns)" -v mx="$(a replay.lag_max_ns)" \
 		-v late="$(a replay.late)" -v wall="$(a replay.wall_ns)" -v sched="$last" \
-		'BEGIN { printf "%.1f %.1f %.1f %d %.1f\n", p50 / 1e3, p99 / 1e3, mx / 1e3, late, (wall - sched) / 1e3 }'
+		-v self="$(a replay.self_lag_p99_ns)" -v lself="$(a replay.late_self)" \
+		'BEGIN { printf "%.1f %.1f %.1f %d %.1f %.1f %d\n", p50 / 1e3, p99 / 1e3, mx / 1e3, late,
+			(wall - sched) / 1e3, self / 1e3, lself }'
 }
 
 : >"$W/fio.rows"
 : >"$W/fsprism.rows"
-printf '%-6s %-8s %10s %10s %10s %8s %12s\n' round tool "p50(us)" "p99(us)" "max(us)" ">1ms" "span err(us)"
+printf '%-6s %-8s %10s %10s %10s %8s %12s %12s %10s\n' round tool "p50(us)" "p99(us)" "max(us)" ">1ms" \
+	"span err(us)" "own p99(us)" "own >1ms"
 for r in $(seq 1 "$ROUNDS"); do
 	if [ $((r % 2)) = 1 ]; then order="fio fsprism"; else order="fsprism fio"; fi
 	for tool in $order; do
 		row=$(run_$tool)
 		echo "$row" >>"$W/$tool.rows"
 		# shellcheck disable=SC2086
-		printf '%-6s %-8s %10s %10s %10s %8s %12s\n' "$r" "$tool" $row
+		printf '%-6s %-8s %10s %10s %10s %8s %12s %12s %10s\n' "$r" "$tool" $row
 	done
 done
-echo "(span err: fio: the last IO's issue less the trace's span; fsprism: its wall time, to the last completion, less the schedule's length)"
+echo "(span err: fio: the last IO's issue less the trace's span; fsprism: its wall time, to the last completion, less the schedule's length;"
+echo " own: fsprism's lag from when the IO before it was seen done, its replay loop's part, which fio does not report)"
 for tool in fio fsprism; do
 	python3 - "$tool" "$W/$tool.rows" <<'PY'
 import statistics, sys
-rows = [[float(x) for x in l.split()] for l in open(sys.argv[2])]
-col = lambda i: statistics.median(r[i] for r in rows)
-print("%-8s median over %d rounds: lag p50 %.1f us, p99 %.1f us, max %.1f us; late > 1 ms %.0f IOs; span err %.1f us"
-      % (sys.argv[1], len(rows), col(0), col(1), col(2), col(3), col(4)))
+rows = [l.split() for l in open(sys.argv[2])]
+col = lambda i: statistics.median(float(r[i]) for r in rows)
+own = "" if rows[0][5] == "-" else "; own part p99 %.1f us, late by it alone %.0f IOs" % (col(5), col(6))
+print("%-8s median over %d rounds: lag p50 %.1f us, p99 %.1f us, max %.1f us; late > 1 ms %.0f IOs; span err %.1f us%s"
+      % (sys.argv[1], len(rows), col(0), col(1), col(2), col(3), col(4), own))
 PY
 done

@@ -41,6 +41,7 @@ struct loop {
 	struct fsp_treplay_result *res;
 	uint64_t *at;         /* intended, from t0 */
 	uint64_t *submit_ns;  /* per IO */
+	uint64_t *ready_ns;   /* per IO: when the loop first saw its dependencies done */
 	struct fsp_replay_io *rio; /* for the order, with completion times */
 	struct fsp_replay_order order;
 	struct thr *thr;      /* without completion times */
@@ -79,6 +80,10 @@ static int setup(struct loop *l, char *err, size_t errlen)
 	size_t m = t->n ? t->n : 1;
 	l->at = malloc(m * sizeof *l->at);
 	l->submit_ns = calloc(m, sizeof *l->submit_ns);
+	l->ready_ns = calloc(m, sizeof *l->ready_ns);
+	l->res->self_lag_ns = malloc(m * sizeof(uint64_t));
+	if (!l->ready_ns || !l->res->self_lag_ns)
+		goto oom;
 	l->res->lag_ns = malloc(m * sizeof(uint64_t));
 	l->res->read_lat_ns = malloc(m * sizeof(uint64_t));
 	l->res->write_lat_ns = malloc(m * sizeof(uint64_t));
@@ -168,6 +173,7 @@ static void teardown(struct loop *l)
 	free(l->rio);
 	free(l->at);
 	free(l->submit_ns);
+	free(l->ready_ns);
 	free(l->thr);
 	free(l->thr_of);
 	free(l->cbs);
@@ -306,8 +312,11 @@ int fsp_treplay_run(const struct fsp_iotrace *t, const struct fsp_treplay_file *
 			break;
 		uint64_t now = fsp_now_ns();
 		unsigned nb = 0;
-		while (next < t->n && !*stop && !l.failed && l.nfree && ready(&l, next) &&
-		       t0 + l.at[next] <= now) {
+		while (next < t->n && !*stop && !l.failed && l.nfree && ready(&l, next)) {
+			if (!l.ready_ns[next])
+				l.ready_ns[next] = now;
+			if (t0 + l.at[next] > now)
+				break;
 			struct iocb *cb = l.free_cbs[l.nfree - 1];
 			if (!prep(&l, cb, next)) {
 				done_io(&l, next++);
@@ -328,9 +337,14 @@ int fsp_treplay_run(const struct fsp_iotrace *t, const struct fsp_treplay_file *
 				l.submit_ns[i] = sub;
 				uint64_t want = t0 + l.at[i];
 				uint64_t lag = sub > want ? sub - want : 0;
+				uint64_t from = want > l.ready_ns[i] ? want : l.ready_ns[i];
+				uint64_t self = sub > from ? sub - from : 0;
+				res->self_lag_ns[res->nlag] = self;
 				res->lag_ns[res->nlag++] = lag;
 				if (lag > o->late_ns)
 					res->late++;
+				if (self > o->late_ns)
+					res->late_self++;
 				uint32_t d = l.inflight + k + 1;
 				if (d > res->depth_max)
 					res->depth_max = d;
@@ -395,6 +409,7 @@ int fsp_treplay_run(const struct fsp_iotrace *t, const struct fsp_treplay_file *
 	int rc = l.failed ? -1 : 0;
 	teardown(&l);
 	qsort(res->lag_ns, res->nlag, sizeof *res->lag_ns, fsp_cmp_u64);
+	qsort(res->self_lag_ns, res->nlag, sizeof(uint64_t), fsp_cmp_u64);
 	qsort(res->read_lat_ns, res->nread, sizeof(uint64_t), fsp_cmp_u64);
 	qsort(res->write_lat_ns, res->nwrite, sizeof(uint64_t), fsp_cmp_u64);
 	qsort(res->sync_lat_ns, res->nsync, sizeof(uint64_t), fsp_cmp_u64);
@@ -411,6 +426,8 @@ void fsp_treplay_result_free(struct fsp_treplay_result *res)
 	free(res->sync_lat_ns);
 	free(res->read_ilat_ns);
 	free(res->write_ilat_ns);
+	free(res->self_lag_ns);
+	res->self_lag_ns = NULL;
 	res->lag_ns = res->read_lat_ns = res->write_lat_ns = res->sync_lat_ns = NULL;
 	res->read_ilat_ns = res->write_ilat_ns = NULL;
 }

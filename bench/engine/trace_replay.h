@@ -49,6 +49,12 @@ struct fsp_treplay_result {
 	 * times would see, coordinated omission undone), nread and nwrite */
 	uint64_t *read_ilat_ns, *write_ilat_ns;
 	uint64_t late; /* IOs with a lag above late_ns */
+	/* the lag's own part: submission less the later of the intended time
+	 * and the moment the IOs it waits for were seen done (nlag of them,
+	 * sorted); the rest of a lag is the target's, serving those IOs slower
+	 * than the recording did */
+	uint64_t *self_lag_ns;
+	uint64_t late_self; /* IOs whose own part alone is above late_ns */
 	uint32_t depth_max, recorded_depth_max;
 	uint64_t depth_sum, submitted;
 };

@@ -582,6 +582,10 @@ static void store(struct fsp_store *st, int64_t run, int tkind, const struct sou
 	set(st, run, "replay.lag_p99_ns", fsp_quantile_u64(r->lag_ns, r->nlag, 0.99));
 	set(st, run, "replay.lag_max_ns", r->nlag ? r->lag_ns[r->nlag - 1] : 0);
 	set(st, run, "replay.late", r->late);
+	set(st, run, "replay.self_lag_p50_ns", fsp_quantile_u64(r->self_lag_ns, r->nlag, 0.5));
+	set(st, run, "replay.self_lag_p99_ns", fsp_quantile_u64(r->self_lag_ns, r->nlag, 0.99));
+	set(st, run, "replay.self_lag_max_ns", r->nlag ? r->self_lag_ns[r->nlag - 1] : 0);
+	set(st, run, "replay.late_self", r->late_self);
 	set(st, run, "replay.late_ns", o->late_ns);
 	set(st, run, "replay.qd_max", r->depth_max);
 	snprintf(v, sizeof v, "%.2f", r->submitted ? (double)r->depth_sum / (double)r->submitted : 0.0);
@@ -770,6 +774,12 @@ int cmd_replay(int argc, char **argv)
 	printf("  fidelity: issue lag p50 %s, p99 %s, max %s; %" PRIu64 " of %zu IOs (%.2f%%) late by more than %s\n",
 	       p50, p99, mx, r.late, r.nlag, r.nlag ? 100.0 * (double)r.late / (double)r.nlag : 0.0,
 	       late);
+	dur(fsp_quantile_u64(r.self_lag_ns, r.nlag, 0.5), p50, sizeof p50);
+	dur(fsp_quantile_u64(r.self_lag_ns, r.nlag, 0.99), p99, sizeof p99);
+	dur(r.nlag ? r.self_lag_ns[r.nlag - 1] : 0, mx, sizeof mx);
+	printf("    its own part (from when the IOs it waits for were done): p50 %s, p99 %s, max %s;\n"
+	       "    %" PRIu64 " late by that part alone, %" PRIu64 " held back by the IOs they wait for completing late\n",
+	       p50, p99, mx, r.late_self, r.late > r.late_self ? r.late - r.late_self : 0);
 	if (r.buffered)
 		printf("  note: %" PRIu64 " IOs off the %u-byte O_DIRECT alignment went through the page cache\n",
 		       r.buffered, tg.kind == TGT_DEV ? tg.lbs : DIRECT_ALIGN_FILE);

@@ -875,7 +875,7 @@ static void print_replay(struct fsp_store *st, int64_t run, int json, FILE *out)
 		"replay.read_p99_ns", "replay.write_mean_ns", "replay.write_p99_ns",
 		"replay.wall_ns", "replay.busy_pct", "replay.lag_p50_ns", "replay.lag_p99_ns",
 		"replay.lag_max_ns", "replay.late", "replay.late_ns", "replay.buffered",
-		"replay.syncs", "replay.qd_max" };
+		"replay.syncs", "replay.qd_max", "replay.self_lag_p99_ns", "replay.late_self" };
 	enum { NK = sizeof keys / sizeof keys[0] };
 	char *v[NK];
 	uint64_t u[NK];
@@ -906,6 +906,9 @@ static void print_replay(struct fsp_store *st, int64_t run, int json, FILE *out)
 		" IOs late by more than %.1f us (%.2f%%)\n", (double)u[11] / 1e3,
 		(double)u[12] / 1e3, (double)u[13] / 1e3, u[14], (double)u[15] / 1e3,
 		n ? 100.0 * (double)u[14] / (double)n : 0.0);
+	if (v[19])
+		fprintf(out, "    its own part (from when the IOs it waits for were done): p99 %.1f us; %" PRIu64
+			" late by that part alone\n", (double)u[19] / 1e3, u[20]);
 	if (u[16])
 		fprintf(out, "  %" PRIu64 " IOs off the O_DIRECT alignment went through the page cache\n",
 			u[16]);
