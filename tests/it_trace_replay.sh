@@ -8,8 +8,10 @@
 #   every file the trace wrote recreated with its size, the written data
 #   the replay's, the depth never above the recorded one, the fidelity
 #   stored; again with the idle gaps kept and at time scale 0;
+# - the mount run also onto a raw device and onto one file;
 # - a fio iolog (v3 as fio writes it, and the same as v2) on a raw loop
 #   device, its reads and writes and bytes, issued close to their times;
+#   onto a directory of an fsprism mount, whose own log sees the writes;
 # - a blktrace capture on a raw loop device (blktrace(8) itself when the
 #   kernel lets it open its debugfs files, else one written by
 #   tests/blktrace_write.py), and a block-level trace onto a directory;
@@ -124,6 +126,20 @@ expect_eq "--keep-idle: nothing clipped" 0 "$(attr "$db" "$krun" replay.clipped_
 check "--keep-idle: the wall time covers the span" \
 	le "$span" "$(attr "$db" "$krun" replay.wall_ns)"
 
+# the mount run onto a raw device (its files one after another) and onto a file
+mraw=$(fsp_loop_new 64M "$T/tmp") && fsp_track_loop "$mraw"
+"$FSPRISM" replay "$db:$mrun" "$mraw" >"$T/mraw.out" 2>&1
+expect_eq "mount run on a raw device: exits 0" 0 $?
+mdb_run=$(q "$db" "SELECT max(id) FROM runs WHERE label='replay'")
+expect_eq "mount run on a raw device: every write" "$writes" "$(attr "$db" "$mdb_run" replay.writes)"
+expect_eq "mount run on a raw device: the target kind" "raw device" "$(attr "$db" "$mdb_run" replay.target)"
+truncate -s 1M "$T/tmp/one.file"
+"$FSPRISM" replay "$db:$mrun" "$T/tmp/one.file" >"$T/mfile.out" 2>&1
+expect_eq "mount run onto one file: exits 0" 0 $?
+check "  ... the file extended to hold the trace's files" \
+	test "$(stat -c %s "$T/tmp/one.file")" -ge "$wbytes"
+rm -f "$T/tmp/one.file"
+
 # ---- a fio iolog on a raw loop device ----------------------------------------
 rec_dev=$(fsp_loop_new 128M "$T/tmp") && fsp_track_loop "$rec_dev"
 raw=$(fsp_loop_new 128M "$T/tmp") && fsp_track_loop "$raw"
@@ -154,6 +170,20 @@ expect_eq "iolog v2 on a raw device: exits 0" 0 $?
 expect_eq "iolog v2: every read and write" "$lr/$lw" \
 	"$(attr "$rdb" 2 replay.reads)/$(attr "$rdb" 2 replay.writes)"
 check "iolog v2: at most --qd 4 in flight" le "$(attr "$rdb" 2 replay.qd_max)" 4
+
+# the iolog onto a directory of an fsprism mount (replayed through FUSE)
+mkdir "$T/back/fu" "$T/fmnt"
+fsp_mount "$T/back/fu" "$T/fmnt" --log "$T/fu.db" --record=full --no-trace
+"$FSPRISM" replay "$T/cap.iolog" "$T/fmnt" --db "$rdb" >"$T/io-fuse.out" 2>&1
+expect_eq "iolog onto an fsprism mount: exits 0" 0 $?
+irun=$(q "$rdb" "SELECT max(id) FROM runs")
+expect_eq "iolog onto an fsprism mount: every read and write" "$lr/$lw" \
+	"$(attr "$rdb" "$irun" replay.reads)/$(attr "$rdb" "$irun" replay.writes)"
+fname=$(echo "$rec_dev" | sed 's|^/||; s|/|_|g')
+check "iolog onto an fsprism mount: the file recreated as $fname" test -s "$T/fmnt/$fname"
+fsp_umount "$T/fmnt"
+fw=$(q "$T/fu.db" "SELECT count(*) FROM ops WHERE op=14")
+check "  ... and the mount saw the replay's writes ($fw >= $lw)" le "$lw" "$fw"
 
 # ---- a blktrace capture on a raw device, and onto a directory ----------------
 cap=$T/blk/cap

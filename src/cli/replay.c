@@ -35,7 +35,7 @@
 #include "src/sys/target.h"
 
 #define CMD "replay"
-#define LAYOUT_ALIGN (1u << 20) /* files laid out on a device or one file: 1 MiB apart */
+#define LAYOUT_ALIGN 4096u /* files laid out on a device or one file: at 4 KiB boundaries */
 #define DIRECT_ALIGN_FILE 4096u /* O_DIRECT on a file: offsets and sizes of 4 KiB */
 
 static volatile sig_atomic_t stop_sig;
@@ -331,7 +331,7 @@ static void target_close(struct target *g, int remove_created)
 	g->nf = g->ncreated = 0;
 }
 
-/* a device or one file: every trace file at its base, 1 MiB apart */
+/* a device or one file: every trace file at its base, 4 KiB aligned */
 static uint64_t lay_out(const struct fsp_iotrace *t, struct target *g)
 {
 	uint64_t end = 0;
