@@ -18,6 +18,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <unistd.h>
 #include "bench/engine/blkparse.h"
@@ -407,8 +408,21 @@ static int target_open(const char *path, const struct fsp_iotrace *t, int destro
 		}
 		return 0;
 	}
-	/* a directory: one file per trace file, "device" for block-level IO */
+	/* a directory: one file per trace file, "device" for block-level IO,
+	 * two descriptors each, all open at once */
 	g->lbs = DIRECT_ALIGN_FILE;
+	struct rlimit rl;
+	rlim_t need_fds = (rlim_t)(2 * g->nf + 64);
+	if (!getrlimit(RLIMIT_NOFILE, &rl) && rl.rlim_cur < need_fds) {
+		rl.rlim_cur = rl.rlim_max < need_fds ? rl.rlim_max : need_fds;
+		setrlimit(RLIMIT_NOFILE, &rl);
+		if (rl.rlim_cur < need_fds) {
+			fprintf(stderr, "fsprism replay: the trace has %zu files, which need %llu descriptors "
+				"open at once; the limit is %llu (ulimit -n)\n", t->nfiles,
+				(unsigned long long)need_fds, (unsigned long long)rl.rlim_cur);
+			return 2;
+		}
+	}
 	g->created = calloc(g->nf, sizeof *g->created);
 	if (!g->created) {
 		fprintf(stderr, "fsprism replay: out of memory\n");
