@@ -11,7 +11,14 @@
 # - the mount run also onto a raw device and onto one file;
 # - a fio iolog (v3 as fio writes it, and the same as v2) on a raw loop
 #   device, its reads and writes and bytes, issued close to their times;
-#   onto a directory of an fsprism mount, whose own log sees the writes;
+#   onto a directory of an fsprism mount with --record=full, whose own log
+#   is the replay seen from outside: the iolog's reads and writes in its
+#   order, offsets and sizes, none before its time, the last within the
+#   replay's stated largest lag;
+# - timing everywhere: the machine may be busy, so lags are reported, not
+#   bounded; the fidelity must be consistent (p50 <= p99 <= max, never
+#   early, late by its own part <= late) and the replay loop's own part
+#   small (median within 1 ms);
 # - a blktrace capture on a raw loop device (blktrace(8) itself when the
 #   kernel lets it open its debugfs files, else one written by
 #   tests/blktrace_write.py), and a block-level trace onto a directory;
@@ -97,7 +104,20 @@ n=$((reads + writes + fsyncs))
 echo "# round trip fidelity: lag p50 $p50 ns, p99 $(attr "$db" "$rrun" replay.lag_p99_ns) ns," \
 	"max $(attr "$db" "$rrun" replay.lag_max_ns) ns, $late of $n late (> 1 ms)," \
 	"busy $(attr "$db" "$rrun" replay.busy_pct)%"
-check "round trip: the median IO went out within 1 ms of its time ($p50 ns)" le "$p50" 1000000
+# timing: the machine may be busy, so the lag itself is reported, not bounded;
+# what must hold is the fidelity's own consistency and the replay loop's part
+fidelity_ok() { # DB RUN NAME
+	f_p50=$(attr "$1" "$2" replay.lag_p50_ns) f_p99=$(attr "$1" "$2" replay.lag_p99_ns)
+	f_max=$(attr "$1" "$2" replay.lag_max_ns) f_own=$(attr "$1" "$2" replay.self_lag_p50_ns)
+	check "$3: lags ordered (p50 $f_p50 <= p99 $f_p99 <= max $f_max ns)" \
+		sh -c "[ $f_p50 -le $f_p99 ] && [ $f_p99 -le $f_max ]"
+	check "$3: the replay loop's own part: median within 1 ms ($f_own ns)" le "$f_own" 1000000
+	check "$3: never early: the wall time covers the schedule" \
+		le "$(attr "$1" "$2" replay.intended_ns)" "$(attr "$1" "$2" replay.wall_ns)"
+	check "$3: late by its own part no more than late" \
+		le "$(attr "$1" "$2" replay.late_self)" "$(attr "$1" "$2" replay.late)"
+}
+fidelity_ok "$db" "$rrun" "round trip"
 check "round trip: late IOs counted ($late of $n)" le "$late" "$n"
 check "round trip: busy share is a percentage" \
 	awk -v b="$(attr "$db" "$rrun" replay.busy_pct)" 'BEGIN { exit !(b > 0 && b <= 100) }'
@@ -158,8 +178,7 @@ expect_eq "iolog v3: the bytes" "$((lw * 4096))" "$(attr "$rdb" 1 replay.write_b
 expect_eq "iolog v3: the source" "iolog v3" "$(attr "$rdb" 1 replay.source)"
 expect_eq "iolog v3: one IO in flight (--qd 1)" 1 "$(attr "$rdb" 1 replay.qd_max)"
 expect_eq "iolog v3: all through O_DIRECT" 0 "$(attr "$rdb" 1 replay.buffered)"
-p50=$(attr "$rdb" 1 replay.lag_p50_ns)
-check "iolog v3: the median IO within 1 ms of its time ($p50 ns)" le "$p50" 1000000
+fidelity_ok "$rdb" 1 "iolog v3"
 # the same log as version 2: no times, so as fast as one at a time allows
 {
 	echo "fio version 2 iolog"
@@ -182,8 +201,28 @@ expect_eq "iolog onto an fsprism mount: every read and write" "$lr/$lw" \
 fname=$(echo "$rec_dev" | sed 's|^/||; s|/|_|g')
 check "iolog onto an fsprism mount: the file recreated as $fname" test -s "$T/fmnt/$fname"
 fsp_umount "$T/fmnt"
-fw=$(q "$T/fu.db" "SELECT count(*) FROM ops WHERE op=14")
-check "  ... and the mount saw the replay's writes ($fw >= $lw)" le "$lw" "$fw"
+expect_eq "  ... all through O_DIRECT (so each IO reached the mount as it was issued)" 0 \
+	"$(attr "$rdb" "$irun" replay.buffered)"
+# order: the mount's log of the replay is the iolog's reads and writes, in order
+grep -E ' (read|write) ' "$T/cap.iolog" | awk '{ print $3, $4, $5 }' >"$T/order.want"
+# (after the fill: the replay writes the file as far as the trace reads it first, made stable)
+replayed="op IN (13, 14) AND start_ns >= (SELECT min(start_ns) FROM ops WHERE op IN (13, 14) AND length=4096)"
+q "$T/fu.db" "SELECT CASE op WHEN 13 THEN 'read' ELSE 'write' END, offset, length FROM ops
+	WHERE $replayed ORDER BY start_ns" | tr '|' ' ' >"$T/order.got"
+check "  ... the mount saw the iolog's reads and writes in its order, offsets and sizes ($(wc -l <"$T/order.want") IOs)" \
+	cmp -s "$T/order.want" "$T/order.got"
+# timing: each request reached the mount no earlier than its time in the
+# iolog (from the first IO, 0.2 ms of slack for the clocks' reads), and the
+# last one no later than the replay's stated largest lag allows (+ 50 ms)
+grep -E ' (read|write) ' "$T/cap.iolog" | awk '{ print $1 * 1000 }' >"$T/times.want"
+q "$T/fu.db" "SELECT start_ns FROM ops WHERE $replayed ORDER BY start_ns" >"$T/times.got"
+early=$(paste "$T/times.want" "$T/times.got" | awk 'NR == 1 { w0 = $1; g0 = $2 }
+	{ d = ($2 - g0) - ($1 - w0); if (d < -200000) n++ } END { print n + 0 }')
+expect_eq "  ... none reaching the mount before its time" 0 "$early"
+last=$(paste "$T/times.want" "$T/times.got" | awk 'NR == 1 { w0 = $1; g0 = $2 }
+	{ d = ($2 - g0) - ($1 - w0) } END { print d }')
+check "  ... the last within the stated fidelity (lag $last ns, max stated $(attr "$rdb" "$irun" replay.lag_max_ns))" \
+	awk -v d="$last" -v m="$(attr "$rdb" "$irun" replay.lag_max_ns)" 'BEGIN { exit !(d <= m + 50000000) }'
 
 # ---- a blktrace capture on a raw device, and onto a directory ----------------
 cap=$T/blk/cap
