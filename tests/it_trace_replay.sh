@@ -5,7 +5,8 @@
 #   loop device, a tar extraction (a few MB of /usr/share/doc) and a small
 #   sqlite3 workload; the mount run replayed onto a directory of xfs on
 #   another loop device: every read, write and fsync replayed, the bytes,
-#   every file the trace wrote recreated with its size, the written data
+#   every file the trace wrote recreated with its size, the largest one
+#   holding the replay's pattern byte for byte, the written data
 #   the replay's, the depth never above the recorded one, the fidelity
 #   stored; again with the idle gaps kept and at time scale 0;
 # - the mount run also onto a raw device and onto one file;
@@ -93,6 +94,13 @@ while read -r ino size; do
 done <"$T/sizes"
 check "round trip: files to compare ($total)" test "$total" -gt 100
 expect_eq "round trip: every written file recreated with its size" "$total" "$same"
+# contents: the largest extracted file, written in whole pages, holds the
+# replay's pattern from its first byte to its last
+big=$(find "$T/back/git" -type f -printf '%s %p\n' | sort -n | tail -1 | cut -d' ' -f2-)
+bino=$(stat -c %i "$big")
+check "round trip: the largest file ($(stat -c %s "$big") bytes) holds the replay's writes, byte for byte" \
+	python3 -c "import sys; d = open(sys.argv[1], 'rb').read(); p = b'fsprism replay  ';
+sys.exit(d != (p * (len(d) // 16 + 1))[:len(d)])" "$T/dst/ino$bino"
 ino=$(stat -c %i "$T/back/work.db")
 check "round trip: the database's file carries the replay's writes" \
 	sh -c "head -c 16 '$T/dst/ino$ino' | grep -q 'fsprism replay'"
