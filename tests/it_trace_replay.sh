@@ -136,6 +136,13 @@ check "round trip: stats shows the fidelity" \
 check "round trip: stats' JSON has the replay" \
 	sh -c "'$FSPRISM' stats '$db' --run $rrun --format json | python3 -c 'import json,sys; d=json.load(sys.stdin); assert d[\"replay\"][\"writes\"] == $writes'"
 
+# the trace as text: one io line per IO replayed
+"$FSPRISM" replay "$db:$mrun" --dump >"$T/dump.txt"
+expect_eq "--dump: exits 0" 0 $?
+expect_eq "--dump: one io line per read, write and fsync" "$n" "$(grep -c '^io ' "$T/dump.txt")"
+expect_eq "--dump: every file of the trace" "$(attr "$db" "$rrun" replay.files)" \
+	"$(grep -c '^file ' "$T/dump.txt")"
+
 # the same trace at time scale 0 (as fast as the order allows) and with idle kept
 mkdir "$T/dst/fast" "$T/dst/keep"
 "$FSPRISM" replay "$db:$mrun" "$T/dst/fast" --time-scale 0 >"$T/fast.out" 2>&1
@@ -321,6 +328,7 @@ bad "an unknown option" "unknown option '--max-idel'" "$T/cap.iolog" "$S" --max-
 bad "a bad duration" "--max-idle needs a duration" "$T/cap.iolog" "$S" --max-idle=soon
 bad "a bad time scale" "--time-scale needs a number" "$T/cap.iolog" "$S" --time-scale -1
 bad "contradicting options" "contradict" "$T/cap.iolog" "$S" --keep-idle --max-idle 1ms
+bad "--dump with a target" "--dump takes a SOURCE and no TARGET" "$T/cap.iolog" "$S" --dump
 bad "a run that is not there" "has no run 99" "$db:99" "$S"
 bad "a replay run is no mount run" "not a mount run" "$db:$rrun" "$S"
 bad "a target that is not there" "target $T/none" "$T/cap.iolog" "$T/none" --db "$S/new.db"

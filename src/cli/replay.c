@@ -50,6 +50,7 @@ static void usage(FILE *f)
 {
 	fprintf(f,
 "usage: fsprism replay SOURCE TARGET [options]\n"
+"       fsprism replay SOURCE --dump [--max-idle DUR | --keep-idle] [--time-scale X]\n"
 "\n"
 "Replay a captured workload on a target at its recorded times, keeping its\n"
 "order, sizes and queue depth, and say how closely the replay kept the times.\n"
@@ -79,6 +80,8 @@ static void usage(FILE *f)
 "  --db FILE          store the result as a run in FILE (default: the source\n"
 "                     database, when SOURCE is one; else not stored)\n"
 "  --destroy-data     replay onto a device that is in use or carries a signature\n"
+"  --dump             print the trace (with its schedule) as text and replay\n"
+"                     nothing: fsprism replay SOURCE --dump\n"
 "  -h, --help         this help\n"
 "\n"
 "It prints MB/s, mean and p99 latency of reads and writes, busy time (the\n"
@@ -257,6 +260,36 @@ static int load_source(const char *arg, struct source *s, struct fsp_iotrace *t)
 	fprintf(stderr, "fsprism replay: %s is not a results database, a fio iolog or a blktrace capture\n",
 		s->path);
 	return 2;
+}
+
+/* --dump: the trace as text (docs/replay.md, "The trace as text") */
+static void print_trace(const struct fsp_iotrace *t, const struct source *s,
+			const struct fsp_treplay_opts *o)
+{
+	uint64_t *at = malloc((t->n ? t->n : 1) * sizeof *at);
+	if (at)
+		fsp_iotrace_schedule(t, o->max_idle_ns, o->scale, at);
+	printf("# fsprism trace 1: %s %s\n", s->kind, s->path);
+	printf("# %zu IOs, %zu files, completion times %s\n", t->n, t->nfiles,
+	       t->has_complete ? "known" : "unknown");
+	printf("# file ID SIZE READ_END NAME\n");
+	for (size_t k = 0; k < t->nfiles; k++)
+		printf("file %zu %" PRIu64 " %" PRIu64 " %s\n", k, t->file[k].size,
+		       t->file[k].read_end, t->file[k].name);
+	printf("# io ISSUE_NS COMPLETE_NS AT_NS THREAD OP FILE OFFSET LENGTH FUA"
+	       " (AT_NS: the schedule's time, after clipping and scaling; FILE -: the device)\n");
+	for (size_t i = 0; i < t->n; i++) {
+		const struct fsp_iotrace_io *e = &t->io[i];
+		char file[24] = "-", done[24] = "-";
+		if (e->file != FSP_IOTRACE_DEVICE)
+			snprintf(file, sizeof file, "%" PRIu32, e->file);
+		if (t->has_complete)
+			snprintf(done, sizeof done, "%" PRIu64, e->complete_ns);
+		printf("io %" PRIu64 " %s %" PRIu64 " %" PRIu32 " %s %s %" PRIu64 " %" PRIu32 " %d\n",
+		       e->issue_ns, done, at ? at[i] : e->issue_ns, e->thread,
+		       fsp_iotrace_op_name(e->op), file, e->offset, e->len, e->fua);
+	}
+	free(at);
 }
 
 /* ---- targets --------------------------------------------------------------- */
@@ -629,7 +662,7 @@ static void store(struct fsp_store *st, int64_t run, int tkind, const struct sou
 int cmd_replay(int argc, char **argv)
 {
 	enum { OPT_MAX_IDLE = 256, OPT_KEEP_IDLE, OPT_SCALE, OPT_LATE, OPT_QD, OPT_DB,
-	       OPT_DESTROY };
+	       OPT_DESTROY, OPT_DUMP };
 	static const struct option longopts[] = {
 		{ "max-idle", required_argument, NULL, OPT_MAX_IDLE },
 		{ "keep-idle", no_argument, NULL, OPT_KEEP_IDLE },
@@ -638,13 +671,14 @@ int cmd_replay(int argc, char **argv)
 		{ "qd", required_argument, NULL, OPT_QD },
 		{ "db", required_argument, NULL, OPT_DB },
 		{ "destroy-data", no_argument, NULL, OPT_DESTROY },
+		{ "dump", no_argument, NULL, OPT_DUMP },
 		FSP_OPT_HELP,
 		{ NULL, 0, NULL, 0 },
 	};
 	struct fsp_treplay_opts o = { .max_idle_ns = 25000000, .scale = 1.0, .late_ns = 1000000,
 				      .qd = 1 };
 	const char *db = NULL, *max_idle = NULL;
-	int keep_idle = 0, destroy = 0;
+	int keep_idle = 0, destroy = 0, dump = 0;
 	struct fsp_opt g;
 	fsp_opt_init(&g, CMD, usage, longopts, "h", argc, argv);
 	for (int c; (c = fsp_opt_next(&g)) != FSP_OPT_END;) {
@@ -681,13 +715,18 @@ int cmd_replay(int argc, char **argv)
 			break;
 		case OPT_DB: db = g.arg; break;
 		case OPT_DESTROY: destroy = 1; break;
+		case OPT_DUMP: dump = 1; break;
 		}
 	}
 	if (keep_idle && max_idle)
 		return fsp_usage_error(CMD, "--keep-idle and --max-idle contradict each other");
 	if (keep_idle)
 		o.max_idle_ns = FSP_IOTRACE_KEEP_IDLE;
-	if (g.npos != 2)
+	if (dump && g.npos != 1)
+		return fsp_usage_error(CMD, "--dump takes a SOURCE and no TARGET");
+	if (dump && (db || destroy))
+		return fsp_usage_error(CMD, "--dump replays nothing: no --db or --destroy-data");
+	if (!dump && g.npos != 2)
 		return fsp_usage_error(CMD, g.npos < 2 ? "needs a SOURCE and a TARGET" :
 					     "takes a SOURCE and a TARGET, no more");
 	struct fsp_iotrace t = { 0 };
@@ -696,6 +735,15 @@ int cmd_replay(int argc, char **argv)
 	if (rc) {
 		fsp_iotrace_free(&t);
 		return rc;
+	}
+	if (dump) {
+		print_trace(&t, &s, &o);
+		fsp_iotrace_free(&t);
+		if (fflush(stdout) || ferror(stdout)) {
+			fprintf(stderr, "fsprism replay: cannot write the trace: %s\n", strerror(errno));
+			return 1;
+		}
+		return 0;
 	}
 	if (!db && s.is_db)
 		db = s.path;
