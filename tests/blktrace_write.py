@@ -7,8 +7,9 @@ lockdown refuses its debugfs files).
 
 usage: blktrace_write.py [--big-endian] [--version V] NAME < EVENTS
 EVENTS: one per line, "CPU TIME_NS ACTION RWBS SECTOR BYTES PID", ACTION one
-of Q D C, RWBS letters of R W F (flush) S (sync) M (FUA) D (discard) N
-(none); '#' starts a comment.
+of Q D C, or P (a notify event naming the process PID, RWBS its name, the
+name as the event's data, as blktrace records one per process), RWBS letters
+of R W F (flush) S (sync) M (FUA) D (discard) N (none); '#' starts a comment.
 """
 import struct
 import sys
@@ -43,14 +44,19 @@ def main(argv):
             continue
         cpu, t, act, rwbs, sector, nbytes, pid = line
         cpu = int(cpu)
-        cat = ACT_CAT[act] | (1 << 8)  # BLK_TC_FS
-        for c in rwbs:
-            cat |= CAT[c]
-        action = (cat << 16) | ACT[act]
+        pdu = b""
+        if act == "P":  # BLK_TC_NOTIFY, __BLK_TN_PROCESS
+            action = (1 << 10) << 16
+            pdu = rwbs.encode() + b"\0"
+        else:
+            cat = ACT_CAT[act] | (1 << 8)  # BLK_TC_FS
+            for c in rwbs:
+                cat |= CAT[c]
+            action = (cat << 16) | ACT[act]
         seq[cpu] = seq.get(cpu, 0) + 1
         ev = struct.pack(order + "IIQQIIIIIHH", MAGIC | version, seq[cpu], int(t),
                          int(sector), int(nbytes), action, int(pid), (7 << 20) | 5, cpu,
-                         0, 0)
+                         0, len(pdu)) + pdu
         files.setdefault(cpu, bytearray()).extend(ev)
     for cpu in range(max(files) + 1 if files else 1):
         with open("%s.blktrace.%d" % (args[0], cpu), "wb") as f:

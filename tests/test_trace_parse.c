@@ -10,7 +10,8 @@
  * FILE:LINE and what is wrong. blktrace: a two-CPU little-endian capture
  * and a big-endian one (tests/fixtures/blktrace/, written by
  * tests/blktrace_write.py and read back by blkparse(8) as the same
- * events), D paired with C by sector across CPUs, flush and FUA; corrupt
+ * events; CPU 1 opens with a notify event and its data, as blktrace
+ * records each process), D paired with C by sector across CPUs, flush and FUA; corrupt
  * ones refused with the byte offset. The schedule: idle gaps clipped
  * exactly, with and without completion times, kept, time-scaled. The
  * replay loop on a file: the IOs go out at their times, in order.
