@@ -14,5 +14,6 @@ int cmd_profiles(int argc, char **argv); /* src/cli/run.c */
 int cmd_compare(int argc, char **argv);  /* src/cli/compare.c */
 int cmd_report(int argc, char **argv);   /* src/cli/report.c */
 int cmd_diagnose(int argc, char **argv); /* src/cli/diagnose.c */
+int cmd_replay(int argc, char **argv);   /* src/cli/replay.c */
 
 #endif

@@ -26,6 +26,8 @@ static void usage(FILE *f)
 "  report DB [--run N] [--vs M] -o FILE.html\n"
 "                                           the run's charts in one HTML file\n"
 "  diagnose DB [--run N] [--format F]       which layer and mechanism own a compare's differences\n"
+"  replay SOURCE TARGET [options]           replay a mount run, fio iolog or blktrace capture\n"
+"                                           at its times, with the replay's fidelity\n"
 "  version, -V, --version                   print the version\n"
 "  help COMMAND                             a command's options (as COMMAND --help)\n"
 "\n"
@@ -46,6 +48,7 @@ static const struct {
 	{ "stats", cmd_stats },
 	{ "report", cmd_report },
 	{ "diagnose", cmd_diagnose },
+	{ "replay", cmd_replay },
 };
 
 static int (*find_command(const char *name))(int, char **)

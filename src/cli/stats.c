@@ -847,6 +847,76 @@ static int valid_format(const char *f)
 	return !strcmp(f, "table") || !strcmp(f, "csv") || !strcmp(f, "json");
 }
 
+/* fsprism replay's result (replay.* attributes, docs/replay.md): the
+ * fidelity and the numbers it printed, in the table; every replay.*
+ * attribute in JSON. Nothing for any other run. */
+struct replay_json {
+	FILE *out;
+	int first;
+};
+
+static int replay_json_attr(void *arg, const char *k, const char *v)
+{
+	struct replay_json *j = arg;
+	if (strncmp(k, "replay.", 7))
+		return 0;
+	fprintf(j->out, "%s\n    ", j->first ? "" : ",");
+	fsp_json_str(j->out, k + 7);
+	fputs(": ", j->out);
+	json_attr_value(j->out, v);
+	j->first = 0;
+	return 0;
+}
+
+static void print_replay(struct fsp_store *st, int64_t run, int json, FILE *out)
+{
+	static const char *keys[] = { "replay.source", "replay.reads", "replay.writes",
+		"replay.read_bytes", "replay.write_bytes", "replay.read_mean_ns",
+		"replay.read_p99_ns", "replay.write_mean_ns", "replay.write_p99_ns",
+		"replay.wall_ns", "replay.busy_pct", "replay.lag_p50_ns", "replay.lag_p99_ns",
+		"replay.lag_max_ns", "replay.late", "replay.late_ns", "replay.buffered",
+		"replay.syncs", "replay.qd_max", "replay.self_lag_p99_ns", "replay.late_self" };
+	enum { NK = sizeof keys / sizeof keys[0] };
+	char *v[NK];
+	uint64_t u[NK];
+	for (size_t i = 0; i < NK; i++) {
+		v[i] = fsp_store_attr(st, run, keys[i]);
+		u[i] = v[i] ? strtoull(v[i], NULL, 10) : 0;
+	}
+	if (!v[11])
+		goto out; /* no replay */
+	if (json) {
+		struct replay_json j = { out, 1 };
+		fputs(",\n  \"replay\": {", out);
+		fsp_store_each_attr(st, run, FSP_ATTRS_ALL, replay_json_attr, &j);
+		fputs("\n  }", out);
+		goto out;
+	}
+	double wall = (double)u[9] / 1e9;
+	fprintf(out, "\nreplay of %s: %s%% of wall time busy (at least one IO in flight), depth max %" PRIu64 "\n",
+		v[0] ? v[0] : "?", v[10] ? v[10] : "?", u[18]);
+	fprintf(out, "  read   %8" PRIu64 " IOs  %8.2f MB/s  mean %8.1f us  p99 %8.1f us\n", u[1],
+		wall > 0 ? (double)u[3] / 1e6 / wall : 0.0, (double)u[5] / 1e3, (double)u[6] / 1e3);
+	fprintf(out, "  write  %8" PRIu64 " IOs  %8.2f MB/s  mean %8.1f us  p99 %8.1f us\n", u[2],
+		wall > 0 ? (double)u[4] / 1e6 / wall : 0.0, (double)u[7] / 1e3, (double)u[8] / 1e3);
+	if (u[17])
+		fprintf(out, "  sync   %8" PRIu64 "\n", u[17]);
+	uint64_t n = u[1] + u[2] + u[17];
+	fprintf(out, "  fidelity: issue lag p50 %.1f us, p99 %.1f us, max %.1f us; %" PRIu64
+		" IOs late by more than %.1f us (%.2f%%)\n", (double)u[11] / 1e3,
+		(double)u[12] / 1e3, (double)u[13] / 1e3, u[14], (double)u[15] / 1e3,
+		n ? 100.0 * (double)u[14] / (double)n : 0.0);
+	if (v[19])
+		fprintf(out, "    its own part (from when the IOs it waits for were done): p99 %.1f us; %" PRIu64
+			" late by that part alone\n", (double)u[19] / 1e3, u[20]);
+	if (u[16])
+		fprintf(out, "  %" PRIu64 " IOs off the O_DIRECT alignment went through the page cache\n",
+			u[16]);
+out:
+	for (size_t i = 0; i < NK; i++)
+		free(v[i]);
+}
+
 int fsp_stats_print(struct fsp_store *st, int64_t run, const char *format, unsigned flags,
 		    FILE *out)
 {
@@ -933,6 +1003,8 @@ int fsp_stats_print(struct fsp_store *st, int64_t run, const char *format, unsig
 			erc = fsp_stats_stalls(st, run, format, out);
 		if (erc == 0)
 			erc = fsp_stats_fuse(st, run, format, out);
+		if (erc == 0 && !csv)
+			print_replay(st, run, json, out);
 		if (json)
 			fputs("\n}\n", out);
 		if (erc < 0)

@@ -656,6 +656,30 @@ int fsp_store_each_op_in_window(struct fsp_store *st, int64_t run, int64_t t0, i
 }
 
 
+int fsp_store_each_trace_op(struct fsp_store *st, int64_t run,
+			    int (*fn)(void *arg, const struct fsp_replay_op_row *r), void *arg)
+{
+	sqlite3_stmt *s = fsp_db_prepare_run(st,
+		"SELECT op, coalesce(result, 0), node, pid, offset, length, bytes, start_ns,"
+		" total_ns FROM ops WHERE run=? ORDER BY start_ns, rowid", run);
+	if (!s)
+		return -1;
+	int rc;
+	while ((rc = sqlite3_step(s)) == SQLITE_ROW) {
+		struct fsp_replay_op_row r = {
+			.op = sqlite3_column_int(s, 0), .result = sqlite3_column_int(s, 1),
+			.node = fsp_db_col_u64(s, 2), .pid = fsp_db_col_u64(s, 3),
+			.offset = fsp_db_col_u64(s, 4), .length = fsp_db_col_u64(s, 5),
+			.bytes = fsp_db_col_u64(s, 6), .start_ns = fsp_db_col_u64(s, 7),
+			.total_ns = fsp_db_col_u64(s, 8),
+		};
+		if (fn(arg, &r))
+			break;
+	}
+	return walk_end(s, rc);
+}
+
+
 /* ---- the FUSE transport ---------------------------------------------------- */
 
 static int cmp_drow(const void *a, const void *b)

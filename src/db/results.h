@@ -205,6 +205,17 @@ int fsp_store_each_op_in_window(struct fsp_store *st, int64_t run, int64_t t0, i
 				int (*fn)(void *arg, const struct fsp_op_row *r), void *arg);
 
 
+/* A run's op row as a trace needs it (fsprism replay DB:RUN). */
+struct fsp_replay_op_row {
+	int op, result;             /* enum fsp_op; 0 or the positive errno */
+	uint64_t node, pid;         /* FUSE node (the backing inode), the caller's thread */
+	uint64_t offset, length, bytes;
+	uint64_t start_ns, total_ns;
+};
+/* Every op row of run, by start_ns (then rowid); fn's nonzero stops. 0, or -1. */
+int fsp_store_each_trace_op(struct fsp_store *st, int64_t run,
+			    int (*fn)(void *arg, const struct fsp_replay_op_row *r), void *arg);
+
 /* ---- the FUSE transport: the daemon's rows joined to the kernel's ---- */
 
 /* A daemon row (ops) and a traced request (fuse_reqs), as the join needs them. */
