@@ -222,6 +222,7 @@ UNIT_TEST(achieved_rate_within_one_percent)
 
 struct rows {
 	uint64_t n, identity_bad, lag_sum, lag_max, total_sum, service_sum;
+	uint64_t on_time, on_time_unequal; /* lag under 5 us; of them, total - service >= 5 us */
 };
 
 static void read_rows(const char *dbpath, int64_t run, struct rows *r)
@@ -244,6 +245,10 @@ static void read_rows(const char *dbpath, int64_t run, struct rows *r)
 		r->service_sum += service;
 		if (lag > r->lag_max)
 			r->lag_max = lag;
+		if (lag < 5000) {
+			r->on_time++;
+			r->on_time_unequal += total - service >= 5000;
+		}
 	}
 	sqlite3_finalize(s);
 	sqlite3_close(db);
@@ -298,6 +303,9 @@ UNIT_TEST(latency_from_intended_time)
 		assert_true(hist_mean > 0.99 * (double)r.total_sum / (double)r.n &&
 			    hist_mean < 1.01 * (double)r.total_sum / (double)r.n);
 		if (!overload) {
+			/* mostly on time, and then the latency is the service time */
+			assert_true(r.on_time * 2 > r.n);
+			assert_int_equal(r.on_time_unequal, 0);
 			if (late)
 				print_message("note: %llu IOs late at 1000/s (a busy machine)\n",
 					      (unsigned long long)late);

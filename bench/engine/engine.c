@@ -15,6 +15,7 @@
 #define _GNU_SOURCE
 #include <errno.h>
 #include <libaio.h>
+#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -543,14 +544,21 @@ static int submit_batch(struct loop *L, unsigned n, unsigned *inflight, char *er
  * plus the wake-up, tens of microseconds on a virtual machine.
  */
 #define FSP_RATE_SPIN_NS 100000ull
+/* A rate step that fell behind sends what was due in its time for at most this many times its time. */
+#define FSP_RATE_GRACE 2u
 
 /*
  * Wait until due, collecting completions meanwhile: returns the events
- * taken (> 0) as soon as there are any, 0 at due, or -errno.
+ * taken (> 0) as soon as there are any, 0 at due, or -errno. Far from due
+ * it sleeps (in io_getevents with a timeout, or nanosleep with nothing in
+ * flight); in the last FSP_RATE_SPIN_NS it looks at the completion ring
+ * (reap.h, no system call) and yields the CPU between looks, so that the
+ * work completing the IO (a loop device's worker, a FUSE daemon) runs.
  */
 static int wait_due(struct loop *L, unsigned inflight, uint64_t due)
 {
 	const struct fsp_step_spec *s = L->spec;
+	struct timespec zero = { 0, 0 };
 	for (;;) {
 		if (s->stop && *s->stop)
 			return 0;
@@ -558,30 +566,37 @@ static int wait_due(struct loop *L, unsigned inflight, uint64_t due)
 		if (now >= due)
 			return 0;
 		uint64_t left = due - now;
-		struct timespec ts = { 0, 0 };
 		if (left > FSP_RATE_SPIN_NS) {
 			left -= FSP_RATE_SPIN_NS;
-			ts.tv_sec = (time_t)(left / 1000000000ull);
-			ts.tv_nsec = (long)(left % 1000000000ull);
-		}
-		if (inflight > 0) {
-			int got = io_getevents(L->ctx, ts.tv_sec || ts.tv_nsec ? 1 : 0, (long)s->qd,
-					       L->events, &ts);
+			struct timespec ts = { (time_t)(left / 1000000000ull),
+					       (long)(left % 1000000000ull) };
+			if (inflight == 0) {
+				nanosleep(&ts, NULL);
+				continue;
+			}
+			int got = io_getevents(L->ctx, 1, (long)s->qd, L->events, &ts);
 			if (got != 0 && got != -EINTR)
 				return got;
-		} else if (ts.tv_sec || ts.tv_nsec) {
-			nanosleep(&ts, NULL);
+			continue;
 		}
+		if (inflight > 0 && fsp_reap_pending(L->ctx)) {
+			int got = io_getevents(L->ctx, 0, (long)s->qd, L->events, &zero);
+			if (got != 0 && got != -EINTR)
+				return got;
+		}
+		sched_yield();
 	}
 }
 
 /*
  * A rate step (spec->rate > 0, rate.h): each IO goes out at its intended
  * time when a slot is free, else as soon as one is; qd caps the IOs
- * outstanding. Issuing ends when the schedule passes the step's time (or
- * the clock does: the IOs due by then and never sent are counted in
- * res->unissued), at the byte limit, an error or *stop; the step then
- * lasts at least its time, so its rate is IOs over time.
+ * outstanding. Issuing ends when the schedule passes the step's time, at
+ * the byte limit, an error or *stop. A step that fell behind goes on
+ * sending the IOs due within its time (the late ones are the very latency
+ * a load curve is after), for at most FSP_RATE_GRACE times its time: what
+ * is still unsent then is counted in res->unissued. The step lasts at
+ * least its time, so its rate is IOs over its duration.
  */
 static int run_rate(struct loop *L, uint64_t *busy_ns, char *err, size_t errlen)
 {
@@ -589,6 +604,7 @@ static int run_rate(struct loop *L, uint64_t *busy_ns, char *err, size_t errlen)
 	struct fsp_step_result *r = L->res;
 	uint64_t start = fsp_now_ns(), now = start;
 	uint64_t end = s->time_ns ? start + s->time_ns : UINT64_MAX;
+	uint64_t hard_end = s->time_ns ? start + FSP_RATE_GRACE * s->time_ns : UINT64_MAX;
 	uint64_t next_progress = start + s->progress_ns;
 	struct fsp_rate_sched sched;
 	unsigned inflight = 0;
@@ -603,7 +619,7 @@ static int run_rate(struct loop *L, uint64_t *busy_ns, char *err, size_t errlen)
 		while (issuing) {
 			uint64_t due = fsp_rate_peek(&sched);
 			if ((s->stop && *s->stop) || r->errors ||
-			    (s->bytes && L->issued_bytes >= s->bytes) || due >= end || now >= end) {
+			    (s->bytes && L->issued_bytes >= s->bytes) || due >= end || now >= hard_end) {
 				/* what was due before the end and never went out */
 				while (!(s->stop && *s->stop) && !r->errors && fsp_rate_peek(&sched) < end &&
 				       !(s->bytes && L->issued_bytes >= s->bytes)) {

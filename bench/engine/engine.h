@@ -170,8 +170,9 @@ struct fsp_step_spec {
 	 * with no slot free goes as soon as one is. Its latency (the step's
 	 * histograms, the record's total_ns) runs from its intended time; the
 	 * record's backing_ns is the service time from the actual io_submit,
-	 * so its layer time is the lag. Such a step lasts time_ns exactly
-	 * (no bursts); what its time leaves unissued is counted, not sent.
+	 * so its layer time is the lag. Such a step lasts time_ns, longer
+	 * when it fell behind: the IOs due within time_ns all go out, for at
+	 * most twice time_ns (what is left then is counted, not sent).
 	 * rate 0: closed loop, the queue kept full (intended = actual).
 	 */
 	double rate;
@@ -209,7 +210,7 @@ struct fsp_step_result {
 	 * times the poll was set aside because polls held another task off */
 	uint64_t poll_waits, poll_backoffs;
 	/* rate steps only (else NULL, 0): the lag of each IO and the late ones,
-	 * and the IOs due within the step's time that it had no time to send */
+	 * and the IOs due within the step's time still unsent at twice its time */
 	struct fsp_rate_book *rate;
 	uint64_t unissued;
 };
