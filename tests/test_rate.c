@@ -23,6 +23,7 @@
 #include <unistd.h>
 #include "bench/engine/engine.h"
 #include "bench/engine/rate.h"
+#include "bench/engine/profile.h"
 #include "src/db/oplog.h"
 #include "src/db/store.h"
 #include "tests/testdb.h"
@@ -131,6 +132,65 @@ UNIT_TEST(lag_bookkeeping)
 	assert_int_equal(fsp_rate_achieved(1000, 500000000), 2000);
 	assert_true(fsp_rate_achieved(5, 0) == 0);
 	free(b);
+}
+
+/* ---- the parameters and the curve profiles --------------------------------------- */
+
+UNIT_TEST(rate_parameters_and_curve_profiles)
+{
+	(void)state;
+	struct fsp_params p;
+	char err[256], buf[256];
+	assert_int_equal(fsp_profile_load("sustained-randread", FSP_SCALE_DEFAULT, &p), 0);
+	assert_int_equal(p.nrate, 1);
+	assert_int_equal(p.rates[0].kind, FSP_RATE_MAX);
+	assert_int_equal(fsp_params_nsteps(&p), 6);
+	assert_int_equal(fsp_param_set(&p, "rate", "max,25%,5000", err, sizeof(err)), 0);
+	assert_int_equal(p.nrate, 3);
+	assert_int_equal(p.rates[1].kind, FSP_RATE_PCT);
+	assert_int_equal(p.rates[1].value, 25);
+	assert_int_equal(p.rates[2].kind, FSP_RATE_IOPS);
+	assert_int_equal(p.rates[2].value, 5000);
+	assert_int_equal(fsp_params_nsteps(&p), 18); /* qd x mix x rate */
+	fsp_param_format(&p, "rate", buf, sizeof(buf));
+	assert_string_equal(buf, "max,25%,5000");
+	assert_int_equal(fsp_params_check(&p, err, sizeof(err)), 0);
+	static const char *const bad[] = { "fast", "0", "10%%", "1001%", "10000001", "max,", "5k" };
+	for (unsigned i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
+		assert_int_equal(fsp_param_set(&p, "rate", bad[i], err, sizeof(err)), -1);
+	/* a percentage needs a closed-loop step before it */
+	assert_int_equal(fsp_param_set(&p, "rate", "50%,max", err, sizeof(err)), 0);
+	assert_int_equal(fsp_params_check(&p, err, sizeof(err)), -1);
+	assert_non_null(strstr(err, "needs a closed-loop step (max) before it"));
+	/* not with bursts */
+	assert_int_equal(fsp_profile_load("burst-randread", FSP_SCALE_DEFAULT, &p), 0);
+	assert_int_equal(fsp_param_set(&p, "rate", "1000", err, sizeof(err)), 0);
+	assert_int_equal(fsp_params_check(&p, err, sizeof(err)), -1);
+	assert_int_equal(fsp_param_set(&p, "arrivals", "poisson", err, sizeof(err)), 0);
+	assert_int_equal(p.arrivals, FSP_ARRIVALS_POISSON);
+	assert_int_equal(fsp_param_set(&p, "arrivals", "bursty", err, sizeof(err)), -1);
+	assert_int_equal(fsp_param_set(&p, "stop-p99", "5ms", err, sizeof(err)), 0);
+	assert_int_equal(p.stop_p99_ns, 5000000);
+	assert_int_equal(fsp_param_set(&p, "stop-p99", "1ns", err, sizeof(err)), -1);
+
+	/* StorageReview's four: threads as QD (capped at 32 by default), 13 steps */
+	static const struct { const char *name; uint32_t bs; unsigned qd_full, qd_default, read; } cv[] = {
+		{ "curve-randread", 4096, 128, 32, 100 }, { "curve-randwrite", 4096, 64, 32, 0 },
+		{ "curve-seqread", 65536, 16, 16, 100 }, { "curve-seqwrite", 65536, 8, 8, 0 },
+	};
+	for (unsigned i = 0; i < 4; i++)
+		for (int full = 0; full < 2; full++) {
+			assert_int_equal(fsp_profile_load(cv[i].name, full ? FSP_SCALE_FULL : FSP_SCALE_DEFAULT,
+							  &p), 0);
+			assert_int_equal(p.bs, cv[i].bs);
+			assert_int_equal(p.qds[0], full ? cv[i].qd_full : cv[i].qd_default);
+			assert_int_equal(p.mixes[0], cv[i].read);
+			assert_int_equal(fsp_params_nsteps(&p), 13);
+			fsp_param_format(&p, "rate", buf, sizeof(buf));
+			assert_string_equal(buf, "max,10%,20%,30%,40%,50%,60%,70%,80%,90%,100%,110%,120%");
+			assert_int_equal(p.time_ns, full ? 60000000000ull : 2000000000ull);
+			assert_int_equal(fsp_params_check(&p, err, sizeof(err)), 0);
+		}
 }
 
 /* ---- the engine on a RAM-backed file ------------------------------------------ */
