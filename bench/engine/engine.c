@@ -614,6 +614,7 @@ static int run_rate(struct loop *L, uint64_t *busy_ns, char *err, size_t errlen)
 	uint64_t hard_end = s->time_ns ? start + FSP_RATE_GRACE * s->time_ns : UINT64_MAX;
 	uint64_t next_progress = start + s->progress_ns;
 	struct fsp_rate_sched sched;
+	uint64_t last_sent = start;
 	unsigned inflight = 0;
 	int issuing = 1, rc = 0;
 	int slack = prctl(PR_GET_TIMERSLACK, 0, 0, 0, 0);
@@ -646,6 +647,8 @@ static int run_rate(struct loop *L, uint64_t *busy_ns, char *err, size_t errlen)
 			rc = -1;
 			issuing = 0;
 		}
+		if (n)
+			last_sent = fsp_now_ns();
 		if (!issuing && inflight == 0)
 			break;
 		int got = 0;
@@ -683,6 +686,7 @@ static int run_rate(struct loop *L, uint64_t *busy_ns, char *err, size_t errlen)
 		prctl(PR_SET_TIMERSLACK, (unsigned long)slack, 0, 0, 0);
 	*busy_ns += now - start;
 	L->last_burst_ns = now - start;
+	r->send_ns = last_sent - start > s->time_ns ? last_sent - start : s->time_ns;
 	return rc;
 }
 

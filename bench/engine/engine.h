@@ -213,6 +213,10 @@ struct fsp_step_result {
 	 * and the IOs due within the step's time still unsent at twice its time */
 	struct fsp_rate_book *rate;
 	uint64_t unissued;
+	/* rate steps: the time the IOs took to send, from the step's start to
+	 * the last submission, at least the step's time: the achieved rate is
+	 * the IOs over it (the last IOs' service after it is in their latency) */
+	uint64_t send_ns;
 };
 
 /*

@@ -544,9 +544,13 @@ static uint64_t step_p99(const struct fsp_step_result *r)
 	return a > b ? a : b;
 }
 
+/*
+ * IOPS: of a closed-loop step over its busy time; of a rate step over the
+ * time its IOs took to send (engine.h: send_ns), the rate the engine held.
+ */
 static double step_iops(const struct fsp_step_result *r)
 {
-	return fsp_rate_achieved(r->read_ios + r->write_ios, r->busy_ns);
+	return fsp_rate_achieved(r->read_ios + r->write_ios, r->rate ? r->send_ns : r->busy_ns);
 }
 
 static double mbps(uint64_t bytes, uint64_t ns)
