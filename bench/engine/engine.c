@@ -554,18 +554,17 @@ static int submit_batch(struct loop *L, unsigned n, unsigned *inflight, char *er
 
 /*
  * Wait until due, collecting completions meanwhile: returns the events
- * taken (> 0) as soon as there are any, 0 at due, or -errno. Far from due
- * it sleeps (in io_getevents with a timeout, or nanosleep with nothing in
- * flight); in the last FSP_RATE_SPIN_NS it spins, looking at the
- * completion ring (reap.h, no system call). Not sched_yield between looks:
- * on a machine with more runnable tasks than CPUs a yield gave the CPU away
- * for milliseconds, and IOs due meanwhile went out late (lag p99 of 18-32 ms
- * at 20% of a loop device's maximum; spinning: 3-7 ms, most IOs on time).
+ * taken (> 0) as soon as there are any, 0 at due, or -errno. With IOs in
+ * flight it sleeps in io_getevents with a timeout at due (the step runs
+ * with a 1 us timer slack): what completes them (a loop device's worker,
+ * a FUSE daemon, on a 2-core machine quite likely this CPU) gets the CPU.
+ * With none, it sleeps until FSP_RATE_SPIN_NS before due, then spins on
+ * the clock (no system call, no yield: on a machine with more runnable
+ * tasks than CPUs a yield or a late wake-up lost milliseconds).
  */
 static int wait_due(struct loop *L, unsigned inflight, uint64_t due)
 {
 	const struct fsp_step_spec *s = L->spec;
-	struct timespec zero = { 0, 0 };
 	for (;;) {
 		if (s->stop && *s->stop)
 			return 0;
@@ -573,23 +572,20 @@ static int wait_due(struct loop *L, unsigned inflight, uint64_t due)
 		if (now >= due)
 			return 0;
 		uint64_t left = due - now;
-		if (left > FSP_RATE_SPIN_NS) {
-			left -= FSP_RATE_SPIN_NS;
+		if (inflight > 0) {
 			struct timespec ts = { (time_t)(left / 1000000000ull),
 					       (long)(left % 1000000000ull) };
-			if (inflight == 0) {
-				nanosleep(&ts, NULL);
-				continue;
-			}
 			int got = io_getevents(L->ctx, 1, (long)s->qd, L->events, &ts);
 			if (got != 0 && got != -EINTR)
 				return got;
 			continue;
 		}
-		if (inflight > 0 && fsp_reap_pending(L->ctx)) {
-			int got = io_getevents(L->ctx, 0, (long)s->qd, L->events, &zero);
-			if (got != 0 && got != -EINTR)
-				return got;
+		if (left > FSP_RATE_SPIN_NS) {
+			left -= FSP_RATE_SPIN_NS;
+			struct timespec ts = { (time_t)(left / 1000000000ull),
+					       (long)(left % 1000000000ull) };
+			nanosleep(&ts, NULL);
+			continue;
 		}
 		FSP_CPU_RELAX();
 	}
