@@ -10,12 +10,12 @@
  * loop; inside it there is no malloc (the timeline and burst tables may
  * grow, at most once per doubling, on a bucket boundary), no lock and no
  * system call but io_submit, io_getevents, the poll's sched_yield and the
- * vDSO clock (plus a progress line on a terminal, twice a second).
+ * vDSO clock (plus a progress line on a terminal, twice a second), and in
+ * a rate step (run_rate, rate.h) nanosleep until an IO's intended time.
  */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <libaio.h>
-#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>

@@ -85,11 +85,6 @@ static int ring_empty(const struct aio_ring_head *ring)
 	       __atomic_load_n(&ring->tail, __ATOMIC_ACQUIRE);
 }
 
-int fsp_reap_pending(io_context_t ctx)
-{
-	return !fsp_reap_ring_usable(ctx) || !ring_empty((const void *)ctx);
-}
-
 void fsp_reaper_init(struct fsp_reaper *r, io_context_t ctx, uint64_t poll_ns)
 {
 	*r = (struct fsp_reaper){ .ctx = ctx, .poll_ns = poll_ns };

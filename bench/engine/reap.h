@@ -42,10 +42,4 @@ int fsp_reap(struct fsp_reaper *r, unsigned inflight, long nr, struct io_event *
 /* 1 if ctx's completion ring can be read in user space (the poll works), else 0 */
 int fsp_reap_ring_usable(io_context_t ctx);
 
-/*
- * 1 if ctx may hold completions to take (its ring is not empty, or cannot
- * be read in user space), 0 if it holds none: a look without a system call.
- */
-int fsp_reap_pending(io_context_t ctx);
-
 #endif
