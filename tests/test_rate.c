@@ -188,7 +188,7 @@ UNIT_TEST(rate_parameters_and_curve_profiles)
 			assert_int_equal(fsp_params_nsteps(&p), 13);
 			fsp_param_format(&p, "rate", buf, sizeof(buf));
 			assert_string_equal(buf, "max,10%,20%,30%,40%,50%,60%,70%,80%,90%,100%,110%,120%");
-			assert_int_equal(p.time_ns, full ? 60000000000ull : 2000000000ull);
+			assert_int_equal(p.time_ns, full ? 60000000000ull : 1000000000ull);
 			assert_int_equal(fsp_params_check(&p, err, sizeof(err)), 0);
 		}
 }

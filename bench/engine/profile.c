@@ -182,7 +182,7 @@ static void fill(struct fsp_params *p, int full)
  * StorageReview's load curves (shared/methodology.md): its threads as the
  * queue depth (the cap on IOs outstanding); a closed-loop step measures the
  * maximum, then rate steps at 10%..120% of it. Default scale: QD at most 32
- * and 2 s a step, 13 steps in under 30 s.
+ * and 1 s a step, 13 s of IO per target.
  */
 static void curve(struct fsp_params *p, int full, int seq, int read, unsigned threads)
 {
@@ -202,7 +202,7 @@ static void curve(struct fsp_params *p, int full, int seq, int read, unsigned th
 		p->idle_ns = 5 * SEC;
 	} else {
 		p->span = 1 * GiB;
-		p->time_ns = 2 * SEC;
+		p->time_ns = 1 * SEC;
 	}
 }
 
