@@ -286,6 +286,37 @@ mkdir "$T/dst/blk"
 expect_eq "blktrace onto a directory: exits 0" 0 $?
 check "blktrace onto a directory: the device as one file" test -s "$T/dst/blk/device"
 
+# ---- every source kind on the targets not yet above: one file, and a
+# directory of an fsprism mount (the mount run's writes, the iolog's, the
+# blktrace capture's, as many as each one's first replay) ----
+mkdir "$T/back/fu2" "$T/fmnt2"
+fsp_mount "$T/back/fu2" "$T/fmnt2" --log "$T/fu2.db" --no-trace
+k=0
+for src in "$db:$mrun" "$T/cap.iolog" "$cap"; do
+	k=$((k + 1))
+	case $k in
+	1) kind="mount run" want=$writes ;;
+	2) kind="fio iolog" want=$lw ;;
+	3) kind="blktrace capture" want=$(attr "$rdb" "$brun" replay.writes) ;;
+	esac
+	truncate -s 1M "$T/tmp/t$k.file"
+	"$FSPRISM" replay "$src" "$T/tmp/t$k.file" --db "$rdb" >"$T/x$k.out" 2>&1
+	expect_eq "$kind onto one file: exits 0" 0 $?
+	xr=$(q "$rdb" "SELECT max(id) FROM runs")
+	expect_eq "$kind onto one file: every write ($want)" "$want" "$(attr "$rdb" "$xr" replay.writes)"
+	expect_eq "$kind onto one file: the target kind" "file" "$(attr "$rdb" "$xr" replay.target)"
+	rm -f "$T/tmp/t$k.file"
+	mkdir "$T/fmnt2/d$k"
+	"$FSPRISM" replay "$src" "$T/fmnt2/d$k" --db "$rdb" >"$T/y$k.out" 2>&1
+	expect_eq "$kind onto an fsprism mount: exits 0" 0 $?
+	xr=$(q "$rdb" "SELECT max(id) FROM runs")
+	expect_eq "$kind onto an fsprism mount: every write ($want)" "$want" \
+		"$(attr "$rdb" "$xr" replay.writes)"
+	check "$kind onto an fsprism mount: its files made there" \
+		test -n "$(ls -A "$T/fmnt2/d$k")"
+done
+fsp_umount "$T/fmnt2"
+
 # ---- the raw-write rule -------------------------------------------------------
 "$FSPRISM" replay "$T/cap.iolog" "$dst_dev" >/dev/null 2>"$T/safe1.err"
 expect_eq "a mounted device is refused: exit 2" 2 $?
