@@ -235,7 +235,7 @@ check "cow: on emu on over 10% of every step from 80/20 to 10/90" \
 # a read-after-write penalty: raw's mixed steps collapse too, so the drive
 # owns the bathtub on every target that has one
 scenario raw "$T/raw.db" --targets raw,fs --access=random --span=2M --mix=100,70,30,0 \
-	--rounds 3 --device-model raw=2ms@50ms
+	--rounds 3 --device-model raw=5ms@50ms
 shapes=$(dx_json "$T/raw.db" | grep '"target":')
 check "read-after-write: raw has the bathtub" sh -c "echo '$shapes' | grep -q '\"target\": \"raw\", \"bathtub\": true'"
 expect_eq "read-after-write: every bathtub's owner is the drive" "drive" \
