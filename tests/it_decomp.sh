@@ -121,7 +121,7 @@ fi
 # ---- a known delay in the daemon's handler ------------------------------------------
 # mount --inject 'op=read,delay=100us' (a spin at handler entry, docs/inject.md):
 # the delay is its own part, inject, within 5% of 100 us at p50, and taken out
-# of fsprism's own time (layer), which stays what it is without the delay.
+# of fsprism's own time (layer), which moves by less than 5% of the delay.
 "$FSPRISM" compare --db "$DB" --targets fsprism --inject 'op=read,delay=100us' --size=512M \
 	--profile sustained-randread --qd=1,32 --time=1s --span=64M >"$T/iout" 2>"$T/ierr"
 expect_eq "compare --inject exits 0" 0 "$?"
@@ -137,7 +137,10 @@ def step0(f):
 inj, base = step0(sys.argv[1]), step0(sys.argv[2])
 got = inj.get("inject", {}).get("p50_us", 0)
 lay, lay0 = inj["layer"]["p50_us"], base["layer"]["p50_us"]
-ok = abs(got - 100) <= 5 and abs(lay - lay0) <= max(0.05 * lay0, 1.0) and "inject" not in base
+# layer: not the delay's (it would add ~100 us): within 5% of it, 5 us
+# (after a 100 us spin the handler's own microsecond can take two, as seen
+# under the sanitizers)
+ok = abs(got - 100) <= 5 and abs(lay - lay0) <= max(0.05 * lay0, 5.0) and "inject" not in base
 print("%s inject p50 %.2f us, layer p50 %.2f us (without the delay %.2f us)" % (
       "recovered" if ok else "not-recovered", got, lay, lay0))
 EOF3
