@@ -13,6 +13,7 @@
 #include "bench/engine/blkparse.h"
 #include "src/base/cmp.h"
 #include "src/base/err.h"
+#include "src/base/grow.h"
 
 /* categories (the action's high 16 bits) */
 #define TC_READ (1u << 0)
@@ -111,14 +112,8 @@ int fsp_blk_capture_add(struct fsp_blk_capture *c, const unsigned char *buf, siz
 			return fsp_set_err(err, errlen,
 					   "%s: byte %zu: truncated event: its %u bytes of data run past the end",
 					   name, off, pdu);
-		if (c->n == c->cap) {
-			size_t cap = c->cap ? 2 * c->cap : 4096;
-			struct ev *e = realloc(c->ev, cap * sizeof *e);
-			if (!e)
-				return fsp_set_err(err, errlen, "out of memory");
-			c->ev = e;
-			c->cap = cap;
-		}
+		if (fsp_grow((void **)&c->ev, &c->cap, c->n + 1, sizeof *c->ev, 4096))
+			return fsp_set_err(err, errlen, "out of memory");
 		c->ev[c->n] = (struct ev){
 			.time = get64(p + 8, swap), .sector = get64(p + 16, swap),
 			.bytes = get32(p + 24, swap), .action = get32(p + 28, swap),

@@ -5,17 +5,12 @@
 #include <string.h>
 #include "bench/engine/iotrace.h"
 #include "src/base/cmp.h"
+#include "src/base/grow.h"
 
 int fsp_iotrace_add(struct fsp_iotrace *t, const struct fsp_iotrace_io *io)
 {
-	if (t->n == t->cap) {
-		size_t cap = t->cap ? 2 * t->cap : 1024;
-		struct fsp_iotrace_io *p = realloc(t->io, cap * sizeof *p);
-		if (!p)
-			return -1;
-		t->io = p;
-		t->cap = cap;
-	}
+	if (fsp_grow((void **)&t->io, &t->cap, t->n + 1, sizeof *t->io, 1024))
+		return -1;
 	t->io[t->n++] = *io;
 	uint64_t end = io->offset + io->len;
 	if (io->op != FSP_IOTRACE_READ && io->op != FSP_IOTRACE_WRITE)
@@ -38,14 +33,8 @@ int64_t fsp_iotrace_file(struct fsp_iotrace *t, const char *name)
 	for (size_t i = 0; i < t->nfiles; i++)
 		if (!strcmp(t->file[i].name, name))
 			return (int64_t)i;
-	if (t->nfiles == t->fcap) {
-		size_t cap = t->fcap ? 2 * t->fcap : 16;
-		struct fsp_iotrace_file *p = realloc(t->file, cap * sizeof *p);
-		if (!p)
-			return -1;
-		t->file = p;
-		t->fcap = cap;
-	}
+	if (fsp_grow((void **)&t->file, &t->fcap, t->nfiles + 1, sizeof *t->file, 16))
+		return -1;
 	char *s = strdup(name);
 	if (!s)
 		return -1;

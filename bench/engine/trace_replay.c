@@ -21,6 +21,7 @@
 #include "bench/engine/trace_replay.h"
 #include "src/base/clock.h"
 #include "src/base/quantile.h"
+#include "src/base/grow.h"
 
 #ifndef RWF_DSYNC
 #define RWF_DSYNC 0x2
@@ -110,22 +111,16 @@ static int setup(struct loop *l, char *err, size_t errlen)
 		l->res->recorded_depth_max = l->order.depth_max;
 	} else {
 		l->thr_of = malloc(m * sizeof *l->thr_of);
-		l->thr = calloc(16, sizeof *l->thr);
-		size_t cap = 16;
-		if (!l->thr_of || !l->thr)
+		size_t cap = 0;
+		if (!l->thr_of)
 			goto oom;
 		for (size_t i = 0; i < t->n; i++) {
 			size_t k = 0;
 			while (k < l->nthr && l->thr[k].id != t->io[i].thread)
 				k++;
 			if (k == l->nthr) {
-				if (l->nthr == cap) {
-					struct thr *p = realloc(l->thr, 2 * cap * sizeof *p);
-					if (!p)
-						goto oom;
-					l->thr = p;
-					cap *= 2;
-				}
+				if (fsp_grow((void **)&l->thr, &cap, l->nthr + 1, sizeof *l->thr, 16))
+					goto oom;
 				l->thr[l->nthr++] = (struct thr){ .id = t->io[i].thread };
 			}
 			l->thr_of[i] = (uint32_t)k;

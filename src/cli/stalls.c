@@ -19,6 +19,7 @@
 #include "src/prism/stall.h"
 #include "src/cli/stats.h"
 #include "src/cli/stalls.h"
+#include "src/base/grow.h"
 
 struct sstep {
 	int step;
@@ -37,15 +38,9 @@ struct walk {
 static int step_row(void *arg, const struct fsp_step_row *r)
 {
 	struct walk *w = arg;
-	if (w->n == w->cap) {
-		size_t cap = w->cap ? 2 * w->cap : 16;
-		struct sstep *v = realloc(w->v, cap * sizeof(*v));
-		if (!v) {
-			w->failed = 1;
-			return 1;
-		}
-		w->v = v;
-		w->cap = cap;
+	if (fsp_grow((void **)&w->v, &w->cap, w->n + 1, sizeof(*w->v), 16)) {
+		w->failed = 1;
+		return 1;
 	}
 	w->v[w->n++] = (struct sstep){ .step = r->step,
 				       .label = r->label ? strdup(r->label) : NULL,
@@ -63,15 +58,9 @@ static int timeline_row(void *arg, int step, const struct fsp_timeline_row *t)
 			s = &w->v[i];
 	if (!s)
 		return 0;
-	if (s->nb == s->cap) {
-		size_t cap = s->cap ? 2 * s->cap : 64;
-		struct fsp_stall_bucket *v = realloc(s->b, cap * sizeof(*v));
-		if (!v) {
-			w->failed = 1;
-			return 1;
-		}
-		s->b = v;
-		s->cap = cap;
+	if (fsp_grow((void **)&s->b, &s->cap, s->nb + 1, sizeof(*s->b), 64)) {
+		w->failed = 1;
+		return 1;
 	}
 	s->b[s->nb++] = (struct fsp_stall_bucket){ t->t_ns, t->read_ios + t->write_ios };
 	return 0;
@@ -236,14 +225,8 @@ static uint64_t p999_of(struct fsp_store *st, int64_t run, int step, int op, str
 
 static int add_found(struct fsp_stall **v, size_t *n, size_t *cap, const struct fsp_stall *f)
 {
-	if (*n == *cap) {
-		size_t c = *cap ? 2 * *cap : 16;
-		struct fsp_stall *x = realloc(*v, c * sizeof(*x));
-		if (!x)
-			return -1;
-		*v = x;
-		*cap = c;
-	}
+	if (fsp_grow((void **)v, cap, *n + 1, sizeof(**v), 16))
+		return -1;
 	(*v)[(*n)++] = *f;
 	return 0;
 }

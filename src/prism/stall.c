@@ -10,6 +10,7 @@
 #include <string.h>
 #include "src/base/cmp.h"
 #include "src/prism/stall.h"
+#include "src/base/grow.h"
 
 struct span {
 	uint64_t a, b; /* submit, reap */
@@ -42,14 +43,8 @@ struct cands {
 
 static int push(struct cands *c, const struct cand *x)
 {
-	if (c->n == c->cap) {
-		size_t cap = c->cap ? 2 * c->cap : 16;
-		struct cand *v = realloc(c->v, cap * sizeof(*v));
-		if (!v)
-			return -1;
-		c->v = v;
-		c->cap = cap;
-	}
+	if (fsp_grow((void **)&c->v, &c->cap, c->n + 1, sizeof(*c->v), 16))
+		return -1;
 	c->v[c->n++] = *x;
 	return 0;
 }
