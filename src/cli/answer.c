@@ -16,12 +16,6 @@
 #include "src/cli/diagnose_int.h"
 #include "src/prism/decomp.h"
 
-static const char *const label[FSP_DX__TARGETS] = { "raw", "fs", "fsprism", "emu" };
-
-static int present(const struct dx_run *d, int t)
-{
-	return d->nruns[t] > 0;
-}
 
 /* The steps of the compare as the answer names them ("60/40"). */
 static void step_names(const struct dx_run *d, char names[][32])
@@ -65,7 +59,7 @@ static void print_shapes(FILE *out, const struct dx_run *d, const struct dx_resu
 	size_t nn = 0;
 	int any = 0;
 	for (int t = 0; t < FSP_DX__TARGETS; t++) {
-		if (!present(d, t) || !res->shape_done[t])
+		if (!fsp_dx_present(d, t) || !res->shape_done[t])
 			continue;
 		any = 1;
 		const struct fsp_dx_shape *s = &res->shape[t];
@@ -201,7 +195,7 @@ static void answer_lines(FILE *out, const struct dx_run *d, const struct dx_resu
 	/* one row per step: the medians over the rounds */
 	fprintf(out, "\n  %-8s", "step");
 	for (int t = 0; t < FSP_DX__TARGETS; t++)
-		if (present(d, t))
+		if (fsp_dx_present(d, t))
 			fprintf(out, " %9s", fsp_dx_tname(d, t));
 	fprintf(out, "   largest drop: owner\n");
 	double sum[FSP_DX__TARGETS] = { 0 };
@@ -210,7 +204,7 @@ static void answer_lines(FILE *out, const struct dx_run *d, const struct dx_resu
 		fprintf(out, "  %-8s", names[i]);
 		int all = 1;
 		for (int t = 0; t < FSP_DX__TARGETS; t++) {
-			if (!present(d, t))
+			if (!fsp_dx_present(d, t))
 				continue;
 			const struct fsp_dx_step *e = &d->ev[t][i];
 			double m = e->present ? fsp_dx_median(e->mbps, e->nrounds) : 0;
@@ -224,7 +218,7 @@ static void answer_lines(FILE *out, const struct dx_run *d, const struct dx_resu
 		}
 		if (all) {
 			for (int t = 0; t < FSP_DX__TARGETS; t++)
-				if (present(d, t))
+				if (fsp_dx_present(d, t))
 					sum[t] += fsp_dx_median(d->ev[t][i].mbps, d->ev[t][i].nrounds);
 			nsum++;
 		}
@@ -238,13 +232,13 @@ static void answer_lines(FILE *out, const struct dx_run *d, const struct dx_resu
 	if (nsum) {
 		fprintf(out, "  %-8s", nsum < d->nsteps ? "mean*" : "mean");
 		for (int t = 0; t < FSP_DX__TARGETS; t++)
-			if (present(d, t))
+			if (fsp_dx_present(d, t))
 				fprintf(out, " %8.1f ", sum[t] / nsum);
 		fputc('\n', out);
-		if (present(d, FSP_DX_RAW) && sum[FSP_DX_RAW] > 0) {
+		if (fsp_dx_present(d, FSP_DX_RAW) && sum[FSP_DX_RAW] > 0) {
 			fprintf(out, "  %-8s", "x raw");
 			for (int t = 0; t < FSP_DX__TARGETS; t++)
-				if (present(d, t))
+				if (fsp_dx_present(d, t))
 					fprintf(out, " %8.2f ", sum[t] / sum[FSP_DX_RAW]);
 			fputc('\n', out);
 		}
@@ -336,7 +330,7 @@ void fsp_answer_json(FILE *out, const struct dx_run *d, const struct dx_result *
 		const struct fsp_answer_headline *h = &res->head[t];
 		int a = res->head_a[t], w = res->head_worst[t];
 		fprintf(out, "%s\n  {\"a\": \"%s\", \"b\": \"%s\", \"a_name\": ", first ? "" : ",",
-			label[a], label[t]);
+			fsp_dx_label[a], fsp_dx_label[t]);
 		first = 0;
 		fsp_json_str(out, fsp_dx_tname(d, a));
 		fputs(", \"b_name\": ", out);
@@ -382,7 +376,7 @@ void fsp_answer_json(FILE *out, const struct dx_run *d, const struct dx_result *
 			fputs(", \"name\": ", out);
 			fsp_json_str(out, names[i]);
 			fprintf(out, ", \"read_pct\": %d, \"a\": \"%s\", \"b\": \"%s\", \"a_mbps\": ",
-				d->ev[t][i].read_pct, label[v->ta], label[v->tb]);
+				d->ev[t][i].read_pct, fsp_dx_label[v->ta], fsp_dx_label[v->tb]);
 			fsp_json_num(out, v->mbps.med_a);
 			fputs(", \"b_mbps\": ", out);
 			fsp_json_num(out, v->mbps.med_b);
@@ -396,11 +390,11 @@ void fsp_answer_json(FILE *out, const struct dx_run *d, const struct dx_result *
 	fputs("\n], \"shapes\": [", out);
 	first = 1;
 	for (int t = 0; t < FSP_DX__TARGETS; t++) {
-		if (!present(d, t) || !res->shape_done[t])
+		if (!fsp_dx_present(d, t) || !res->shape_done[t])
 			continue;
 		const struct fsp_dx_shape *s = &res->shape[t];
 		fprintf(out, "%s\n  {\"target\": \"%s\", \"bathtub\": %s, \"owner\": ", first ? "" : ",",
-			label[t], s->found ? "true" : "false");
+			fsp_dx_label[t], s->found ? "true" : "false");
 		first = 0;
 		if (s->found)
 			fprintf(out, "\"%s\"", fsp_dx_owner_name(res->shape_owner[t]));
@@ -425,7 +419,7 @@ void fsp_answer_json(FILE *out, const struct dx_run *d, const struct dx_result *
 		char text[640];
 		stall_line(d, x, text, sizeof text);
 		fprintf(out, "%s\n  {\"target\": \"%s\", \"run\": %" PRId64 ", \"round\": %d, "
-			"\"step\": %d, \"label\": ", i ? "," : "", label[x->t], x->run, x->round,
+			"\"step\": %d, \"label\": ", i ? "," : "", fsp_dx_label[x->t], x->run, x->round,
 			x->s.step);
 		fsp_json_str(out, step_label(d, x->s.step));
 		fprintf(out, ", \"kind\": \"%s\", \"at_ms\": ", x->s.kind == FSP_STALL_ZERO ?

@@ -28,11 +28,11 @@
 #include "src/prism/diagnose.h"
 #include "src/prism/pattern.h"
 
-static const char *const dx_label[FSP_DX__TARGETS] = { "raw", "fs", "fsprism", "emu" };
+const char *const fsp_dx_label[FSP_DX__TARGETS] = { "raw", "fs", "fsprism", "emu" };
 
 const char *fsp_dx_tname(const struct dx_run *d, int t)
 {
-	return t == FSP_DX_FS && d->fs[0] ? d->fs : dx_label[t];
+	return t == FSP_DX_FS && d->fs[0] ? d->fs : fsp_dx_label[t];
 }
 
 /* ---- the device view -------------------------------------------------------
@@ -449,12 +449,12 @@ static int load(struct fsp_store *st, int64_t cmp_run, struct dx_run *d)
 	int rc = 0;
 	for (int t = 0; t < FSP_DX__TARGETS && !rc; t++) {
 		char label[32];
-		d->nruns[t] = fsp_store_child_runs(st, cmp_run, "run", dx_label[t], d->runs[t],
+		d->nruns[t] = fsp_store_child_runs(st, cmp_run, "run", fsp_dx_label[t], d->runs[t],
 						   FSP_DX_MAX_ROUNDS);
-		snprintf(label, sizeof label, "%s-fuse", dx_label[t]);
+		snprintf(label, sizeof label, "%s-fuse", fsp_dx_label[t]);
 		d->nmounts[t] = fsp_store_child_runs(st, cmp_run, "mount", label, d->mounts[t],
 						     FSP_DX_MAX_ROUNDS);
-		snprintf(label, sizeof label, "replay-%s", dx_label[t]);
+		snprintf(label, sizeof label, "replay-%s", fsp_dx_label[t]);
 		d->nreplays[t] = fsp_store_child_runs(st, cmp_run, "run", label, d->replays[t],
 						      FSP_DX_MAX_ROUNDS);
 		if (d->nruns[t] < 0 || d->nmounts[t] < 0 || d->nreplays[t] < 0) {
@@ -518,7 +518,7 @@ static int load(struct fsp_store *st, int64_t cmp_run, struct dx_run *d)
 
 /* ---- the verdicts --------------------------------------------------------------- */
 
-static int present(const struct dx_run *d, int t)
+int fsp_dx_present(const struct dx_run *d, int t)
 {
 	return d->nruns[t] > 0;
 }
@@ -528,7 +528,7 @@ static void headlines(const struct dx_run *d, struct dx_result *res)
 {
 	int prev = -1;
 	for (int t = 0; t < FSP_DX__TARGETS; t++) {
-		if (!present(d, t))
+		if (!fsp_dx_present(d, t))
 			continue;
 		if (prev >= 0) {
 			struct fsp_answer_step s[MAX_STEPS];
@@ -565,13 +565,13 @@ static void judge_all(const struct dx_run *d, struct dx_result *res)
 	for (int i = 0; i < d->nsteps; i++) {
 		int prev = -1;
 		for (int t = 0; t < FSP_DX__TARGETS; t++) {
-			if (!present(d, t) || !d->ev[t][i].present)
+			if (!fsp_dx_present(d, t) || !d->ev[t][i].present)
 				continue;
 			if (prev >= 0) {
 				const struct fsp_dx_step *a = &d->ev[prev][i], *b = &d->ev[t][i];
 				struct fsp_dx_pair p = {
 					.ta = prev, .tb = t, .a = a, .b = b,
-					.raw = present(d, FSP_DX_RAW) && d->ev[FSP_DX_RAW][i].present ?
+					.raw = fsp_dx_present(d, FSP_DX_RAW) && d->ev[FSP_DX_RAW][i].present ?
 					       &d->ev[FSP_DX_RAW][i] : NULL,
 					.delta_us = a->lat_us >= 0 && b->lat_us >= 0 ?
 						    b->lat_us - a->lat_us : 0,
@@ -585,7 +585,7 @@ static void judge_all(const struct dx_run *d, struct dx_result *res)
 	}
 	/* the shapes, and who owns a bathtub */
 	for (int t = 0; t < FSP_DX__TARGETS; t++) {
-		if (!present(d, t))
+		if (!fsp_dx_present(d, t))
 			continue;
 		/* each round's lower pure step: a step's ratio to it, per round */
 		double pure[FSP_DX_MAX_ROUNDS] = { 0 };
@@ -696,7 +696,7 @@ static void print_table(FILE *out, struct fsp_store *st, const struct dx_run *d,
 	}
 	fprintf(out, "shape across mixes:\n");
 	for (int t = 0; t < FSP_DX__TARGETS; t++) {
-		if (!present(d, t))
+		if (!fsp_dx_present(d, t))
 			continue;
 		const struct fsp_dx_shape *s = &res->shape[t];
 		if (!res->shape_done[t])
@@ -785,8 +785,8 @@ static void print_json(FILE *out, const struct dx_run *d, const struct dx_result
 			fsp_json_str(out, d->steps[i].label);
 			const struct fsp_answer_owner *o = &res->own[i][t];
 			fprintf(out, ", \"read_pct\": %d, \"a\": \"%s\", \"b\": \"%s\", "
-				"\"owner\": \"%s\", ", d->ev[t][i].read_pct, dx_label[v->ta],
-				dx_label[v->tb], fsp_dx_owner_name(o->owner));
+				"\"owner\": \"%s\", ", d->ev[t][i].read_pct, fsp_dx_label[v->ta],
+				fsp_dx_label[v->tb], fsp_dx_owner_name(o->owner));
 			fsp_answer_owner_json(out, o);
 			fprintf(out, "\"device_owner\": \"%s\", ",
 				fsp_dx_owner_name(v->device_owner));
@@ -813,11 +813,11 @@ static void print_json(FILE *out, const struct dx_run *d, const struct dx_result
 	fprintf(out, "\n], \"shapes\": [");
 	first = 1;
 	for (int t = 0; t < FSP_DX__TARGETS; t++) {
-		if (!present(d, t) || !res->shape_done[t])
+		if (!fsp_dx_present(d, t) || !res->shape_done[t])
 			continue;
 		const struct fsp_dx_shape *s = &res->shape[t];
 		fprintf(out, "%s\n  {\"target\": \"%s\", \"bathtub\": %s", first ? "" : ",",
-			dx_label[t], s->found ? "true" : "false");
+			fsp_dx_label[t], s->found ? "true" : "false");
 		first = 0;
 		if (s->found)
 			fprintf(out, ", \"first_pct\": %d, \"last_pct\": %d, \"mixes\": %d, "

@@ -71,6 +71,10 @@ struct dx_result {
 	int head_worst[FSP_DX__TARGETS];           /* the worst of them, or -1 */
 };
 
+/* The targets' labels as their runs carry them ("raw", "fs", "fsprism", "emu"). */
+extern const char *const fsp_dx_label[FSP_DX__TARGETS];
+/* Did target t run in the compare? */
+int fsp_dx_present(const struct dx_run *d, int t);
 /* The name a person reads for target t: the fs target by its file system. */
 const char *fsp_dx_tname(const struct dx_run *d, int t);
 
