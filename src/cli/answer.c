@@ -150,10 +150,8 @@ static void print_stalls(FILE *out, const struct dx_run *d)
 			"each target's run)\n", (uint64_t)(n - shown) + more);
 }
 
-void fsp_answer_print(FILE *out, struct fsp_store *st, const struct dx_run *d,
-		      const struct dx_result *res)
+void fsp_answer_print(FILE *out, const struct dx_run *d, const struct dx_result *res)
 {
-	(void)st;
 	char *text = NULL;
 	size_t n = 0;
 	FILE *mem = open_memstream(&text, &n);

@@ -647,11 +647,11 @@ static void judge_all(const struct dx_run *d, struct dx_result *res)
 
 /* ---- printing ---------------------------------------------------------------------- */
 
-static void print_table(FILE *out, struct fsp_store *st, const struct dx_run *d,
+static void print_table(FILE *out, const struct dx_run *d,
 			const struct dx_result *res)
 {
 	/* the answer first, then every verdict behind it */
-	fsp_answer_print(out, st, d, res);
+	fsp_answer_print(out, d, res);
 	fprintf(out, "\ndiagnosis of compare run %" PRId64 " (%d round%s", d->cmp_run,
 		d->rounds, d->rounds == 1 ? "" : "s");
 	if (d->rounds < 2)
@@ -860,12 +860,12 @@ int fsp_diagnose_print(FILE *out, struct fsp_store *st, int64_t cmp_run, int for
 	if (format == FSP_DIAGNOSE_JSON) {
 		print_json(out, d, res);
 	} else if (!mem) {
-		print_table(out, st, d, res);
+		print_table(out, d, res);
 	} else { /* folded as compare's report is (compare_fold) */
 		if (format == FSP_DIAGNOSE_SUMMARY)
-			fsp_answer_print(mem, st, d, res);
+			fsp_answer_print(mem, d, res);
 		else
-			print_table(mem, st, d, res);
+			print_table(mem, d, res);
 		fclose(mem);
 		compare_fold(out, text, n, COMPARE_COLS);
 		free(text);

@@ -14,7 +14,6 @@
 #include "src/prism/stall.h"
 #include "src/prism/diagnose.h"
 
-struct fsp_store;
 
 #define MAX_STEPS 64
 
@@ -80,8 +79,7 @@ const char *fsp_dx_tname(const struct dx_run *d, int t);
 
 /* The answer of a compare (src/cli/answer.c): the screen compare prints
  * by default, and diagnose's JSON member "answer" (',\n"answer": {...}'). */
-void fsp_answer_print(FILE *out, struct fsp_store *st, const struct dx_run *d,
-		      const struct dx_result *res);
+void fsp_answer_print(FILE *out, const struct dx_run *d, const struct dx_result *res);
 void fsp_answer_json(FILE *out, const struct dx_run *d, const struct dx_result *res);
 /* A verdict's owners as JSON members ("median_owner": ..., "mid_us": {...}, ),
  * each followed by ", ". */
