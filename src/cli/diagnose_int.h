@@ -14,7 +14,6 @@
 #include "src/prism/stall.h"
 #include "src/prism/diagnose.h"
 
-
 #define MAX_STEPS 64
 
 struct step_info {
