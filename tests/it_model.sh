@@ -110,22 +110,32 @@ expect_eq "the spec is fuse.device_model" "switch=200us,streams=8,seed=1" "$(sql
 
 # --- the read-after-write penalty ---
 DB=$T/raw.db
-fsp_mount "$B" "$T/m" --log "$DB" --threads 1 --device-model "raw=300us@2s" ||
-	not_ok "model mount (raw)"
-# the first 4 MiB written 3 s before the reads, the next 4 MiB just before
-dd if=/dev/zero of="$T/m/f" bs=128k count=32 oflag=direct conv=notrunc status=none
-sleep 3
-dd if=/dev/zero of="$T/m/f" bs=128k count=32 seek=32 oflag=direct conv=notrunc status=none
-dd if="$T/m/f" of=/dev/null bs=128k count=32 skip=32 iflag=direct status=none
-dd if="$T/m/f" of=/dev/null bs=128k count=32 iflag=direct status=none
-fsp_umount "$T/m"
-recent=$(p50_where "$DB" "offset >= 4194304 AND offset < 8388608" total_ns)
-old=$(p50_where "$DB" "offset < 4194304" total_ns)
-echo "# read p50: data written just before $recent ns, written 3 s before $old ns"
-# one measurement: -17%..+20% of the penalty (a spin ends late, never early;
-# the old reads' p50 can be the one a preemption raised)
-check "recent reads are slower by about the penalty ($old -> $recent ns)" \
-	test $((recent - old)) -ge 250000 -a $((recent - old)) -le 360000
+# the first 4 MiB written 3 s before the reads, the next 4 MiB just before;
+# one attempt is 32 reads of each, so one preemption can move a p50: taken
+# up to 3 times (each printed), the first inside the bounds counts, and the
+# exact checks below read the last attempt's database
+raw_attempt() {
+	rm -f "$T"/raw.db*
+	fsp_mount "$B" "$T/m" --log "$DB" --threads 1 --device-model "raw=300us@2s" ||
+		not_ok "model mount (raw)"
+	dd if=/dev/zero of="$T/m/f" bs=128k count=32 oflag=direct conv=notrunc status=none
+	sleep 3
+	dd if=/dev/zero of="$T/m/f" bs=128k count=32 seek=32 oflag=direct conv=notrunc status=none
+	dd if="$T/m/f" of=/dev/null bs=128k count=32 skip=32 iflag=direct status=none
+	dd if="$T/m/f" of=/dev/null bs=128k count=32 iflag=direct status=none
+	fsp_umount "$T/m"
+	recent=$(p50_where "$DB" "offset >= 4194304 AND offset < 8388608" total_ns)
+	old=$(p50_where "$DB" "offset < 4194304" total_ns)
+	echo "# attempt $1: read p50: data written just before $recent ns, written 3 s before $old ns"
+}
+# -17%..+20% of the penalty (a spin ends late, never early; the old reads'
+# p50 can be the one a preemption raised)
+raw_ok() { [ $((recent - old)) -ge 250000 ] && [ $((recent - old)) -le 360000 ]; }
+for attempt in 1 2 3; do
+	raw_attempt $attempt
+	raw_ok && break
+done
+check "recent reads are slower by about the penalty ($old -> $recent ns)" raw_ok
 m50=$(p50_where "$DB" "offset >= 4194304 AND offset < 8388608" model_ns)
 check "their model_ns p50: the 300 us penalty +-5% ($m50 ns)" \
 	test "$m50" -ge 285000 -a "$m50" -le 315000
