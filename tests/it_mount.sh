@@ -163,5 +163,27 @@ done
 expect_eq "run closed after an external unmount" 1 "$(sqlite3 "$DB" "select ended_at is not null from runs order by id desc limit 1")"
 n=$(sqlite3 "$DB" "select count(*) from ops o join op_names n on o.op=n.op where n.name='read' and o.run=(select max(id) from runs)")
 check "reads stored after an external unmount ($n)" test "$n" -ge 100
+# --- a copy of the mount in another mount namespace (unshare, ip netns exec):
+# fsprism umount still ends the daemon, its records stored, nothing served ---
+fsp_mount "$B" "$M" --log "$DB" || not_ok "fourth mount"
+for i in $(seq 1 50); do cat "$M/sig.$i" >/dev/null; done
+pid=$(fsp_daemon_pid "$M")
+unshare -m sleep 60 &
+holder=$!
+sleep 0.3
+check "the other namespace sees the mount" nsenter -t "$holder" -m test -f "$M/sig.1"
+timeout 60 "$FSPRISM" umount "$M" 2>"$T/held.err"
+expect_eq "umount with a copy held elsewhere exits 0" 0 "$?"
+check "... and says why it ends the daemon ($(cat "$T/held.err"))" \
+	grep -q "still mounted in another mount namespace (that of pid $holder" "$T/held.err"
+# (its records stored, it releases its lock and then exits)
+for i in $(seq 1 50); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
+check "... the daemon has exited" sh -c "! kill -0 $pid 2>/dev/null"
+expect_eq "... its run is closed" 1 "$(sqlite3 "$DB" "select ended_at is not null from runs order by id desc limit 1")"
+n=$(sqlite3 "$DB" "select count(*) from ops o join op_names n on o.op=n.op where n.name='read' and o.run=(select max(id) from runs)")
+check "... its reads are stored ($n)" test "$n" -ge 50
+check "... the copy serves nothing any more" sh -c "! nsenter -t $holder -m cat '$M/sig.1' 2>/dev/null"
+kill "$holder" 2>/dev/null
+wait "$holder" 2>/dev/null
 no_sanitizer_reports
 fsp_done

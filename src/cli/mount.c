@@ -12,6 +12,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -873,6 +874,50 @@ static int wait_daemon_done(int pid_fd, const char *cmd, const char *mnt)
 	return 0;
 }
 
+/* The device numbers of the topmost mount at mnt (left as they are if none). */
+static void mount_dev(const char *mnt, unsigned *major, unsigned *minor)
+{
+	struct fsp_mountinfo mi;
+	struct fsp_mount m;
+	if (fsp_mountinfo_open(&mi) < 0)
+		return;
+	while (fsp_mountinfo_next(&mi, &m))
+		if (!strcmp(m.mount_point, mnt)) {
+			*major = m.major;
+			*minor = m.minor;
+		}
+	fsp_mountinfo_close(&mi);
+}
+
+/*
+ * Unmounted here, the file system lives on while another mount namespace
+ * holds a copy of the mount (a process started by unshare or `ip netns
+ * exec` while it was mounted): the daemon never sees the end of its
+ * connection and would serve that copy for as long as it lives. The user
+ * asked for the mount to end, so end its daemon: on SIGTERM it stores its
+ * records and exits, and the copy's requests fail from then on. Only while
+ * such a copy exists is the daemon still serving, with its handlers up.
+ */
+static void end_held_daemon(int pid_fd, unsigned major, unsigned minor, const char *arg)
+{
+	long daemon = pidfile_pid(pid_fd);
+	long holder = major || minor ? fsp_mountinfo_holder(major, minor) : 0;
+	if (daemon <= 0 || !holder)
+		return;
+	char comm[64] = "", path[64];
+	snprintf(path, sizeof(path), "/proc/%ld/comm", holder);
+	FILE *f = fopen(path, "re");
+	if (f) {
+		if (fgets(comm, sizeof(comm), f))
+			comm[strcspn(comm, "\n")] = 0;
+		fclose(f);
+	}
+	fprintf(stderr, "fsprism umount: %s is still mounted in another mount namespace (that of "
+		"pid %ld, %s): ending its daemon, so that nothing stays mounted\n",
+		arg, holder, comm[0] ? comm : "?");
+	kill((pid_t)daemon, SIGTERM);
+}
+
 int cmd_umount(int argc, char **argv)
 {
 	static const struct option longopts[] = { FSP_OPT_HELP, { NULL, 0, NULL, 0 } };
@@ -909,6 +954,8 @@ int cmd_umount(int argc, char **argv)
 	char pidpath[PATH_MAX];
 	fsp_daemon_pidfile_path(mnt, pidpath, sizeof(pidpath));
 	int pid_fd = open(pidpath, O_RDONLY | O_CLOEXEC);
+	unsigned major = 0, minor = 0;
+	mount_dev(mnt, &major, &minor);
 
 	if (geteuid() == 0) {
 		if (umount2(mnt, 0) < 0) {
@@ -934,6 +981,7 @@ int cmd_umount(int argc, char **argv)
 	}
 	if (pid_fd < 0)
 		return 0; /* no daemon pid file (already gone): nothing to wait for */
+	end_held_daemon(pid_fd, major, minor, arg);
 	int rc = wait_daemon_done(pid_fd, "umount", arg);
 	close(pid_fd);
 	return rc < 0 ? 1 : 0;

@@ -1,7 +1,10 @@
 /* mountinfo.c - reading /proc/self/mountinfo (see mountinfo.h). */
+#include <ctype.h>
+#include <dirent.h>
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 #include "src/sys/mountinfo.h"
 
 void fsp_unescape_octal(char *s)
@@ -24,6 +27,16 @@ int fsp_mountinfo_open(struct fsp_mountinfo *mi)
 	mi->line = NULL;
 	mi->cap = 0;
 	mi->f = fopen("/proc/self/mountinfo", "re");
+	return mi->f ? 0 : -1;
+}
+
+int fsp_mountinfo_open_pid(struct fsp_mountinfo *mi, long pid)
+{
+	char path[64];
+	snprintf(path, sizeof(path), "/proc/%ld/mountinfo", pid);
+	mi->line = NULL;
+	mi->cap = 0;
+	mi->f = fopen(path, "re");
 	return mi->f ? 0 : -1;
 }
 
@@ -86,4 +99,56 @@ int fsp_mountinfo_find(const char *path, char *fstype, size_t fstype_len)
 	}
 	fsp_mountinfo_close(&mi);
 	return found;
+}
+
+/* The mount namespace of pid as its link text ("mnt:[4026531832]"), or "". */
+static void mnt_ns_of(const char *pid, char *ns, size_t len)
+{
+	char path[300]; /* a d_name is up to 255 bytes */
+	snprintf(path, sizeof(path), "/proc/%s/ns/mnt", pid);
+	ssize_t n = readlink(path, ns, len - 1);
+	ns[n > 0 ? n : 0] = 0;
+}
+
+/*
+ * Every process is looked at once per mount namespace (the first process
+ * seen in a namespace answers for it), so a machine of many processes in a
+ * few namespaces costs a few mountinfo reads.
+ */
+long fsp_mountinfo_holder(unsigned major, unsigned minor)
+{
+	char self[64], ns[64];
+	mnt_ns_of("self", self, sizeof(self));
+	DIR *proc = opendir("/proc");
+	if (!proc)
+		return 0;
+	enum { SEEN_MAX = 64 };
+	char seen[SEEN_MAX][64];
+	int nseen = 0;
+	long holder = 0;
+	for (struct dirent *e; !holder && (e = readdir(proc));) {
+		if (!isdigit((unsigned char)e->d_name[0]))
+			continue;
+		mnt_ns_of(e->d_name, ns, sizeof(ns));
+		if (!ns[0] || !strcmp(ns, self))
+			continue;
+		int known = 0;
+		for (int i = 0; i < nseen && !known; i++)
+			known = !strcmp(seen[i], ns);
+		if (known)
+			continue;
+		if (nseen < SEEN_MAX)
+			memcpy(seen[nseen++], ns, sizeof(ns));
+		struct fsp_mountinfo mi;
+		struct fsp_mount m;
+		long pid = strtol(e->d_name, NULL, 10);
+		if (fsp_mountinfo_open_pid(&mi, pid) < 0)
+			continue;
+		while (!holder && fsp_mountinfo_next(&mi, &m))
+			if (m.major == major && m.minor == minor)
+				holder = pid;
+		fsp_mountinfo_close(&mi);
+	}
+	closedir(proc);
+	return holder;
 }
