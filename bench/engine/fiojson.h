@@ -1,0 +1,82 @@
+/*
+ * fiojson.h - fio's JSON results (--output-format=json+ or json), read
+ * into runs of the database.
+ *
+ * `fsprism import` stores a fio result so that stats, compare-style tables
+ * and the report work on it; `fsprism run --hosts` imports what fio
+ * --client returned. Each fio job becomes a step; its completion-latency
+ * histogram (json+'s clat_ns.bins: fio's buckets, 64 per power of two)
+ * becomes the step's read and write histograms. fio's "client_stats" (one
+ * entry per job and host) become one run per host, named by the host.
+ * Parsing uses json-c; docs/fio.md says what is kept and what is lost.
+ */
+#ifndef FSP_BENCH_FIOJSON_H
+#define FSP_BENCH_FIOJSON_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include "src/base/hist.h"
+#include "src/db/store.h"
+
+/* One direction (read, write) of one fio job. */
+struct fsp_fio_dir {
+	uint64_t ios, bytes;
+	uint64_t runtime_ms;   /* fio's "runtime" of the direction */
+	struct fsp_hist *clat; /* NULL: the JSON had no bins (plain json) */
+	int exact;             /* clat from json+ bins (else from min/max/mean only: NULL) */
+};
+
+struct fsp_fio_job {
+	char *name;
+	int error;            /* fio's "error" (errno) of the job; 0 = none */
+	uint64_t bs;          /* job options, 0 when absent */
+	unsigned iodepth;
+	int read_pct;         /* -1 when unknown */
+	char *rw;             /* fio's rw= ("randread", ...); NULL when absent */
+	uint64_t job_runtime_ms;
+	struct fsp_fio_dir dir[2]; /* [0] read, [1] write */
+};
+
+struct fsp_fio_host {
+	char *hostname;       /* "" for a result of fio without --client */
+	struct fsp_fio_job *jobs;
+	size_t njobs;
+};
+
+struct fsp_fio_result {
+	char *version;        /* "fio-3.33" */
+	uint64_t timestamp;   /* fio's "timestamp" (seconds since the epoch) */
+	struct fsp_fio_host *hosts;
+	size_t nhosts;
+};
+
+/*
+ * Parse text (len bytes, named name in messages) into *r. 0, or -1 with
+ * one line in err: "NAME: not JSON (at byte 120: unexpected end of data)",
+ * "NAME: JSON but not fio's (no \"fio version\")", "NAME: fio version
+ * 'fio-2.1' is not supported (fio 3.x)", ...; *r is then empty.
+ */
+int fsp_fio_json_parse(const char *text, size_t len, const char *name,
+		       struct fsp_fio_result *r, char *err, size_t errlen);
+/* The same from a file ("PATH: No such file or directory"). */
+int fsp_fio_json_load(const char *path, struct fsp_fio_result *r, char *err, size_t errlen);
+void fsp_fio_result_free(struct fsp_fio_result *r);
+
+struct fsp_fio_import {
+	const char *label;    /* the run's label (one host); NULL: the file name */
+	const char *options;  /* runs.options: the command line */
+	const char *source;   /* stored as the attribute fio.source (the file) */
+	int64_t parent;       /* 0: none; several hosts: made under one parent run */
+};
+
+/*
+ * Store r as runs of kind "run": one per host, labelled by its hostname
+ * (several hosts: children of one run of kind "fio-clients" labelled
+ * o->label, itself under o->parent). runs[i] gets host i's run id (runs
+ * may be NULL). Returns the top run's id (the host's, or the parent's), or
+ * -1 with one line in err and nothing stored (one transaction).
+ */
+int64_t fsp_fio_store(struct fsp_store *st, const struct fsp_fio_result *r,
+		      const struct fsp_fio_import *o, int64_t *runs, char *err, size_t errlen);
+
+#endif
