@@ -4,14 +4,18 @@
  *
  * `fsprism import` stores a fio result so that stats, compare-style tables
  * and the report work on it; `fsprism run --hosts` imports what fio
- * --client returned. Each fio job becomes a step; its completion-latency
- * histogram (json+'s clat_ns.bins: fio's buckets, 64 per power of two)
- * becomes the step's read and write histograms. fio's "client_stats" (one
+ * --client returned. Each fio job becomes a step; its latency histogram
+ * (json+'s lat_ns.bins when fio ran with lat_percentiles=1, as the jobs
+ * fsprism writes do, else clat_ns.bins: fio's buckets, 64 per power of
+ * two) becomes the step's read and write histograms. fio's "client_stats" (one
  * entry per job and host) become one run per host, named by the host.
  * Parsing uses json-c; docs/fio.md says what is kept and what is lost.
  */
 #ifndef FSP_BENCH_FIOJSON_H
 #define FSP_BENCH_FIOJSON_H
+
+/* fio versions read: 3.x (fio 3.0 of 2017 on; the JSON's layout since) */
+#define FSP_FIO_MAJOR 3
 
 #include <stddef.h>
 #include <stdint.h>
@@ -22,8 +26,8 @@
 struct fsp_fio_dir {
 	uint64_t ios, bytes;
 	uint64_t runtime_ms;   /* fio's "runtime" of the direction */
-	struct fsp_hist *clat; /* NULL: the JSON had no bins (plain json) */
-	int exact;             /* clat from json+ bins (else from min/max/mean only: NULL) */
+	struct fsp_hist *hist; /* fio's bins; NULL when the direction did no IO */
+	int from_lat;          /* 1: fio's lat_ns (submission + completion), 0: clat_ns */
 };
 
 struct fsp_fio_job {
@@ -54,7 +58,10 @@ struct fsp_fio_result {
  * Parse text (len bytes, named name in messages) into *r. 0, or -1 with
  * one line in err: "NAME: not JSON (at byte 120: unexpected end of data)",
  * "NAME: JSON but not fio's (no \"fio version\")", "NAME: fio version
- * 'fio-2.1' is not supported (fio 3.x)", ...; *r is then empty.
+ * 'fio-2.1' is not supported (fio 3.x)", "NAME: job 'x' has no latency
+ * bins (run fio with --output-format=json+)"; *r is then empty. Jobs named
+ * FSP_FIO_IDLE_PREFIX... (the idle between steps, fiowrite.h) and fio
+ * --client's sum "All clients" are skipped.
  */
 int fsp_fio_json_parse(const char *text, size_t len, const char *name,
 		       struct fsp_fio_result *r, char *err, size_t errlen);

@@ -16,6 +16,10 @@
 #include <stdio.h>
 #include "bench/engine/profile.h"
 
+/* The jobs between steps that only idle are named so ("fsprism-idle-0"),
+ * and the import (fiojson.h) skips them. */
+#define FSP_FIO_IDLE_PREFIX "fsprism-idle-"
+
 struct fsp_fiowrite {
 	const char *profile;   /* named in the file's comment; NULL: none */
 	const char *filename;  /* the target, fio's filename= (required) */
