@@ -204,20 +204,51 @@ static int read_job(struct json_object *job, struct json_object *global, struct 
 }
 
 /* The host entry named hostname in r, made if new; NULL if out of memory. */
-static struct fsp_fio_host *host_of(struct fsp_fio_result *r, size_t *cap, const char *hostname)
+static struct fsp_fio_host *host_of(struct fsp_fio_result *r, size_t *cap, const char *hostname,
+				    unsigned port)
 {
 	for (size_t i = 0; i < r->nhosts; i++)
-		if (!strcmp(r->hosts[i].hostname, hostname))
+		if (!strcmp(r->hosts[i].hostname, hostname) && r->hosts[i].port == port)
 			return &r->hosts[i];
 	if (fsp_grow((void **)&r->hosts, cap, r->nhosts + 1, sizeof(*r->hosts), 4) != 0)
 		return NULL;
 	struct fsp_fio_host *h = &r->hosts[r->nhosts];
 	memset(h, 0, sizeof(*h));
 	h->hostname = strdup(hostname);
+	h->port = port;
 	if (!h->hostname)
 		return NULL;
 	r->nhosts++;
 	return h;
+}
+
+/* Servers of one name on several ports (one machine, several fio
+ * --server) are told apart by the port. 0, or -1 out of memory. */
+static int name_by_port(struct fsp_fio_result *r)
+{
+	int *dup = calloc(r->nhosts ? r->nhosts : 1, sizeof(*dup));
+	if (!dup)
+		return -1;
+	for (size_t i = 0; i < r->nhosts; i++)
+		for (size_t k = i + 1; k < r->nhosts; k++)
+			if (!strcmp(r->hosts[i].hostname, r->hosts[k].hostname))
+				dup[i] = dup[k] = 1;
+	int rc = 0;
+	for (size_t i = 0; i < r->nhosts && !rc; i++) {
+		if (!dup[i])
+			continue;
+		size_t len = strlen(r->hosts[i].hostname) + 16;
+		char *name = malloc(len);
+		if (!name) {
+			rc = -1;
+			break;
+		}
+		snprintf(name, len, "%s:%u", r->hosts[i].hostname, r->hosts[i].port);
+		free(r->hosts[i].hostname);
+		r->hosts[i].hostname = name;
+	}
+	free(dup);
+	return rc;
 }
 
 /* "fio-3.33" (or "fio-3.33-12-gabcdef"): its major version, -1 if not that shape. */
@@ -275,7 +306,8 @@ static int read_result(struct json_object *root, const char *name, struct fsp_fi
 					 "\"hostname\"", name, jobname);
 			break;
 		}
-		struct fsp_fio_host *h = host_of(r, &hcap, hostname);
+		struct fsp_fio_host *h = host_of(r, &hcap, hostname,
+						 client ? (unsigned)member_u64(job, "port") : 0);
 		size_t hi = h ? (size_t)(h - r->hosts) : 0;
 		if (!h || fsp_grow((void **)&jcap, &jcapn, r->nhosts, sizeof(*jcap), 4) != 0) {
 			rc = fsp_set_err(err, errlen, "out of memory");
@@ -293,6 +325,8 @@ static int read_result(struct json_object *root, const char *name, struct fsp_fi
 			rc = fsp_set_err(err, errlen, "%s: %s", name, why);
 	}
 	free(jcap);
+	if (!rc && name_by_port(r) != 0)
+		rc = fsp_set_err(err, errlen, "out of memory");
 	if (!rc && !r->nhosts)
 		rc = fsp_set_err(err, errlen, "%s: fio's JSON with no job", name);
 	return rc;

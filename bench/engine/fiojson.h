@@ -42,7 +42,9 @@ struct fsp_fio_job {
 };
 
 struct fsp_fio_host {
-	char *hostname;       /* "" for a result of fio without --client */
+	char *hostname;       /* "" for a result of fio without --client; "NAME:PORT"
+			       * when two servers of one name differ by port */
+	unsigned port;        /* the server's port (fio --client), 0 if none */
 	struct fsp_fio_job *jobs;
 	size_t njobs;
 };
