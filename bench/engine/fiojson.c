@@ -460,7 +460,10 @@ static int64_t store_host(struct fsp_store *st, const struct fsp_fio_result *r,
 	if (fsp_store_set_attr(st, run, "fio.version", r->version) ||
 	    (o->source && fsp_store_set_attr(st, run, "fio.source", o->source)) ||
 	    (*h->hostname && fsp_store_set_attr(st, run, "fio.hostname", h->hostname)) ||
-	    fsp_store_set_attr_u64(st, run, "fio.timestamp", r->timestamp))
+	    fsp_store_set_attr_u64(st, run, "fio.timestamp", r->timestamp) ||
+	    /* what stats says of the layers per IO: fio has no block trace */
+	    fsp_store_set_attr(st, run, "block.traced", "0") ||
+	    fsp_store_set_attr(st, run, "block.untraced_reason", "a result imported from fio"))
 		return -1;
 	int from_lat = -1, step = 0;
 	uint64_t t = 1; /* fio's runtimes laid end to end */

@@ -21,7 +21,7 @@
 static void export_usage(FILE *f)
 {
 	fprintf(f,
-"usage: fsprism export DB [--run N] [--format fio-iolog] [--output FILE]\n"
+"usage: fsprism export DB [--run N] [--format fio-iolog] [-o FILE]\n"
 "\n"
 "Write a run's recorded IOs (a run or mount recorded with --record=full) as a\n"
 "fio iolog, version 3, which fio replays: fio --name=replay --ioengine=libaio\n"
@@ -33,7 +33,7 @@ static void export_usage(FILE *f)
 "options:\n"
 "  --run N             the run (default: the newest)\n"
 "  --format fio-iolog  the format (the only one)\n"
-"  --output FILE       write to FILE (default: stdout)\n"
+"  -o, --output FILE   write to FILE (default: stdout)\n"
 "\n"
 "Exit 0; 1 when the database cannot be read or FILE written; 2 for a usage\n"
 "error or a run without every IO recorded.\n");
@@ -81,18 +81,18 @@ static int write_out(const struct fsp_iotrace *t, const char *path)
 
 int cmd_export(int argc, char **argv)
 {
-	enum { OPT_RUN = 256, OPT_FORMAT, OPT_OUTPUT };
+	enum { OPT_RUN = 256, OPT_FORMAT };
 	static const struct option longopts[] = {
 		{ "run", required_argument, NULL, OPT_RUN },
 		{ "format", required_argument, NULL, OPT_FORMAT },
-		{ "output", required_argument, NULL, OPT_OUTPUT },
+		{ "output", required_argument, NULL, 'o' },
 		FSP_OPT_HELP,
 		{ NULL, 0, NULL, 0 },
 	};
 	int64_t run = 0;
 	const char *output = NULL;
 	struct fsp_opt g;
-	fsp_opt_init(&g, "export", export_usage, longopts, "h", argc, argv);
+	fsp_opt_init(&g, "export", export_usage, longopts, "ho:", argc, argv);
 	for (int c; (c = fsp_opt_next(&g)) != FSP_OPT_END;) {
 		switch (c) {
 		case FSP_OPT_EXIT:
@@ -106,7 +106,7 @@ int cmd_export(int argc, char **argv)
 				return fsp_usage_error("export", "--format: '%s' is not fio-iolog",
 						       g.arg);
 			break;
-		case OPT_OUTPUT:
+		case 'o':
 			output = g.arg;
 			break;
 		}

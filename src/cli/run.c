@@ -1218,7 +1218,7 @@ static void profiles_usage(FILE *f)
 "  --fio PROFILE|JOBFILE  write the fio job file of this profile or job file\n"
 "  --target PATH          fio's filename= (default ${FSPRISM_TARGET}, which\n"
 "                         fio takes from the environment)\n"
-"  --output FILE          write the job file to FILE (default: stdout)\n"
+"  -o, --output FILE      write the job file to FILE (default: stdout)\n"
 "  --iolog PREFIX         every job writes its IOs to PREFIX.STEP (fio's\n"
 "                         write_iolog)\n"
 "  --scale=default|full   the profile's scale (default: default)\n");
@@ -1234,7 +1234,7 @@ static void profiles_usage(FILE *f)
 	fputc('\n', f);
 }
 
-enum { OPT_FIO = 256, OPT_TARGET, OPT_OUTPUT, OPT_IOLOG, OPT_PSCALE };
+enum { OPT_FIO = 256, OPT_TARGET, OPT_IOLOG, OPT_PSCALE };
 
 /* The job file on out, or into path written aside and renamed. 0 or an exit status. */
 static int write_fio_job(const struct fsp_params *p, const struct fsp_fiowrite *w,
@@ -1285,7 +1285,7 @@ int cmd_profiles(int argc, char **argv)
 	static const struct option own[] = {
 		{ "fio", required_argument, NULL, OPT_FIO },
 		{ "target", required_argument, NULL, OPT_TARGET },
-		{ "output", required_argument, NULL, OPT_OUTPUT },
+		{ "output", required_argument, NULL, 'o' },
 		{ "iolog", required_argument, NULL, OPT_IOLOG },
 		{ "scale", required_argument, NULL, OPT_PSCALE },
 		FSP_OPT_HELP,
@@ -1301,7 +1301,7 @@ int cmd_profiles(int argc, char **argv)
 		return 1;
 	}
 	struct fsp_opt g;
-	fsp_opt_init(&g, "profiles", profiles_usage, o.longopts, "h", argc, argv);
+	fsp_opt_init(&g, "profiles", profiles_usage, o.longopts, "ho:", argc, argv);
 	for (int c; (c = fsp_opt_next(&g)) != FSP_OPT_END;) {
 		switch (c) {
 		case FSP_OPT_EXIT:
@@ -1313,7 +1313,7 @@ int cmd_profiles(int argc, char **argv)
 		case OPT_TARGET:
 			w.filename = g.arg;
 			break;
-		case OPT_OUTPUT:
+		case 'o':
 			output = g.arg;
 			break;
 		case OPT_IOLOG:
