@@ -8,7 +8,8 @@
 # --client's result (the committed fixture) becomes one run per host.
 # Export: a run recorded with --record=full, exported as a fio iolog v3,
 # is replayed by fio with as many IOs as the run recorded, and fsprism's
-# own iolog reader reads back the same IOs. Bad input: one line, exit 2
+# own iolog reader reads back the same IOs; a mount's recorded requests
+# (files by inode) replayed by fio onto one file (replay_redirect). Bad input: one line, exit 2
 # (1 for a file or database that cannot be read or written), no database
 # made.
 . "$TESTS_SRCDIR/lib.sh"
@@ -149,6 +150,26 @@ done
 expect_eq "the write run's log writes 1M in 128k writes" 8 "$(awk '$3 == "write"' "$T/e2.log" | wc -l)"
 expect_eq "the logs name the run's target" "$T/e.dat" "$(awk 'NF == 5 {print $2}' "$T/e1.log" | sort -u)"
 
+# a mount's recorded requests: files named by inode, sent to one file by fio's replay_redirect
+mkdir "$T/back" "$T/mnt"
+fsp_capture_daemon_reports
+fsp_mount "$T/back" "$T/mnt" --log "$T/m.db" --record=full --no-trace
+dd if=/dev/urandom of="$T/mnt/a" bs=64k count=4 conv=fsync status=none
+dd if="$T/mnt/a" of=/dev/null bs=64k status=none
+fsp_umount "$T/mnt"
+"$FSPRISM" export "$T/m.db" -o "$T/m.log"
+expect_eq "export of a mount run exits 0" 0 $?
+check "the mount's file by its inode" sh -c "awk 'NF == 5 {print \$2}' '$T/m.log' | sort -u | grep -qx 'ino[0-9]*'"
+check "its writes, fsync and reads" sh -c "grep -q ' write 0 65536\$' '$T/m.log' &&
+	grep -q ' sync 0 0\$' '$T/m.log' && grep -q ' read ' '$T/m.log'"
+mios=$(awk 'NF == 5 && ($3 == "read" || $3 == "write")' "$T/m.log" | wc -l)
+truncate -s 1M "$T/redirect.dat"
+fio --name=replay --ioengine=psync --read_iolog="$T/m.log" --replay_redirect="$T/redirect.dat" \
+	--output-format=json >"$T/mreplay.json" 2>"$T/mreplay.err"
+expect_eq "fio replays the mount's log onto one file" 0 $?
+expect_eq "fio issues its $mios reads and writes" "$mios" \
+	"$(jq '.jobs[0].read.total_ios + .jobs[0].write.total_ios' "$T/mreplay.json")"
+
 # ---- export: bad input ----
 "$FSPRISM" run sustained-randread "$T/e.dat" --qd=1 --time=0 --bytes=64k --span=4M \
 	--db "$edb" --quiet --no-trace >/dev/null
@@ -165,4 +186,5 @@ expect_eq "export in another format: exit 2" 2 $?
 "$FSPRISM" export "$db" --run "${run:-0}" 2>"$T/err"
 expect_eq "export of an imported run (no IOs recorded): exit 2" 2 $?
 
+no_sanitizer_reports # of the daemon, and of every command since it started
 fsp_done
