@@ -13,6 +13,7 @@
  */
 #include <errno.h>
 #include <inttypes.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -349,6 +350,9 @@ int fsp_fio_json_parse(const char *text, size_t len, const char *name,
 	}
 	if (at == len)
 		return fsp_set_err(err, errlen, "%s: not JSON (no object in it)", name);
+	if (len - at > INT_MAX) /* json-c takes an int length */
+		return fsp_set_err(err, errlen, "%s: %zu bytes: too large for a fio result",
+				   name, len);
 	struct json_tokener *tok = json_tokener_new_ex(JSON_TOKENER_DEFAULT_DEPTH);
 	if (!tok)
 		return fsp_set_err(err, errlen, "out of memory");

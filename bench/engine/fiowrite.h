@@ -28,9 +28,10 @@ struct fsp_fiowrite {
 
 /*
  * Write the job file for p on f. 0, or -1 with one line in err naming what
- * fio cannot be told (e.g. "the bursts of 'idle' have no fio counterpart
- * without a step time (--time)"); nothing is written then. A write error
- * on f is the caller's to see (ferror).
+ * fio cannot be told (e.g. "burst: fio thinks for a fixed time after each
+ * burst; give both --time and --bytes to set it (docs/fio.md)", a target
+ * with ':' in its name); nothing is written then. A write error on f is
+ * the caller's to see (ferror).
  */
 int fsp_fio_write_job(FILE *f, const struct fsp_params *p, const struct fsp_fiowrite *w,
 		      char *err, size_t errlen);
