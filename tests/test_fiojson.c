@@ -283,11 +283,29 @@ UNIT_TEST_SETUP(test_store_runs, setup, teardown)
 	assert_string_equal(row.label, "127.0.0.3");
 	fsp_run_row_free(&row);
 	assert_int_equal(fsp_store_child_run(st, parent, "127.0.0.2"), two[0]);
+
+	/* under a parent of the caller's (run --hosts), named as the caller
+	 * names them: no run of kind fio-clients in between */
+	const struct fsp_fio_host *host = fsp_fio_host_of(&r, "127.0.0.3", 18777);
+	assert_ptr_equal(host, &r.hosts[1]);
+	assert_null(fsp_fio_host_of(&r, "127.0.0.3", 18778));
+	assert_null(fsp_fio_host_of(&r, "127.0.0", 18777));
+	free(r.hosts[1].hostname);
+	r.hosts[1].hostname = strdup("rack2");
+	struct fsp_run_info fleet = { .kind = "hosts", .label = "fleet2" };
+	int64_t mine = fsp_store_begin_run(st, &fleet);
+	assert_true(mine > 0);
+	o.parent = mine;
+	assert_int_equal(fsp_fio_store(st, &r, &o, two, err, sizeof err), mine);
+	assert_int_equal(fsp_store_child_run(st, mine, "rack2"), two[1]);
+	assert_int_equal(fsp_store_child_run(st, mine, "127.0.0.2"), two[0]);
 	fsp_fio_result_free(&r);
 	fsp_store_close(st);
 
 	sqlite3 *db = test_db_open(dbpath);
-	assert_int_equal(test_db_int(db, "SELECT count(*) FROM runs"), 4);
+	assert_int_equal(test_db_int(db, "SELECT count(*) FROM runs"), 7);
+	assert_int_equal(test_db_int(db, "SELECT count(*) FROM runs WHERE kind = 'fio-clients'"), 1);
 	assert_int_equal(test_db_int(db, "SELECT count(*) FROM runs WHERE host = '127.0.0.3'"), 1);
+	assert_int_equal(test_db_int(db, "SELECT count(*) FROM runs WHERE host = 'rack2'"), 1);
 	sqlite3_close(db);
 }

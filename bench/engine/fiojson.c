@@ -406,6 +406,21 @@ int fsp_fio_json_load(const char *path, struct fsp_fio_result *r, char *err, siz
 	return rc;
 }
 
+const struct fsp_fio_host *fsp_fio_host_of(const struct fsp_fio_result *r, const char *hostname,
+					   unsigned port)
+{
+	size_t len = strlen(hostname);
+	for (size_t i = 0; i < r->nhosts; i++) {
+		const struct fsp_fio_host *h = &r->hosts[i];
+		if (h->port != port || strncmp(h->hostname, hostname, len))
+			continue;
+		/* "NAME", or "NAME:PORT" when two servers share the name */
+		if (!h->hostname[len] || h->hostname[len] == ':')
+			return h;
+	}
+	return NULL;
+}
+
 void fsp_fio_result_free(struct fsp_fio_result *r)
 {
 	for (size_t i = 0; i < r->nhosts; i++) {
@@ -517,8 +532,8 @@ int64_t fsp_fio_store(struct fsp_store *st, const struct fsp_fio_result *r,
 		fsp_set_err(err, errlen, "cannot store: %s", fsp_store_errmsg(st));
 		return -1;
 	}
-	int64_t top = -1, parent = o->parent;
-	if (r->nhosts > 1) {
+	int64_t top = o->parent, parent = o->parent;
+	if (r->nhosts > 1 && !o->parent) {
 		struct fsp_run_info info = {
 			.kind = "fio-clients", .options = o->options, .parent = o->parent,
 			.label = o->label,

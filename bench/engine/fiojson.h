@@ -71,19 +71,29 @@ int fsp_fio_json_parse(const char *text, size_t len, const char *name,
 int fsp_fio_json_load(const char *path, struct fsp_fio_result *r, char *err, size_t errlen);
 void fsp_fio_result_free(struct fsp_fio_result *r);
 
+/* The host of r that fio --client named hostname on port (fio's own
+ * "hostname" and "port"), also when its name became "NAME:PORT"; NULL if
+ * none. */
+const struct fsp_fio_host *fsp_fio_host_of(const struct fsp_fio_result *r, const char *hostname,
+					   unsigned port);
+
 struct fsp_fio_import {
-	const char *label;    /* the run's label (one host); NULL: the file name */
+	const char *label;    /* one host: the run's label (NULL: the host's name, if any);
+			       * several: the fio-clients run's */
 	const char *options;  /* runs.options: the command line */
 	const char *source;   /* stored as the attribute fio.source (the file) */
-	int64_t parent;       /* 0: none; several hosts: made under one parent run */
+	int64_t parent;       /* 0: none */
 };
 
 /*
  * Store r as runs of kind "run": one per host, labelled by its hostname
- * (several hosts: children of one run of kind "fio-clients" labelled
- * o->label, itself under o->parent). runs[i] gets host i's run id (runs
- * may be NULL). Returns the top run's id (the host's, or the parent's), or
- * -1 with one line in err and nothing stored (one transaction).
+ * (a caller may set a host's hostname to another name first). Several
+ * hosts are children of o->parent when given, else of a new run of kind
+ * "fio-clients" labelled o->label; one host's run is o->parent's child
+ * (or no one's). runs[i] gets host i's run id (runs may be NULL). Returns
+ * the one host's run id, or that of the run several are under (the
+ * fio-clients run or o->parent), or -1 with one line in err and nothing
+ * stored (one transaction).
  */
 int64_t fsp_fio_store(struct fsp_store *st, const struct fsp_fio_result *r,
 		      const struct fsp_fio_import *o, int64_t *runs, char *err, size_t errlen);
