@@ -169,6 +169,12 @@ UNIT_TEST(test_sustained_steps)
 	has_line(g, "filename=f.img");
 	free(g);
 	free(t);
+	/* a ':' in the name is escaped, else fio reads two files */
+	t = job_of("fill", "/dev/disk/by-path/pci-0000:00:1f.2-ata-1", NULL);
+	g = section(t, "global");
+	has_line(g, "filename=/dev/disk/by-path/pci-0000\\:00\\:1f.2-ata-1");
+	free(g);
+	free(t);
 }
 
 UNIT_TEST(test_fill_and_patterns)
@@ -244,7 +250,7 @@ UNIT_TEST(test_refusals)
 {
 	refused("burst-randread", "x", "time", "0", "give both --time and --bytes");
 	refused("mixed-random", "x", "time", "0", "duty: fio idles for a fixed time");
-	refused("fill", "a:b", NULL, NULL, "fio cannot name a file with ':'");
+	refused("fill", "a\nb", NULL, NULL, "fio cannot name a file with a newline");
 	refused("fill", "", NULL, NULL, "no target");
 }
 

@@ -77,10 +77,9 @@ int fsp_fio_write_job(FILE *f, const struct fsp_params *p, const struct fsp_fiow
 {
 	if (!w->filename || !*w->filename)
 		return fsp_set_err(err, errlen, "no target for fio's filename=");
-	if (strchr(w->filename, '\n') || strchr(w->filename, ':'))
-		/* fio splits filename= at ':' and a job file at lines */
-		return fsp_set_err(err, errlen, "target '%s': fio cannot name a file with ':' "
-				   "or a newline", w->filename);
+	if (strpbrk(w->filename, "\n\r"))
+		return fsp_set_err(err, errlen, "target '%s': fio cannot name a file with a "
+				   "newline", w->filename);
 	uint64_t burst_busy = 0;
 	if (p->burst && !p->fill && p->duty < 100) {
 		burst_busy = burst_estimate_ns(p);
@@ -100,7 +99,12 @@ int fsp_fio_write_job(FILE *f, const struct fsp_params *p, const struct fsp_fiow
 	fprintf(f, "; one job per step, each behind a stonewall; the fsprism-idle jobs are the\n"
 		   "; idle between steps (the null engine, one IO, then thinktime)\n");
 	fprintf(f, "[global]\n");
-	fprintf(f, "filename=%s\n", w->filename);
+	/* fio splits filename= at ':' (several files) unless escaped, as a
+	 * /dev/disk/by-path name needs */
+	fprintf(f, "filename=");
+	for (const char *c = w->filename; *c; c++)
+		fprintf(f, "%s%c", *c == ':' ? "\\" : "", *c);
+	fprintf(f, "\n");
 	fprintf(f, "ioengine=libaio\ndirect=1\n");
 	fprintf(f, "bs=%" PRIu32 "\n", p->bs);
 	/* fsprism's latency is the whole IO, submission included: fio's lat */

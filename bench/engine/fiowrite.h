@@ -22,7 +22,7 @@
 
 struct fsp_fiowrite {
 	const char *profile;   /* named in the file's comment; NULL: none */
-	const char *filename;  /* the target, fio's filename= (required) */
+	const char *filename;  /* the target, fio's filename= (required; ':' escaped) */
 	const char *iolog;     /* non-NULL: every job writes write_iolog=IOLOG.STEP */
 };
 
@@ -30,7 +30,8 @@ struct fsp_fiowrite {
  * Write the job file for p on f. 0, or -1 with one line in err naming what
  * fio cannot be told (e.g. "burst: fio thinks for a fixed time after each
  * burst; give both --time and --bytes to set it (docs/fio.md)", a target
- * with ':' in its name); nothing is written then. A write error on f is
+ * with a newline in its name; a ':' is escaped as fio wants); nothing is
+ * written then. A write error on f is
  * the caller's to see (ferror).
  */
 int fsp_fio_write_job(FILE *f, const struct fsp_params *p, const struct fsp_fiowrite *w,
