@@ -5,7 +5,9 @@
 # gives fio's counts and bytes exactly, its max exactly and its percentiles
 # within the bins' precision (half a fio bucket: 1/128 of the value); the
 # report draws it, also against a run of fsprism's own (--vs); fio
-# --client's result (the committed fixture) becomes one run per host.
+# --client's result (the committed fixture) becomes one run per host, and
+# stats of their parent shows them side by side with the fleet's
+# percentiles from their merged bins.
 # Export: a run recorded with --record=full, exported as a fio iolog v3,
 # is replayed by fio with as many IOs as the run recorded, and fsprism's
 # own iolog reader reads back the same IOs; a mount's recorded requests
@@ -99,6 +101,43 @@ expect_eq "clients: a run per host under the fleet's run" "127.0.0.2|run|128 127
 	"$(sqlite3 "$db" "SELECT group_concat(r.label || '|' || r.kind || '|' || s.read_ios, ' ')
 	   FROM runs r JOIN steps s ON s.run = r.id JOIN runs p ON r.parent = p.id
 	   WHERE p.label = 'fleet' AND p.kind = 'fio-clients'")"
+
+# stats of the fleet's run: the hosts side by side, and merged
+parent=$(sqlite3 "$db" "SELECT id FROM runs WHERE kind = 'fio-clients' AND label = 'fleet'")
+"$FSPRISM" stats "$db" --run "${parent:-0}" --format json >"$T/fleet.json"
+expect_eq "clients: stats of the fleet exits 0" 0 $?
+expect_eq "clients: a row per host and the fleet's" "127.0.0.2:128 127.0.0.3:128 all hosts:256" \
+	"$(jq -r '[.rows[] | "\(.host):\(.count)"] | join(" ")' "$T/fleet.json")"
+# the fleet's percentiles are those of the hosts' bins merged, not an average
+want=$(python3 - "$FIX/fio-3.33-clients.json" <<'PY'
+import json, sys
+t = open(sys.argv[1]).read()
+d = json.loads(t[t.index("\n{") + 1:])
+bins = {}
+for j in d["client_stats"]:
+    if j["jobname"] == "All clients":
+        continue
+    for v, n in j["read"]["lat_ns"]["bins"].items():
+        bins[int(v)] = bins.get(int(v), 0) + n
+total = sum(bins.values())
+for q in (0.50, 0.99):
+    rank, seen = max(1, -(-int(q * total * 1000) // 1000)), 0
+    for v in sorted(bins):
+        seen += bins[v]
+        if seen >= rank:
+            print(v, end=" ")
+            break
+PY
+)
+got=$(jq -r '.rows[] | select(.host == "all hosts") | "\(.p50_us * 1000 | round) \(.p99_us * 1000 | round)"' "$T/fleet.json")
+check "clients: the fleet's p50 and p99 ($got ns) are the merged bins' ($want ns) within 1/128" \
+	awk -v w="$want" -v g="$got" 'BEGIN { split(w, a, " "); split(g, b, " ");
+		for (i = 1; i <= 2; i++) { d = a[i] - b[i]; if (d < 0) d = -d; if (!(a[i] > 0 && d <= a[i] / 128 + 1)) exit 1 } }'
+"$FSPRISM" stats "$db" --run "${parent:-0}" >"$T/fleet.txt"
+check "clients: the table names both hosts and the fleet" sh -c "grep -q '127.0.0.2' '$T/fleet.txt' &&
+	grep -q '127.0.0.3' '$T/fleet.txt' && grep -q 'all hosts' '$T/fleet.txt'"
+expect_eq "clients: CSV, a row per host and the fleet's after its header" 4 \
+	"$("$FSPRISM" stats "$db" --run "${parent:-0}" --format csv | wc -l)"
 
 # ---- import: bad input ----
 # refused NAME STATUS FILE [ARGS]: exit STATUS, one line, no database made
