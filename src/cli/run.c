@@ -69,6 +69,21 @@ struct run_opts {
 	struct option *longopts;  /* the options and the parameters */
 };
 
+/* The profile parameters, from the one list of their names, as --help shows them. */
+static void print_param_list(FILE *f)
+{
+	fprintf(f, "parameters (override the profile; see fsprism-run(1)):\n");
+	int col = fprintf(f, " ");
+	for (int i = 0; fsp_param_names[i]; i++) {
+		const char *name = fsp_param_names[i];
+		int flag = fsp_param_is_flag(name);
+		if (col + 3 + (int)strlen(name) + !flag > 78)
+			col = fprintf(f, "\n ");
+		col += fprintf(f, " --%s%s", name, flag ? "" : "=");
+	}
+	fputc('\n', f);
+}
+
 static void run_usage(FILE *f)
 {
 	fprintf(f,
@@ -93,17 +108,7 @@ static void run_usage(FILE *f)
 "                         on a pipe or in a log (on a terminal: a progress line)\n"
 "  --part-of K/N          this run is run K of N of the same job (used by\n"
 "                         compare): progress shows the ETA of all N\n");
-	/* the parameters, from the one list of their names */
-	fprintf(f, "parameters (override the profile; see fsprism-run(1)):\n");
-	int col = fprintf(f, " ");
-	for (int i = 0; fsp_param_names[i]; i++) {
-		const char *name = fsp_param_names[i];
-		int flag = fsp_param_is_flag(name);
-		if (col + 3 + (int)strlen(name) + !flag > 78)
-			col = fprintf(f, "\n ");
-		col += fprintf(f, " --%s%s", name, flag ? "" : "=");
-	}
-	fputc('\n', f);
+	print_param_list(f);
 }
 
 enum { OPT_DB = 256, OPT_SCALE, OPT_DESTROY, OPT_PARENT, OPT_LABEL, OPT_RECORD, OPT_NO_TRACE,
@@ -1222,16 +1227,7 @@ static void profiles_usage(FILE *f)
 "  --iolog PREFIX         every job writes its IOs to PREFIX.STEP (fio's\n"
 "                         write_iolog)\n"
 "  --scale=default|full   the profile's scale (default: default)\n");
-	fprintf(f, "parameters (override the profile; see fsprism-run(1)):\n");
-	int col = fprintf(f, " ");
-	for (int i = 0; fsp_param_names[i]; i++) {
-		const char *name = fsp_param_names[i];
-		int flag = fsp_param_is_flag(name);
-		if (col + 3 + (int)strlen(name) + !flag > 78)
-			col = fprintf(f, "\n ");
-		col += fprintf(f, " --%s%s", name, flag ? "" : "=");
-	}
-	fputc('\n', f);
+	print_param_list(f);
 }
 
 enum { OPT_FIO = 256, OPT_TARGET, OPT_IOLOG, OPT_PSCALE };
