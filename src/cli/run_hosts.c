@@ -358,6 +358,31 @@ rollback:
 
 /* ---- the command --------------------------------------------------------------- */
 
+/*
+ * fio's own line about host addr in its text output (the JSON's lines
+ * start with a space or a brace), "client: host=ADDR disconnected" first;
+ * "" if it said nothing of it.
+ */
+static void fio_line_about(const char *text, const char *addr, char *buf, size_t len)
+{
+	char key[300];
+	snprintf(key, sizeof(key), "host=%s ", addr);
+	buf[0] = 0;
+	for (const char *l = text; l && *l; l = strchr(l, '\n') ? strchr(l, '\n') + 1 : NULL) {
+		size_t n = strcspn(l, "\n");
+		if (*l == ' ' || *l == '{' || *l == '}' || *l == '"')
+			continue;
+		const char *hit = memmem(l, n, key, strlen(key));
+		if (!hit && !buf[0])
+			hit = memmem(l, n, addr, strlen(addr));
+		if (hit) {
+			snprintf(buf, len, "%.*s", (int)(n < 300 ? n : 300), l);
+			if (memmem(l, n, key, strlen(key)))
+				return;
+		}
+	}
+}
+
 /* Why host hr failed, if it did: nothing returned, a job's error, steps missing. */
 static void judge_host(struct host_run *hr, unsigned nsteps, const char *fio_text)
 {
@@ -371,20 +396,19 @@ static void judge_host(struct host_run *hr, unsigned nsteps, const char *fio_tex
 			err_step = i;
 		}
 	}
-	char gone[300];
-	snprintf(gone, sizeof(gone), "client: host=%s disconnected", hr->h->addr);
-	int disconnected = fio_text && strstr(fio_text, gone);
-	if (present == nsteps && !err && !disconnected)
+	char said[320];
+	fio_line_about(fio_text ? fio_text : "", hr->h->addr, said, sizeof(said));
+	int gone = strstr(said, "disconnect") != NULL;
+	if (present == nsteps && !err && !gone)
 		return;
 	hr->failed = 1;
 	if (err)
 		snprintf(hr->why, sizeof(hr->why), "fio error %d (%s) in step %u; returned %u of %u steps",
 			 err, strerror(err), err_step, present, nsteps);
-	else if (disconnected)
-		snprintf(hr->why, sizeof(hr->why), "disconnected mid-run (%s); returned %u of %u steps",
-			 gone, present, nsteps);
 	else
-		snprintf(hr->why, sizeof(hr->why), "returned %u of %u steps", present, nsteps);
+		snprintf(hr->why, sizeof(hr->why), "%sreturned %u of %u steps%s%s%s",
+			 gone ? "disconnected mid-run; " : "", present, nsteps,
+			 said[0] ? " (fio: " : "", said, said[0] ? ")" : "");
 }
 
 static double us(uint64_t ns)
