@@ -8,7 +8,7 @@
  *   [fd00::7]:8765 /dev/sdb    an IPv6 address in brackets
  *
  * A pure parser over text (no name lookup, no network): the run probes
- * every server before anything runs (docs/fio.md, "Many hosts").
+ * every server before anything runs (docs/hosts.md).
  */
 #ifndef FSP_BENCH_HOSTFILE_H
 #define FSP_BENCH_HOSTFILE_H

@@ -98,7 +98,7 @@ static void run_usage(FILE *f)
 "  --hosts HOSTFILE       run the profile with fio on every host of HOSTFILE\n"
 "                         (fio --server on each; TARGET unless the host file\n"
 "                         names the host's own), one start for all; see\n"
-"                         docs/fio.md, \"Many hosts\"\n");
+"                         docs/hosts.md\n");
 	/* the parameters, from the one list of their names */
 	fprintf(f, "parameters (override the profile; see fsprism-run(1)):\n");
 	int col = fprintf(f, " ");

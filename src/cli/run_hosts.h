@@ -1,7 +1,7 @@
 /*
  * run_hosts.h - `fsprism run PROFILE TARGET --hosts HOSTFILE`: the profile
  * run by fio on many hosts at once, through fio's client/server, and stored
- * as one parent run with a run per host (docs/fio.md, "Many hosts").
+ * as one parent run with a run per host (docs/hosts.md).
  */
 #ifndef FSP_CLI_RUN_HOSTS_H
 #define FSP_CLI_RUN_HOSTS_H
