@@ -199,3 +199,48 @@ int fsp_iolog_load(const char *path, struct fsp_iotrace *t, char *err, size_t er
 	fclose(f);
 	return rc;
 }
+
+/* A name fio can read back from one field of a line. */
+static int iolog_name_ok(const char *name)
+{
+	return name && *name && !strpbrk(name, " \t\r\n");
+}
+
+int fsp_iolog_write(FILE *f, const struct fsp_iotrace *t, const char *device)
+{
+	static const char *const action[FSP_IOTRACE__COUNT] = {
+		[FSP_IOTRACE_READ] = "read", [FSP_IOTRACE_WRITE] = "write",
+		[FSP_IOTRACE_FSYNC] = "sync", [FSP_IOTRACE_DATASYNC] = "datasync",
+		[FSP_IOTRACE_TRIM] = "trim",
+	};
+	int any_device = 0;
+	for (size_t i = 0; i < t->nfiles; i++)
+		if (!iolog_name_ok(t->file[i].name))
+			return -1;
+	for (size_t i = 0; i < t->n; i++)
+		any_device |= t->io[i].file == FSP_IOTRACE_DEVICE;
+	if (any_device && !iolog_name_ok(device))
+		return -1;
+	fprintf(f, "fio version 3 iolog\n");
+	for (size_t i = 0; i < t->nfiles; i++)
+		fprintf(f, "0 %s add\n", t->file[i].name);
+	if (any_device)
+		fprintf(f, "0 %s add\n", device);
+	for (size_t i = 0; i < t->nfiles; i++)
+		fprintf(f, "0 %s open\n", t->file[i].name);
+	if (any_device)
+		fprintf(f, "0 %s open\n", device);
+	uint64_t last_us = 0;
+	for (size_t i = 0; i < t->n; i++) {
+		const struct fsp_iotrace_io *io = &t->io[i];
+		const char *name = io->file == FSP_IOTRACE_DEVICE ? device : t->file[io->file].name;
+		last_us = io->issue_ns / 1000;
+		fprintf(f, "%" PRIu64 " %s %s %" PRIu64 " %" PRIu32 "\n", last_us, name,
+			io->op < FSP_IOTRACE__COUNT ? action[io->op] : "read", io->offset, io->len);
+	}
+	for (size_t i = 0; i < t->nfiles; i++)
+		fprintf(f, "%" PRIu64 " %s close\n", last_us, t->file[i].name);
+	if (any_device)
+		fprintf(f, "%" PRIu64 " %s close\n", last_us, device);
+	return 0;
+}

@@ -561,6 +561,19 @@ void fsp_param_format(const struct fsp_params *p, const char *key, char *buf,
 	}
 }
 
+void fsp_step_label(const struct fsp_params *p, unsigned qd, unsigned read_pct,
+		    char *buf, size_t len)
+{
+	if (p->fill)
+		snprintf(buf, len, "fill");
+	else if ((p->nmix > 1 && p->nqd > 1) || (p->nmix == 1 && read_pct % 100 != 0))
+		snprintf(buf, len, "qd=%u mix=%u/%u", qd, read_pct, 100 - read_pct);
+	else if (p->nmix > 1)
+		snprintf(buf, len, "mix=%u/%u", read_pct, 100 - read_pct);
+	else
+		snprintf(buf, len, "qd=%u", qd);
+}
+
 int fsp_params_check(const struct fsp_params *p, char *err, size_t errlen)
 {
 	if (p->span && p->span < p->bs) {

@@ -94,6 +94,13 @@ int fsp_param_is_flag(const char *key);
 int fsp_params_reads(const struct fsp_params *p);
 int fsp_params_writes(const struct fsp_params *p);
 
+/*
+ * The label of the step at queue depth qd and read percentage read_pct, as
+ * stats and compare show it: "fill", "qd=4", "mix=70/30", "qd=4 mix=70/30".
+ */
+void fsp_step_label(const struct fsp_params *p, unsigned qd, unsigned read_pct,
+		    char *buf, size_t len);
+
 /* Check the parameters hang together (before the target is known). */
 int fsp_params_check(const struct fsp_params *p, char *err, size_t errlen);
 /*

@@ -15,5 +15,7 @@ int cmd_compare(int argc, char **argv);  /* src/cli/compare.c */
 int cmd_report(int argc, char **argv);   /* src/cli/report.c */
 int cmd_diagnose(int argc, char **argv); /* src/cli/diagnose.c */
 int cmd_replay(int argc, char **argv);   /* src/cli/replay.c */
+int cmd_import(int argc, char **argv);   /* src/cli/import.c */
+int cmd_export(int argc, char **argv);   /* src/cli/export.c */
 
 #endif

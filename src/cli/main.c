@@ -20,7 +20,8 @@ static void usage(FILE *f)
 "  run PROFILE TARGET [options]             run a benchmark profile on a device or file\n"
 "  compare [options]                        one profile on raw device, native fs, fsprism mount\n"
 "                                           (and, with --cow/--journal, the emulation)\n"
-"  profiles                                 list the benchmark profiles and their parameters\n"
+"  profiles [--fio PROFILE]                 list the benchmark profiles and their parameters,\n"
+"                                           or write one as a fio job file\n"
 "  stats DB [--run N] [--format F] [--extents]\n"
 "                                           per-operation, per-layer latency statistics\n"
 "  report DB [--run N] [--vs M] -o FILE.html\n"
@@ -28,6 +29,8 @@ static void usage(FILE *f)
 "  diagnose DB [--run N] [--format F]       which layer and mechanism own a compare's differences\n"
 "  replay SOURCE TARGET [options]           replay a mount run, fio iolog or blktrace capture\n"
 "                                           at its times, with the replay's fidelity\n"
+"  import FILE.json [--db DB] [--label L]   store fio's JSON results (json+) as runs\n"
+"  export DB [--run N] [--output FILE]      a run's recorded IOs as a fio iolog\n"
 "  version, -V, --version                   print the version\n"
 "  help COMMAND                             a command's options (as COMMAND --help)\n"
 "\n"
@@ -49,6 +52,8 @@ static const struct {
 	{ "report", cmd_report },
 	{ "diagnose", cmd_diagnose },
 	{ "replay", cmd_replay },
+	{ "import", cmd_import },
+	{ "export", cmd_export },
 };
 
 static int (*find_command(const char *name))(int, char **)

@@ -30,6 +30,7 @@
 #include "src/base/quantile.h"
 #include "src/base/units.h"
 #include "src/cli/cli.h"
+#include "src/cli/replay.h"
 #include "src/cli/opt.h"
 #include "src/db/results.h"
 #include "src/db/store.h"
@@ -107,7 +108,7 @@ static int is_sqlite(const char *path)
 
 struct mload {
 	struct fsp_iotrace *t;
-	uint64_t meta, failed_ops, other;
+	struct fsp_trace_skips *sk;
 	int oom;
 };
 
@@ -122,14 +123,14 @@ static int from_op(void *arg, const struct fsp_replay_op_row *r)
 	case FSP_OP_FSYNC: op = FSP_IOTRACE_FSYNC; break;
 	case FSP_OP_DEV_READ: case FSP_OP_DEV_WRITE_DATA: case FSP_OP_DEV_WRITE_JOURNAL:
 	case FSP_OP_DEV_WRITE_META: case FSP_OP_DEV_WRITE_CKPT: case FSP_OP_DEV_FLUSH:
-		m->other++; /* the emulation's own device IO: not the application's */
+		m->sk->other++; /* the emulation's own device IO: not the application's */
 		return 0;
 	default:
-		m->meta++; /* lookups, creates, opens, ...: their files are made before */
+		m->sk->meta++; /* lookups, creates, opens, ...: their files are made before */
 		return 0;
 	}
 	if (r->result) {
-		m->failed_ops++;
+		m->sk->failed_ops++;
 		return 0;
 	}
 	if ((op == FSP_IOTRACE_READ || op == FSP_IOTRACE_WRITE) && !len)
@@ -146,6 +147,20 @@ static int from_op(void *arg, const struct fsp_replay_op_row *r)
 		m->oom = 1;
 		return 1;
 	}
+	return 0;
+}
+
+int fsp_trace_of_run(struct fsp_store *st, int64_t run, struct fsp_iotrace *t,
+		     struct fsp_trace_skips *sk, char *err, size_t errlen)
+{
+	memset(sk, 0, sizeof(*sk));
+	struct mload m = { .t = t, .sk = sk };
+	if (fsp_store_each_trace_op(st, run, from_op, &m) || m.oom) {
+		snprintf(err, errlen, "%s", m.oom ? "out of memory" : fsp_store_errmsg(st));
+		return -1;
+	}
+	t->has_complete = 1;
+	fsp_iotrace_sort(t);
 	return 0;
 }
 
@@ -203,18 +218,15 @@ static int load_source(const char *arg, struct source *s, struct fsp_iotrace *t)
 				" of its requests' records: not a whole trace\n", s->run, s->path,
 				row.dropped);
 		} else {
-			struct mload m = { .t = t };
-			if (fsp_store_each_trace_op(st, s->run, from_op, &m) || m.oom) {
+			struct fsp_trace_skips m;
+			if (fsp_trace_of_run(st, s->run, t, &m, err, sizeof err)) {
 				fprintf(stderr, "fsprism replay: cannot read the requests of run %" PRId64
-					" of %s: %s\n", s->run, s->path,
-					m.oom ? "out of memory" : fsp_store_errmsg(st));
+					" of %s: %s\n", s->run, s->path, err);
 				rc = 1;
 			} else if (!t->n) {
 				fprintf(stderr, "fsprism replay: mount run %" PRId64 " of %s has no read, write or fsync to replay\n",
 					s->run, s->path);
 			} else {
-				t->has_complete = 1;
-				fsp_iotrace_sort(t);
 				s->meta = m.meta;
 				s->failed_ops = m.failed_ops;
 				snprintf(s->kind, sizeof s->kind, "mount run %" PRId64, s->run);

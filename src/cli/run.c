@@ -34,6 +34,7 @@
 #include "src/trace/block.h"
 #include "src/sys/fiemap.h"
 #include "src/db/decomp_rows.h"
+#include "bench/engine/fiowrite.h"
 
 #define ERRLEN 2048
 #define MAX_OVERRIDES 64
@@ -252,8 +253,8 @@ static void free_opts(struct run_opts *o)
 }
 
 /* Profile or job file, then overrides. Returns 0 or an exit status. */
-static int resolve_params(const struct run_opts *o, struct fsp_params *p,
-			  int *is_jobfile)
+static int resolve_params_as(const char *cmd, const struct run_opts *o,
+			     struct fsp_params *p, int *is_jobfile)
 {
 	char err[ERRLEN];
 	struct stat st;
@@ -261,23 +262,23 @@ static int resolve_params(const struct run_opts *o, struct fsp_params *p,
 	if (stat(o->profile, &st) == 0 && S_ISREG(st.st_mode)) {
 		*is_jobfile = 1;
 		if (fsp_jobfile_load(o->profile, o->scale, p, err, sizeof(err)) != 0) {
-			fprintf(stderr, "fsprism run: %s\n", err);
+			fprintf(stderr, "fsprism %s: %s\n", cmd, err);
 			return 2;
 		}
 	} else if (fsp_profile_load(o->profile, o->scale, p) != 0) {
-		fprintf(stderr, "fsprism run: unknown profile '%s' (see fsprism profiles)\n",
-			o->profile);
+		fprintf(stderr, "fsprism %s: unknown profile '%s' (see fsprism profiles)\n",
+			cmd, o->profile);
 		return 2;
 	}
 	for (int i = 0; i < o->noverrides; i++) {
 		if (fsp_param_set(p, o->override_key[i], o->override_val[i], err,
 				  sizeof(err)) != 0) {
-			fprintf(stderr, "fsprism run: %s: %s\n", o->override_key[i], err);
+			fprintf(stderr, "fsprism %s: %s: %s\n", cmd, o->override_key[i], err);
 			return 2;
 		}
 	}
 	if (fsp_params_check(p, err, sizeof(err)) != 0) {
-		fprintf(stderr, "fsprism run: %s\n", err);
+		fprintf(stderr, "fsprism %s: %s\n", cmd, err);
 		return 2;
 	}
 	return 0;
@@ -924,17 +925,7 @@ static void print_summary(const struct run_opts *o, const struct fsp_params *p,
 
 static void step_label(struct step *s, const struct fsp_params *p)
 {
-	if (p->fill)
-		snprintf(s->label, sizeof(s->label), "fill");
-	else if ((p->nmix > 1 && p->nqd > 1) ||
-		 (p->nmix == 1 && s->read_pct % 100 != 0))
-		snprintf(s->label, sizeof(s->label), "qd=%u mix=%u/%u", s->qd,
-			 s->read_pct, 100 - s->read_pct);
-	else if (p->nmix > 1)
-		snprintf(s->label, sizeof(s->label), "mix=%u/%u", s->read_pct,
-			 100 - s->read_pct);
-	else
-		snprintf(s->label, sizeof(s->label), "qd=%u", s->qd);
+	fsp_step_label(p, s->qd, s->read_pct, s->label, sizeof(s->label));
 }
 
 /*
@@ -1134,7 +1125,7 @@ int cmd_run(int argc, char **argv)
 		free_opts(&o);
 		return rc == 1 ? 0 : rc;
 	}
-	rc = resolve_params(&o, &p, &is_jobfile);
+	rc = resolve_params_as("run", &o, &p, &is_jobfile);
 	if (!rc && o.hosts) {
 		rc = run_on_hosts(&o, &p, argc, argv);
 		free_opts(&o);
@@ -1276,21 +1267,158 @@ static void profiles_usage(FILE *f)
 {
 	fprintf(f,
 "usage: fsprism profiles\n"
+"       fsprism profiles --fio PROFILE|JOBFILE [options] [--PARAM=VALUE ...]\n"
 "\n"
 "List the benchmark profiles of 'fsprism run' with their parameters at the\n"
-"default and the full scale. See docs/profiles.md.\n");
+"default and the full scale. See docs/profiles.md.\n"
+"\n"
+"With --fio, write the fio job file equivalent to the profile (or job file)\n"
+"with its overrides instead: one fio job per step (docs/fio.md).\n"
+"\n"
+"options:\n"
+"  --fio PROFILE|JOBFILE  write the fio job file of this profile or job file\n"
+"  --target PATH          fio's filename= (default ${FSPRISM_TARGET}, which\n"
+"                         fio takes from the environment)\n"
+"  -o, --output FILE      write the job file to FILE (default: stdout)\n"
+"  --iolog PREFIX         every job writes its IOs to PREFIX.STEP (fio's\n"
+"                         write_iolog)\n"
+"  --scale=default|full   the profile's scale (default: default)\n");
+	fprintf(f, "parameters (override the profile; see fsprism-run(1)):\n");
+	int col = fprintf(f, " ");
+	for (int i = 0; fsp_param_names[i]; i++) {
+		const char *name = fsp_param_names[i];
+		int flag = fsp_param_is_flag(name);
+		if (col + 3 + (int)strlen(name) + !flag > 78)
+			col = fprintf(f, "\n ");
+		col += fprintf(f, " --%s%s", name, flag ? "" : "=");
+	}
+	fputc('\n', f);
+}
+
+enum { OPT_FIO = 256, OPT_TARGET, OPT_IOLOG, OPT_PSCALE };
+
+/* The job file on out, or into path written aside and renamed. 0 or an exit status. */
+static int write_fio_job(const struct fsp_params *p, const struct fsp_fiowrite *w,
+			 const char *path)
+{
+	char err[ERRLEN];
+	if (!path) {
+		if (fsp_fio_write_job(stdout, p, w, err, sizeof(err)) != 0) {
+			fprintf(stderr, "fsprism profiles: %s\n", err);
+			return 2;
+		}
+		if (fflush(stdout) != 0 || ferror(stdout))
+			return fsp_file_error("profiles", "stdout", "cannot write", errno, 1);
+		return 0;
+	}
+	/* refused before anything is made: the file stays as it was */
+	FILE *probe = fopen("/dev/null", "w");
+	int rc = probe ? fsp_fio_write_job(probe, p, w, err, sizeof(err)) : 0;
+	if (probe)
+		fclose(probe);
+	if (rc != 0) {
+		fprintf(stderr, "fsprism profiles: %s\n", err);
+		return 2;
+	}
+	char tmp[4096];
+	if (snprintf(tmp, sizeof(tmp), "%s.tmp", path) >= (int)sizeof(tmp)) {
+		fprintf(stderr, "fsprism profiles: %s: name too long\n", path);
+		return 2;
+	}
+	FILE *f = fopen(tmp, "w");
+	if (!f)
+		return fsp_file_error("profiles", tmp, "cannot create", errno, 1);
+	fsp_fio_write_job(f, p, w, err, sizeof(err));
+	int werr = ferror(f) ? EIO : 0;
+	if (fclose(f) != 0 && !werr)
+		werr = errno;
+	if (!werr && rename(tmp, path) != 0)
+		werr = errno;
+	if (werr) {
+		unlink(tmp);
+		return fsp_file_error("profiles", path, "cannot write", werr, 1);
+	}
+	return 0;
 }
 
 int cmd_profiles(int argc, char **argv)
 {
-	static const struct option longopts[] = { FSP_OPT_HELP, { NULL, 0, NULL, 0 } };
+	static const struct option own[] = {
+		{ "fio", required_argument, NULL, OPT_FIO },
+		{ "target", required_argument, NULL, OPT_TARGET },
+		{ "output", required_argument, NULL, 'o' },
+		{ "iolog", required_argument, NULL, OPT_IOLOG },
+		{ "scale", required_argument, NULL, OPT_PSCALE },
+		FSP_OPT_HELP,
+		{ NULL, 0, NULL, 0 },
+	};
+	struct run_opts o;
+	memset(&o, 0, sizeof(o));
+	const char *output = NULL;
+	struct fsp_fiowrite w = { .filename = "${FSPRISM_TARGET}" };
+	o.longopts = fsp_opt_with_params(own);
+	if (!o.longopts) {
+		fprintf(stderr, "fsprism profiles: out of memory\n");
+		return 1;
+	}
 	struct fsp_opt g;
-	fsp_opt_init(&g, "profiles", profiles_usage, longopts, "h", argc, argv);
-	for (int c; (c = fsp_opt_next(&g)) != FSP_OPT_END;)
-		if (c == FSP_OPT_EXIT)
+	fsp_opt_init(&g, "profiles", profiles_usage, o.longopts, "ho:", argc, argv);
+	for (int c; (c = fsp_opt_next(&g)) != FSP_OPT_END;) {
+		switch (c) {
+		case FSP_OPT_EXIT:
+			free_opts(&o);
 			return g.status;
-	if (g.npos)
+		case OPT_FIO:
+			o.profile = g.arg;
+			break;
+		case OPT_TARGET:
+			w.filename = g.arg;
+			break;
+		case 'o':
+			output = g.arg;
+			break;
+		case OPT_IOLOG:
+			w.iolog = g.arg;
+			break;
+		case OPT_PSCALE:
+			if (fsp_scale_parse(g.arg, &o.scale)) {
+				free_opts(&o);
+				return fsp_usage_error("profiles", "scale: '%s' is not default "
+						       "or full", g.arg);
+			}
+			break;
+		default:
+			if (o.noverrides == MAX_OVERRIDES) {
+				free_opts(&o);
+				return fsp_usage_error("profiles", "too many parameters");
+			}
+			o.override_key[o.noverrides] = g.name;
+			o.override_val[o.noverrides++] = g.arg ? g.arg : "";
+			break;
+		}
+	}
+	if (g.npos) {
+		free_opts(&o);
 		return fsp_usage_error("profiles", "unexpected argument '%s'", g.pos[0]);
+	}
+	if (!o.profile && (o.noverrides || output || w.iolog || o.scale ||
+			   strcmp(w.filename, "${FSPRISM_TARGET}"))) {
+		free_opts(&o);
+		return fsp_usage_error("profiles", "parameters, --target, --output, --iolog "
+				       "and --scale go with --fio");
+	}
+	if (o.profile) {
+		struct fsp_params p;
+		int is_jobfile;
+		int rc = resolve_params_as("profiles", &o, &p, &is_jobfile);
+		if (!rc) {
+			w.profile = o.profile;
+			rc = write_fio_job(&p, &w, output);
+		}
+		free_opts(&o);
+		return rc;
+	}
+	free_opts(&o);
 	printf("Profiles (fsprism run PROFILE TARGET [--scale=full] [--PARAM=VALUE]):\n");
 	for (size_t i = 0; i < fsp_nprofiles; i++) {
 		struct fsp_params d, f;

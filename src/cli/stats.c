@@ -26,6 +26,7 @@
 #include "src/base/units.h"
 #include "src/cli/compare.h"
 #include "src/cli/stats.h"
+#include "src/cli/stats_hosts.h"
 #include "src/db/results.h"
 #include "src/cli/stats_block.h"
 #include "src/cli/stats_layers.h"
@@ -325,8 +326,7 @@ static void print_table(const struct fsp_run_row *h, const struct op_row *rows,
 			"lookup ENOENT,\n getxattr and listxattr ENODATA; both are in count)\n");
 }
 
-/* ",field", quoted where it holds a comma, a quote or a line break. */
-static void csv_field(FILE *out, const char *v)
+void fsp_stats_csv_field(FILE *out, const char *v)
 {
 	fputc(',', out);
 	if (!v || !v[strcspn(v, ",\"\n")]) {
@@ -367,8 +367,8 @@ static void print_csv(const struct fsp_run_row *h, const struct op_row *rows, si
 			for (int q = 0; q < NQUANT; q++)
 				fprintf(out, ",%.3f", ls->q[q]);
 			fprintf(out, ",%.3f,%" PRIu64, ls->max, r->expected);
-			csv_field(out, r->step_label);
-			csv_field(out, h->label);
+			fsp_stats_csv_field(out, r->step_label);
+			fsp_stats_csv_field(out, h->label);
 			fputc('\n', out);
 		}
 	}
@@ -941,6 +941,11 @@ int fsp_stats_print(struct fsp_store *st, int64_t run, const char *format, unsig
 		return -1;
 	}
 	rc = -1;
+	if (hdr.kind && !strcmp(hdr.kind, "fio-clients")) {
+		/* its numbers are its hosts' runs: side by side, and merged */
+		rc = fsp_stats_hosts(out, st, &hdr, format);
+		goto out;
+	}
 	if (hdr.kind && !strcmp(hdr.kind, "compare")) {
 		/* its numbers are its targets' runs: the side-by-side table */
 		int f = !strcmp(format, "csv") ? CMP_CSV : !strcmp(format, "json") ? CMP_JSON

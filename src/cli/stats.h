@@ -29,6 +29,9 @@ struct fsp_store;
 int fsp_stats_print(struct fsp_store *st, int64_t run, const char *format,
 		    unsigned flags, FILE *out);
 
+/* CSV: ",field", quoted where it holds a comma, a quote or a line break. */
+void fsp_stats_csv_field(FILE *out, const char *v);
+
 /*
  * The emulation's device-level accounting of one run: what the Emulation
  * section prints (compare prints it for its emu target). Device write

@@ -526,7 +526,7 @@ int64_t fsp_store_begin_run(struct fsp_store *st, const struct fsp_run_info *inf
 		goto out;
 	}
 	bind_text_or_null(s, 1, info->kind ? info->kind : "unknown");
-	bind_text_or_null(s, 2, un.nodename);
+	bind_text_or_null(s, 2, info->host ? info->host : un.nodename);
 	bind_text_or_null(s, 3, un.release);
 	bind_text_or_null(s, 4, FSP_VERSION);
 	bind_text_or_null(s, 5, info->options);

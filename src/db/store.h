@@ -29,6 +29,7 @@ struct fsp_run_info {
 	const char *record_mode;
 	int64_t parent;             /* 0: none */
 	const char *label;
+	const char *host;           /* NULL: this machine (an import names fio's host) */
 };
 
 /*
