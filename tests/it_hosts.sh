@@ -217,8 +217,15 @@ expect_eq "two hosts: both steps of each host" "2,2" "$steps"
 [ "$(loop_reads "$L1")" -gt "$r1" ] || not_ok "two hosts: host 1 read its device (the command's TARGET)"
 [ "$(loop_reads "$L2")" -gt "$r2" ] || not_ok "two hosts: host 2 read its own device"
 expect_eq "two hosts: host 3 was not asked" "$r3" "$(loop_reads "$L3")"
-tgt=$(sqlite3 "$DB" "select group_concat(value, ' ') from (select value from run_attrs a join runs r on r.id=a.run where r.parent=$P and key='host.target' order by r.id)")
-expect_eq "two hosts: each host's target stored" "$L1 $L2" "$tgt"
+host_attr() { # PARENT HOST KEY
+	sqlite3 "$DB" "select value from run_attrs a join runs r on r.id=a.run where r.parent=$1 and r.label='$2' and key='$3'"
+}
+expect_eq "two hosts: each host's target stored" "$L1 $L2" "$(host_attr "$P" "$A1:8765" host.target) $(host_attr "$P" "$A2:8765" host.target)"
+# stats of the parent: the hosts side by side and the fleet (src/cli/stats_hosts.c)
+"$FSPRISM" stats "$DB" --run "$P" --format csv >"$T/two.stats" 2>&1
+expect_eq "two hosts: stats of the parent exits 0" 0 $?
+grep -q "$A1:8765" "$T/two.stats" && grep -q "$A2:8765" "$T/two.stats" ||
+	{ not_ok "two hosts: stats names both hosts"; sed "s/^/# /" "$T/two.stats"; }
 [ -z "$(ls -A "$T/tmp")" ] || not_ok "two hosts: left in TMPDIR: $(ls -A "$T/tmp")"
 
 # ---- three hosts, each its own target ----
@@ -249,8 +256,8 @@ expect_eq "host killed: the parent names it" "$A2:8765" \
 	"$(sqlite3 "$DB" "select value from run_attrs where run=$P and key='hosts.failed'")"
 expect_eq "host killed: its run says failed" "failed" \
 	"$(sqlite3 "$DB" "select value from run_attrs a join runs r on r.id=a.run where r.parent=$P and r.label='$A2:8765' and key='host.status'")"
-kept=$(sqlite3 "$DB" "select group_concat(r.label, ' ') from runs r where r.parent=$P and exists (select 1 from steps s where s.run=r.id and s.read_ios > 0) order by r.id")
-expect_eq "host killed: the other hosts' results kept" "$A1:8765 $A3:8765" "$kept"
+kept=$(sqlite3 "$DB" "select group_concat(label, ' ') from (select r.label from runs r where r.parent=$P and exists (select 1 from steps s where s.run=r.id and s.read_ios > 0) order by r.label)")
+expect_eq "host killed: the other hosts' results kept" "$(printf '%s\n' "$A1:8765" "$A3:8765" | sort | tr '\n' ' ' | sed 's/ $//')" "$kept"
 check_fleet kill "$DB" "$P" 3
 [ -z "$(ls -A "$T/tmp")" ] || not_ok "host killed: left in TMPDIR: $(ls -A "$T/tmp")"
 

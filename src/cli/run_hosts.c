@@ -17,6 +17,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -28,7 +29,8 @@
 #include "bench/engine/hostfile.h"
 #include "src/db/store.h"
 #include "src/prism/fleet.h"
-#include "src/cli/hosts_fio.h"
+#include "bench/engine/fiojson.h"
+#include "bench/engine/fiowrite.h"
 #include "src/cli/run_hosts.h"
 
 #define ERRLEN 4608
@@ -293,15 +295,63 @@ static int probe_hosts(const struct fsp_hosts_opts *o, const struct fsp_hostfile
 
 /* ---- storing ----------------------------------------------------------------- */
 
+/* One step of the profile: its depth, read share and label, in run's order. */
+struct step {
+	unsigned qd, read_pct;
+	char label[48];
+};
+
+/* What one host returned for one step (fio job): [0] read, [1] write. */
+struct step_result {
+	int present;         /* the host returned the job's results */
+	int error;           /* fio's error of the job (an errno), 0 none */
+	uint64_t runtime_ms;
+	uint64_t ios[2], bytes[2];
+	const struct fsp_hist *hist[2]; /* fio's bins (the import's), NULL without IO */
+};
+
 struct host_run {
 	const struct fsp_host *h;
 	const char *target;
-	struct fsp_host_step_result *res; /* one per step */
+	struct step_result *res;          /* one per step */
 	struct fsp_hist *all;             /* every IO it returned, NULL if none */
 	int failed;
 	char why[600];
 	int64_t run;
+	ptrdiff_t fio_idx;                /* its results in the import's hosts, -1 none */
 };
+
+/* The profile's steps, qd x mix (or the one fill step), as fsp_fio_write_job writes them. */
+static struct step *profile_steps(const struct fsp_params *p, unsigned *n)
+{
+	unsigned nq = p->fill ? 1 : p->nqd, nm = p->fill ? 1 : p->nmix, i = 0;
+	struct step *s = calloc((size_t)nq * nm, sizeof(*s));
+	for (unsigned q = 0; s && q < nq; q++)
+		for (unsigned m = 0; m < nm; m++, i++) {
+			s[i].qd = p->qds[q];
+			s[i].read_pct = p->fill ? 0 : p->mixes[m];
+			fsp_step_label(p, s[i].qd, s[i].read_pct, s[i].label, sizeof(s[i].label));
+		}
+	*n = i;
+	return s;
+}
+
+/* Host h's jobs, in order, as its steps' results. */
+static void host_results(const struct fsp_fio_host *h, struct step_result *res, unsigned nsteps)
+{
+	for (size_t k = 0; h && k < h->njobs && k < nsteps; k++) {
+		const struct fsp_fio_job *j = &h->jobs[k];
+		struct step_result *r = &res[k];
+		r->present = 1;
+		r->error = j->error;
+		r->runtime_ms = j->job_runtime_ms;
+		for (int d = 0; d < 2; d++) {
+			r->ios[d] = j->dir[d].ios;
+			r->bytes[d] = j->dir[d].bytes;
+			r->hist[d] = j->dir[d].hist;
+		}
+	}
+}
 
 static void set_attr_u64(struct fsp_store *st, int64_t run, const char *key, uint64_t v)
 {
@@ -320,40 +370,6 @@ static void store_params(struct fsp_store *st, int64_t run, const struct fsp_hos
 	}
 	fsp_store_set_attr(st, run, "fio.version", version);
 	fsp_store_set_attr(st, run, "engine", "fio --client");
-}
-
-static int store_steps(struct fsp_store *st, int64_t run, const struct fsp_params *p,
-		       const struct fsp_hosts_step *steps, unsigned nsteps,
-		       const struct fsp_host_step_result *r)
-{
-	char pat[32];
-	fsp_pattern_format(&p->pattern, pat, sizeof(pat));
-	if (fsp_store_tx_begin(st) != 0)
-		return -1;
-	for (unsigned i = 0; i < nsteps; i++) {
-		if (!r[i].present)
-			continue;
-		struct fsp_step_row row = {
-			.step = (int)i, .label = steps[i].label,
-			.access = p->access == FSP_ACCESS_SEQ || p->fill ? "seq" : "random",
-			.block_size = p->bs, .qd = steps[i].qd, .read_pct = steps[i].read_pct,
-			.pattern = pat, .span_offset = p->offset, .span_size = p->span,
-			.busy_ns = r[i].runtime_ms * 1000000ull,
-			.read_ios = r[i].ios[0], .write_ios = r[i].ios[1],
-			.read_bytes = r[i].bytes[0], .write_bytes = r[i].bytes[1],
-		};
-		if (fsp_store_add_step(st, run, &row) != 0)
-			goto rollback;
-		for (int d = 0; d < 2; d++)
-			if (r[i].hist[d] &&
-			    fsp_store_save_hist(st, run, (int)i, d ? FSP_OP_WRITE : FSP_OP_READ,
-						FSP_LAYER_TOTAL, r[i].hist[d], r[i].bytes[d], 0, 0) != 0)
-				goto rollback;
-	}
-	return fsp_store_tx_commit(st);
-rollback:
-	fsp_store_tx_rollback(st);
-	return -1;
 }
 
 /* ---- the command --------------------------------------------------------------- */
@@ -440,13 +456,29 @@ int fsp_run_hosts(const struct fsp_hosts_opts *o, const struct fsp_params *p)
 	struct scratch s = { "" };
 	int rc = 1;
 	unsigned nsteps = 0;
-	struct fsp_hosts_step *steps = NULL;
+	struct step *steps = NULL;
 	struct host_run *hr = calloc(hf.n, sizeof(*hr));
 	char *fio_out = NULL, *fio_err = NULL;
 	struct fsp_store *st = NULL;
-	if (!hr || !(steps = fsp_hosts_steps(p, &nsteps))) {
+	struct fsp_fio_result fio_res = { 0 };
+	if (!hr || !(steps = profile_steps(p, &nsteps))) {
 		fprintf(stderr, "fsprism run: out of memory\n");
 		goto out;
+	}
+	/* what fio cannot be told is a usage error, before any host is asked */
+	for (size_t i = 0; i < hf.n; i++) {
+		hr[i].h = &hf.hosts[i];
+		hr[i].target = hf.hosts[i].target[0] ? hf.hosts[i].target : o->target;
+		struct fsp_fiowrite w = { .profile = o->profile, .filename = hr[i].target };
+		FILE *null = fopen("/dev/null", "w");
+		int bad_job = null && fsp_fio_write_job(null, p, &w, err, sizeof(err)) != 0;
+		if (null)
+			fclose(null);
+		if (bad_job) {
+			fprintf(stderr, "fsprism run: %s\n", err);
+			rc = 2;
+			goto out;
+		}
 	}
 	if (scratch_make(&s) != 0 || local_fio_version(&s, version, sizeof(version)) != 0 ||
 	    probe_hosts(o, &hf, &s, version) != 0)
@@ -467,16 +499,17 @@ int fsp_run_hosts(const struct fsp_hosts_opts *o, const struct fsp_params *p)
 	int bad = 0;
 	for (size_t i = 0; i < hf.n && !bad; i++) {
 		char arg[400], job[4200];
-		hr[i].h = &hf.hosts[i];
-		hr[i].target = hf.hosts[i].target[0] ? hf.hosts[i].target : o->target;
+		struct fsp_fiowrite w = { .profile = o->profile, .filename = hr[i].target };
 		scratch_path(&s, job, sizeof(job), "job", i, ".fio");
 		FILE *f = fopen(job, "w");
-		if (!f || fsp_hosts_job_write(f, p, steps, nsteps, hr[i].target) != 0) {
+		if (!f || fsp_fio_write_job(f, p, &w, err, sizeof(err)) != 0 || ferror(f)) {
+			fprintf(stderr, "fsprism run: %s: %s\n", job, f ? err : strerror(errno));
+			bad = 1;
+		}
+		if (f && fclose(f) != 0 && !bad) {
 			fprintf(stderr, "fsprism run: %s: %s\n", job, strerror(errno));
 			bad = 1;
 		}
-		if (f)
-			fclose(f);
 		fsp_host_fio_arg(&hf.hosts[i], arg, sizeof(arg));
 		if (asprintf(&owned[2 * i], "--client=%s", arg) < 0 ||
 		    !(owned[2 * i + 1] = strdup(job)))
@@ -512,32 +545,34 @@ int fsp_run_hosts(const struct fsp_hosts_opts *o, const struct fsp_params *p)
 	fio_out = slurp(out);
 	fio_err = slurp(errf);
 
-	/* what each host returned */
-	const char **addr = calloc(hf.n, sizeof(*addr));
-	unsigned *port = calloc(hf.n, sizeof(*port));
-	struct fsp_host_step_result **res = calloc(hf.n, sizeof(*res));
-	int ok = addr && port && res;
-	for (size_t i = 0; ok && i < hf.n; i++) {
-		addr[i] = hf.hosts[i].addr;
-		port[i] = hf.hosts[i].port;
-		ok = (hr[i].res = res[i] = calloc(nsteps, sizeof(**res))) != NULL;
-	}
-	int parsed = ok ? fsp_hosts_read_json(fio_out ? fio_out : "", hf.n, addr, port, nsteps,
-					     res, err, sizeof(err)) : -1;
-	free(addr);
-	free(port);
-	free(res);
-	if (!ok) {
-		fprintf(stderr, "fsprism run: out of memory\n");
-		goto out;
-	}
-	if (parsed != 0) {
+	/* what each host returned: fio's json+ read by the import (bench/engine/fiojson.h) */
+	if (fsp_fio_json_parse(fio_out ? fio_out : "", fio_out ? strlen(fio_out) : 0,
+			       "fio --client's output", &fio_res, err, sizeof(err)) != 0) {
 		/* nothing came back: fio's own words say why */
 		char msg[400];
 		fio_message(fio_err && *fio_err ? fio_err : (fio_out ? fio_out : ""), msg, sizeof(msg));
 		fprintf(stderr, "fsprism run: fio --client exited %d: %s (%s); nothing stored\n",
 			status, err, msg);
 		goto out;
+	}
+	for (size_t i = 0; i < hf.n; i++) {
+		if (!(hr[i].res = calloc(nsteps ? nsteps : 1, sizeof(*hr[i].res)))) {
+			fprintf(stderr, "fsprism run: out of memory\n");
+			goto out;
+		}
+		const struct fsp_fio_host *fh = fsp_fio_host_of(&fio_res, hf.hosts[i].addr,
+								hf.hosts[i].port);
+		host_results(fh, hr[i].res, nsteps);
+		hr[i].fio_idx = fh ? fh - fio_res.hosts : -1;
+		if (fh) {
+			/* stored under the host file's name for it */
+			struct fsp_fio_host *mine = &fio_res.hosts[hr[i].fio_idx];
+			char *name = strdup(hf.hosts[i].name);
+			if (name) {
+				free(mine->hostname);
+				mine->hostname = name;
+			}
+		}
 	}
 	char *both = NULL;
 	if (asprintf(&both, "%s\n%s", fio_out ? fio_out : "", fio_err ? fio_err : "") < 0)
@@ -585,15 +620,28 @@ int fsp_run_hosts(const struct fsp_hosts_opts *o, const struct fsp_params *p)
 	fsp_store_set_attr(st, parent, "hosts.file", o->hostfile);
 	set_attr_u64(st, parent, "hosts.count", hf.n);
 	int store_bad = 0;
+	/* what the hosts returned, each host a run under the parent (fiojson.h) */
+	int64_t *runs = calloc(fio_res.nhosts ? fio_res.nhosts : 1, sizeof(*runs));
+	struct fsp_fio_import imp = { .options = cmdline, .parent = parent };
+	if (!runs || (fio_res.nhosts && fsp_fio_store(st, &fio_res, &imp, runs, err, sizeof(err)) < 0)) {
+		fprintf(stderr, "fsprism run: %s\n", runs ? err : "out of memory");
+		store_bad = 1;
+	}
 	for (size_t i = 0; i < hf.n; i++) {
-		struct fsp_run_info info = { .kind = "run", .options = cmdline,
-					     .backing_path = hr[i].target, .backing_device = "",
-					     .backing_fstype = "", .record_mode = "hist",
-					     .parent = parent, .label = hf.hosts[i].name };
-		hr[i].run = fsp_store_begin_run(st, &info);
+		hr[i].run = hr[i].fio_idx >= 0 && !store_bad ? runs[hr[i].fio_idx] : -1;
 		if (hr[i].run < 0) {
-			store_bad = 1;
-			continue;
+			/* a host that returned nothing still has its run, saying so */
+			struct fsp_run_info info = { .kind = "run", .options = cmdline,
+						     .backing_path = hr[i].target,
+						     .backing_device = "", .backing_fstype = "",
+						     .record_mode = "hist", .parent = parent,
+						     .label = hf.hosts[i].name };
+			hr[i].run = fsp_store_begin_run(st, &info);
+			if (hr[i].run < 0) {
+				store_bad = 1;
+				continue;
+			}
+			fsp_store_end_run(st, hr[i].run, 0, 0);
 		}
 		store_params(st, hr[i].run, o, p, version);
 		fsp_store_set_attr(st, hr[i].run, "host.name", hf.hosts[i].name);
@@ -603,10 +651,8 @@ int fsp_run_hosts(const struct fsp_hosts_opts *o, const struct fsp_params *p)
 			fsp_store_set_attr(st, hr[i].run, "host.error", hr[i].why);
 			fsp_store_set_attr(st, hr[i].run, "failed", "1");
 		}
-		if (store_steps(st, hr[i].run, p, steps, nsteps, hr[i].res) != 0)
-			store_bad = 1;
-		fsp_store_end_run(st, hr[i].run, 0, 0);
 	}
+	free(runs);
 	free(cmdline);
 
 	/* the fleet: per step and direction, the union of the hosts' IOs */
@@ -621,7 +667,7 @@ int fsp_run_hosts(const struct fsp_hosts_opts *o, const struct fsp_params *p)
 			for (int d = 0; d < 2; d++) {
 				uint64_t bytes = 0;
 				for (size_t i = 0; i < hf.n; i++) {
-					const struct fsp_host_step_result *r = &hr[i].res[k];
+					const struct step_result *r = &hr[i].res[k];
 					src[i] = r->error ? NULL : r->hist[d];
 					bytes += src[i] ? r->bytes[d] : 0;
 				}
@@ -668,7 +714,7 @@ int fsp_run_hosts(const struct fsp_hosts_opts *o, const struct fsp_params *p)
 		       "p50 us", "p99 us", "p99.9 us");
 		for (size_t i = 0; i < hf.n; i++)
 			for (unsigned k = 0; k < nsteps; k++) {
-				const struct fsp_host_step_result *r = &hr[i].res[k];
+				const struct step_result *r = &hr[i].res[k];
 				if (!r->present)
 					continue;
 				struct fsp_hist h;
@@ -683,7 +729,7 @@ int fsp_run_hosts(const struct fsp_hosts_opts *o, const struct fsp_params *p)
 				fsp_hist_init(step_h);
 				uint64_t rt = 0;
 				for (size_t i = 0; i < hf.n; i++) {
-					const struct fsp_host_step_result *r = &hr[i].res[k];
+					const struct step_result *r = &hr[i].res[k];
 					for (int d = 0; d < 2; d++)
 						if (r->hist[d] && !r->error)
 							fsp_hist_merge(step_h, r->hist[d]);
@@ -716,13 +762,14 @@ int fsp_run_hosts(const struct fsp_hosts_opts *o, const struct fsp_params *p)
 	rc = store_bad || nfailed ? 1 : 0;
 out:
 	for (size_t i = 0; hr && i < hf.n; i++) {
-		fsp_hosts_results_free(hr[i].res, nsteps);
+		free(hr[i].res);
 		free(hr[i].all);
 	}
 	free(hr);
 	free(steps);
 	free(fio_out);
 	free(fio_err);
+	fsp_fio_result_free(&fio_res);
 	if (st)
 		fsp_store_close(st);
 	scratch_remove(&s);
