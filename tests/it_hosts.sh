@@ -240,6 +240,20 @@ check_fleet three "$DB" "$P" 3
 [ "$(loop_reads "$L3")" -gt "$r3" ] || not_ok "three hosts: host 3 read its own device"
 expect_eq "three hosts: none failed" 3 "$(sqlite3 "$DB" "select value from run_attrs where run=$P and key='hosts.ok'")"
 
+# ---- a host whose target fio cannot open: named with fio's line, the other kept ----
+
+printf '%s %s\n%s /proc/nonexistent/x\n' "$A1" "$L1" "$A2" >"$T/h.notarget"
+"$FSPRISM" run sustained-randread "$L1" --hosts "$T/h.notarget" --db "$DB" --qd=1 --time=1s \
+	--span=32M >"$T/notarget.out" 2>"$T/notarget.err"
+expect_eq "no target: exit 1" 1 $?
+P=$(sqlite3 "$DB" "select max(id) from runs where kind='hosts'")
+grep -q "^failed: $A2:8765: returned 1 of 1 steps, with no IO (fio: client <$A2>: exited with error" "$T/notarget.out" ||
+	not_ok "no target: the host named with fio's line: $(cat "$T/notarget.out")"
+expect_eq "no target: the other host's results kept" "ok" "$(host_attr "$P" "$A1:8765" host.status)"
+expect_eq "no target: the fleet is the other host" \
+	"$(sqlite3 "$DB" "select sum(read_ios) from steps s join runs r on r.id=s.run where r.parent=$P and r.label='$A1:8765'")" \
+	"$(sqlite3 "$DB" "select value from run_attrs where run=$P and key='fleet.ios'")"
+
 # ---- a host killed mid-run: named, the others kept ----
 
 "$FSPRISM" run sustained-randread "$L1" --hosts "$T/h.three" --db "$DB" --qd=1 --time=4s \

@@ -376,24 +376,24 @@ static void store_params(struct fsp_store *st, int64_t run, const struct fsp_hos
 
 /*
  * fio's own line about host addr in its text output (the JSON's lines
- * start with a space or a brace), "client: host=ADDR disconnected" first;
+ * start with a space or a brace): "client: host=ADDR disconnected" or
+ * "client <ADDR>: exited with error 1" first, else any line naming it;
  * "" if it said nothing of it.
  */
 static void fio_line_about(const char *text, const char *addr, char *buf, size_t len)
 {
-	char key[300];
+	char key[300], key2[300];
 	snprintf(key, sizeof(key), "host=%s ", addr);
+	snprintf(key2, sizeof(key2), "<%s>", addr);
 	buf[0] = 0;
 	for (const char *l = text; l && *l; l = strchr(l, '\n') ? strchr(l, '\n') + 1 : NULL) {
 		size_t n = strcspn(l, "\n");
 		if (*l == ' ' || *l == '{' || *l == '}' || *l == '"')
 			continue;
-		const char *hit = memmem(l, n, key, strlen(key));
-		if (!hit && !buf[0])
-			hit = memmem(l, n, addr, strlen(addr));
-		if (hit) {
+		int exact = memmem(l, n, key, strlen(key)) || memmem(l, n, key2, strlen(key2));
+		if (exact || (!buf[0] && memmem(l, n, addr, strlen(addr)))) {
 			snprintf(buf, len, "%.*s", (int)(n < 300 ? n : 300), l);
-			if (memmem(l, n, key, strlen(key)))
+			if (exact)
 				return;
 		}
 	}
@@ -402,28 +402,33 @@ static void fio_line_about(const char *text, const char *addr, char *buf, size_t
 /* Why host hr failed, if it did: nothing returned, a job's error, steps missing. */
 static void judge_host(struct host_run *hr, unsigned nsteps, const char *fio_text)
 {
-	unsigned present = 0;
+	unsigned present = 0, idle = 0;
 	int err = 0;
 	unsigned err_step = 0;
 	for (unsigned i = 0; i < nsteps; i++) {
-		present += hr->res[i].present;
-		if (hr->res[i].error && !err) {
-			err = hr->res[i].error;
+		const struct step_result *r = &hr->res[i];
+		present += r->present;
+		/* a step that ran did IO: none is a job that never started */
+		idle += r->present && !r->ios[0] && !r->ios[1];
+		if (r->error && !err) {
+			err = r->error;
 			err_step = i;
 		}
 	}
 	char said[320];
 	fio_line_about(fio_text ? fio_text : "", hr->h->addr, said, sizeof(said));
 	int gone = strstr(said, "disconnect") != NULL;
-	if (present == nsteps && !err && !gone)
+	int exited = strstr(said, "exited with error") != NULL;
+	if (present == nsteps && !err && !gone && !exited && !idle)
 		return;
 	hr->failed = 1;
 	if (err)
 		snprintf(hr->why, sizeof(hr->why), "fio error %d (%s) in step %u; returned %u of %u steps",
 			 err, strerror(err), err_step, present, nsteps);
 	else
-		snprintf(hr->why, sizeof(hr->why), "%sreturned %u of %u steps%s%s%s",
+		snprintf(hr->why, sizeof(hr->why), "%sreturned %u of %u steps%s%s%s%s",
 			 gone ? "disconnected mid-run; " : "", present, nsteps,
+			 idle ? ", with no IO" : "",
 			 said[0] ? " (fio: " : "", said, said[0] ? ")" : "");
 }
 
