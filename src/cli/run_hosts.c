@@ -134,7 +134,7 @@ static pid_t spawn(char *const *argv, const char *out, const char *err)
 /*
  * Wait for the n children in pid[] until deadline_ms from now (0: no
  * deadline); those still running then are killed (status -1). status[i]:
- * the exit status, or -1.
+ * the exit status, 128 + the signal that ended it, or -1.
  */
 static void wait_all(pid_t *pid, int *status, size_t n, uint64_t deadline_ms)
 {
@@ -151,7 +151,8 @@ static void wait_all(pid_t *pid, int *status, size_t n, uint64_t deadline_ms)
 				continue;
 			pid_t r = waitpid(pid[i], &ws, WNOHANG);
 			if (r == pid[i] || (r < 0 && errno == ECHILD)) {
-				status[i] = r == pid[i] && WIFEXITED(ws) ? WEXITSTATUS(ws) : -1;
+				status[i] = r != pid[i] ? -1 : WIFEXITED(ws) ? WEXITSTATUS(ws) :
+					    WIFSIGNALED(ws) ? 128 + WTERMSIG(ws) : -1;
 				pid[i] = 0;
 				left--;
 			}
@@ -261,6 +262,10 @@ static int probe_hosts(const struct fsp_hosts_opts *o, const struct fsp_hostfile
 				 PROBE_TIMEOUT_MS / 1000);
 		} else if (status[i] != 0 || !v) {
 			fio_message(text ? text : "", msg, sizeof(msg));
+			if (status[i] > 128 && !strcmp(msg, "no output"))
+				/* a listener that closes at once: fio's write gets SIGPIPE */
+				snprintf(msg, sizeof(msg), "the server closed the connection "
+					 "(fio ended by %s)", strsignal(status[i] - 128));
 			if (strstr(msg, "version"))
 				snprintf(why, sizeof(why), "its fio server is not of this fio's "
 					 "version (%s): %s", version, msg);
