@@ -162,6 +162,22 @@ printf 'a\n%s:70000\n' "$A1" >"$T/h.bad"
 expect_eq "bad host file: exit 2" 2 $?
 expect_eq "bad host file: the line" "fsprism run: --hosts: $T/h.bad:2: '70000' is not a port (1..65535)" "$(cat "$T/bad.err")"
 
+printf '%s %s\n' "$A1" "$L1" >"$T/h.one"
+# usage_error NAME WHAT ARGS...: exit 2, one line saying WHAT, no database
+usage_error() {
+	ue_name=$1 ue_what=$2
+	shift 2
+	"$FSPRISM" run "$@" --hosts "$T/h.one" --db "$T/bad.db" >"$T/$ue_name.out" 2>"$T/$ue_name.err"
+	expect_eq "$ue_name: exit 2" 2 $?
+	expect_eq "$ue_name: one line" 1 "$(wc -l <"$T/$ue_name.err")"
+	grep -q -- "$ue_what" "$T/$ue_name.err" || not_ok "$ue_name: says '$ue_what': $(cat "$T/$ue_name.err")"
+	[ ! -e "$T/bad.db" ] || not_ok "$ue_name: a database was made"
+}
+usage_error record "--record does not go with --hosts" sustained-randread "$L1" --record=full
+usage_error relative "TARGET 'loop0' must be an absolute path" sustained-randread loop0
+usage_error writes "give --destroy-data to write them" burst-randwrite "$L1"
+usage_error fio-cannot "fsprism run: burst" burst-randread "$L1" --time=0
+
 # probe NAME HOSTFILE WHAT: one line saying WHAT, exit 1, no database, nothing in TMPDIR
 probe_fails() {
 	t0=$(date +%s)
