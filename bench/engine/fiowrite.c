@@ -95,7 +95,7 @@ int fsp_fio_write_job(FILE *f, const struct fsp_params *p, const struct fsp_fiow
 	char pat[32];
 	fsp_pattern_format(&p->pattern, pat, sizeof(pat));
 	fprintf(f, "; fio job file written by fsprism%s%s (docs/fio.md)\n",
-		w->profile ? " for the profile " : "", w->profile ? w->profile : "");
+		w->profile ? " for " : "", w->profile ? w->profile : "");
 	fprintf(f, "; one job per step, each behind a stonewall; the fsprism-idle jobs are the\n"
 		   "; idle between steps (the null engine, one IO, then thinktime)\n");
 	fprintf(f, "[global]\n");

@@ -21,7 +21,8 @@
 #define FSP_FIO_IDLE_PREFIX "fsprism-idle-"
 
 struct fsp_fiowrite {
-	const char *profile;   /* named in the file's comment; NULL: none */
+	const char *profile;   /* the profile or job file, named in the file's first
+				* comment; NULL: none */
 	const char *filename;  /* the target, fio's filename= (required; ':' escaped) */
 	const char *iolog;     /* non-NULL: every job writes write_iolog=IOLOG.STEP */
 };

@@ -84,6 +84,8 @@ int cmd_import(int argc, char **argv)
 		fprintf(stderr, "fsprism import: %s\n", err);
 		return 2;
 	}
+	struct stat dbst;
+	int new_db = stat(db, &dbst) != 0; /* made here: removed again if nothing is stored */
 	struct fsp_store *st = fsp_store_open(db, err, sizeof(err));
 	if (!st) {
 		fprintf(stderr, "fsprism import: %s\n", err);
@@ -114,5 +116,7 @@ int cmd_import(int argc, char **argv)
 	free(runs);
 	fsp_fio_result_free(&r);
 	fsp_store_close(st);
+	if (rc && new_db)
+		fsp_store_remove_files(db);
 	return rc;
 }
