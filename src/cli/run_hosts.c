@@ -747,7 +747,8 @@ int fsp_run_hosts(const struct fsp_hosts_opts *o, const struct fsp_params *p)
 						rt = r->runtime_ms;
 				}
 				char who[32];
-				snprintf(who, sizeof(who), "fleet (%zu hosts)", hf.n - nfailed);
+				snprintf(who, sizeof(who), "fleet (%zu host%s)", hf.n - nfailed,
+					 hf.n - nfailed == 1 ? "" : "s");
 				print_line(who, steps[k].label, step_h, rt);
 			}
 	}
