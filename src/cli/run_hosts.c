@@ -266,10 +266,11 @@ static int probe_hosts(const struct fsp_hosts_opts *o, const struct fsp_hostfile
 				/* a listener that closes at once: fio's write gets SIGPIPE */
 				snprintf(msg, sizeof(msg), "the server closed the connection "
 					 "(fio ended by %s)", strsignal(status[i] - 128));
-			if (strstr(msg, "version"))
+			int closed = !strncmp(msg, "the server closed", 17);
+			if (strstr(msg, "version") && !closed)
 				snprintf(why, sizeof(why), "its fio server is not of this fio's "
 					 "version (%s): %s", version, msg);
-			else if (strstr(msg, "connect"))
+			else if (strstr(msg, "connect") && !closed)
 				snprintf(why, sizeof(why), "no fio server answers: %s", msg);
 			else
 				snprintf(why, sizeof(why), "not a fio server of this fio's "
