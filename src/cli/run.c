@@ -21,6 +21,7 @@
 #include "src/cli/cli.h"
 #include "src/cli/opt.h"
 #include "src/cli/report.h"
+#include "src/cli/run_hosts.h"
 #include "src/base/clock.h"
 #include "src/base/units.h"
 #include "bench/engine/engine.h"
@@ -60,6 +61,8 @@ struct run_opts {
 	const char *report;       /* --report FILE.html, or NULL */
 	uint64_t status_ns;       /* --status-interval: a status line that often, 0 none */
 	unsigned part, parts;     /* --part-of K/N: run K of N of one compare, 0 0 none */
+	const char *hosts;        /* --hosts HOSTFILE: fio on many hosts (run_hosts.c) */
+	int record_set;           /* --record given */
 	enum fsp_record_mode record;
 	unsigned sample_n;
 	const char *record_text;
@@ -107,12 +110,16 @@ static void run_usage(FILE *f)
 "  --status-interval SECS a one-line status on stderr every SECS seconds, also\n"
 "                         on a pipe or in a log (on a terminal: a progress line)\n"
 "  --part-of K/N          this run is run K of N of the same job (used by\n"
-"                         compare): progress shows the ETA of all N\n");
+"                         compare): progress shows the ETA of all N\n"
+"  --hosts HOSTFILE       run the profile with fio on every host of HOSTFILE\n"
+"                         (fio --server on each; TARGET unless the host file\n"
+"                         names the host's own), one start for all; see\n"
+"                         docs/hosts.md\n");
 	print_param_list(f);
 }
 
 enum { OPT_DB = 256, OPT_SCALE, OPT_DESTROY, OPT_PARENT, OPT_LABEL, OPT_RECORD, OPT_NO_TRACE,
-       OPT_REPORT, OPT_STATUS, OPT_PART_OF };
+       OPT_REPORT, OPT_STATUS, OPT_PART_OF, OPT_HOSTS };
 
 /* Returns 0, 1 after --help, or 2 (usage error, said). */
 static int parse_args(int argc, char **argv, struct run_opts *o)
@@ -129,6 +136,7 @@ static int parse_args(int argc, char **argv, struct run_opts *o)
 		{ "report", required_argument, NULL, OPT_REPORT },
 		{ "status-interval", required_argument, NULL, OPT_STATUS },
 		{ "part-of", required_argument, NULL, OPT_PART_OF },
+		{ "hosts", required_argument, NULL, OPT_HOSTS },
 		FSP_OPT_HELP,
 		{ NULL, 0, NULL, 0 },
 	};
@@ -178,6 +186,9 @@ static int parse_args(int argc, char **argv, struct run_opts *o)
 		case OPT_DB:
 			o->db = v;
 			break;
+		case OPT_HOSTS:
+			o->hosts = v;
+			break;
 		case OPT_SCALE:
 			if (fsp_scale_parse(v, &o->scale)) {
 				fprintf(stderr, "fsprism run: scale: '%s' is not default or full\n", v);
@@ -199,6 +210,7 @@ static int parse_args(int argc, char **argv, struct run_opts *o)
 				return 2;
 			}
 			o->record_text = v;
+			o->record_set = 1;
 			break;
 		default:
 			/* a parameter: checked once the profile is loaded */
@@ -224,6 +236,18 @@ static int parse_args(int argc, char **argv, struct run_opts *o)
 	if (!o->target) {
 		fprintf(stderr, "fsprism run: missing TARGET (a block device or a file)\n");
 		return 2;
+	}
+	if (o->hosts) {
+		/* fio runs the IO on the hosts: what only fsprism's engine does here is refused */
+		const char *no = o->record_set ? "--record" : o->no_trace ? "--no-trace" :
+			o->report ? "--report" : o->parent ? "--parent" : o->parts ? "--part-of" :
+			o->status_ns ? "--status-interval" : NULL;
+		if (no)
+			return fsp_usage_error("run", "%s does not go with --hosts (fio runs the "
+					       "IO on the hosts)", no);
+		if (o->target[0] != '/')
+			return fsp_usage_error("run", "with --hosts, TARGET '%s' must be an "
+					       "absolute path (a path on the hosts)", o->target);
 	}
 	return 0;
 }
@@ -1061,6 +1085,38 @@ static int run_steps(const struct run_opts *o, const struct fsp_params *p,
 	return run_stop ? 128 + run_stop : 0;
 }
 
+/*
+ * --hosts: the targets are on other machines, so fsprism cannot look at
+ * them; a job that writes needs --destroy-data, the user's word that no
+ * host's target holds data (the raw-write check of a local run cannot run
+ * there).
+ */
+static int run_on_hosts(const struct run_opts *o, struct fsp_params *p, int argc,
+			char **argv)
+{
+	char err[ERRLEN];
+	if (fsp_params_writes(p) && !o->destroy_data) {
+		fprintf(stderr, "fsprism run: %s writes, and with --hosts no host's target can be "
+			"checked for data: give --destroy-data to write them\n", o->profile);
+		return 2;
+	}
+	if (!p->span) {
+		fprintf(stderr, "fsprism run: span: with --hosts give --span (the hosts' targets "
+			"are not known here)\n");
+		return 2;
+	}
+	p->span -= p->span % p->bs;
+	if (fsp_params_check_memory(p, err, sizeof(err)) != 0) {
+		fprintf(stderr, "fsprism run: %s\n", err);
+		return 2;
+	}
+	struct fsp_hosts_opts h = {
+		.hostfile = o->hosts, .profile = o->profile, .target = o->target,
+		.db = o->db, .label = o->label, .quiet = o->quiet, .argc = argc, .argv = argv,
+	};
+	return fsp_run_hosts(&h, p);
+}
+
 int cmd_run(int argc, char **argv)
 {
 	struct run_opts o;
@@ -1075,6 +1131,11 @@ int cmd_run(int argc, char **argv)
 		return rc == 1 ? 0 : rc;
 	}
 	rc = resolve_params_as("run", &o, &p, &is_jobfile);
+	if (!rc && o.hosts) {
+		rc = run_on_hosts(&o, &p, argc, argv);
+		free_opts(&o);
+		return rc;
+	}
 	if (!rc)
 		rc = target_inspect(&t, o.target);
 	if (!rc)

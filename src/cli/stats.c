@@ -941,7 +941,7 @@ int fsp_stats_print(struct fsp_store *st, int64_t run, const char *format, unsig
 		return -1;
 	}
 	rc = -1;
-	if (hdr.kind && !strcmp(hdr.kind, "fio-clients")) {
+	if (hdr.kind && (!strcmp(hdr.kind, "fio-clients") || !strcmp(hdr.kind, "hosts"))) {
 		/* its numbers are its hosts' runs: side by side, and merged */
 		rc = fsp_stats_hosts(out, st, &hdr, format);
 		goto out;

@@ -1,7 +1,7 @@
 /*
- * stats_hosts.c - `fsprism stats` of a run of kind fio-clients (what
+ * stats_hosts.c - `fsprism stats` of a run of kind fio-clients or hosts (what
  * `fsprism import` makes of fio --client's results from several servers,
- * docs/fio.md): its hosts side by side, a row per step, direction and host,
+ * docs/fio.md, and what `run --hosts` stores, docs/hosts.md): its hosts side by side, a row per step, direction and host,
  * and the fleet's row: the hosts' histograms merged, so that its
  * percentiles are exact, not averages of the hosts' percentiles.
  *
@@ -154,9 +154,12 @@ int fsp_stats_hosts(FILE *out, struct fsp_store *st, const struct fsp_run_row *h
 			goto oom;
 	}
 	if (f == F_TABLE) {
-		fprintf(out, "run %" PRId64 " (fio-clients%s%s)  fio --client results of %zu hosts, "
-			"imported %s\n", hdr->id, hdr->label ? " " : "", hdr->label ? hdr->label : "",
-			hs.n, hdr->started_at ? hdr->started_at : "-");
+		/* a run --hosts (kind hosts) ran them; an import (fio-clients) read them */
+		int ran = hdr->kind && !strcmp(hdr->kind, "hosts");
+		fprintf(out, "run %" PRId64 " (%s%s%s)  fio --client results of %zu hosts, "
+			"%s %s\n", hdr->id, ran ? "hosts" : "fio-clients", hdr->label ? " " : "",
+			hdr->label ? hdr->label : "", hs.n, ran ? "run --hosts" : "imported",
+			hdr->started_at ? hdr->started_at : "-");
 		fprintf(out, "a row per step, direction and host; 'all hosts': their histograms "
 			"merged, MB/s summed (fsprism stats DB --run N: one host)\n\n");
 		fprintf(out, "%-14s %-5s %-16s %9s %9s %9s %9s %9s %9s %9s\n", "step", "op", "host",
@@ -165,8 +168,8 @@ int fsp_stats_hosts(FILE *out, struct fsp_store *st, const struct fsp_run_row *h
 		fprintf(out, "step,step_label,op,host,run,count,bytes,mb_per_s,mean_us,p50_us,"
 			"p99_us,p999_us,max_us\n");
 	} else {
-		fprintf(out, "{\n  \"run\": {\"id\": %" PRId64 ", \"kind\": \"fio-clients\"",
-			hdr->id);
+		fprintf(out, "{\n  \"run\": {\"id\": %" PRId64 ", \"kind\": ", hdr->id);
+		fsp_json_str(out, hdr->kind ? hdr->kind : "fio-clients");
 		fsp_json_member_str(out, "label", hdr->label);
 		fprintf(out, "},\n  \"hosts\": [");
 		for (size_t i = 0; i < hs.n; i++) {
