@@ -26,9 +26,24 @@ enum fsp_score {
 	FSP_SCORE_STEPS,     /* mean over steps (mixes) */
 	FSP_SCORE_BURSTS,    /* mean over bursts */
 	FSP_SCORE_FILL,      /* per-segment curve, mean of the tail, overall */
+	FSP_SCORE_CURVE,     /* a load curve: the maximum (the closed-loop step) */
 };
 
 enum fsp_scale { FSP_SCALE_DEFAULT = 0, FSP_SCALE_FULL };
+
+/*
+ * One entry of the `rate` list: closed loop (`max`: the queue kept full,
+ * which measures the maximum), a rate in IOs per second, or a percentage
+ * of the rate that the latest closed-loop step before it achieved
+ * (resolved at run time; docs/profiles.md, "Load curves").
+ */
+enum fsp_rate_kind { FSP_RATE_MAX = 0, FSP_RATE_IOPS, FSP_RATE_PCT };
+struct fsp_rate_spec {
+	enum fsp_rate_kind kind;
+	unsigned value; /* IOPS or percent */
+};
+#define FSP_RATE_IOPS_MAX 10000000u
+#define FSP_RATE_PCT_MAX 1000u
 
 struct fsp_params {
 	uint32_t bs;
@@ -56,7 +71,17 @@ struct fsp_params {
 	enum fsp_score score;
 	int iops_score;       /* score in IOPS (random) rather than MB/s */
 	unsigned span_set;    /* span given explicitly (not capped silently) */
+	struct fsp_rate_spec rates[FSP_MAX_LIST]; /* one step per entry (innermost) */
+	unsigned nrate;
+	enum fsp_arrivals arrivals; /* rate steps: uniform or Poisson */
+	uint64_t stop_p99_ns; /* end the run after the first rate step whose p99 passes it; 0 = never */
 };
+
+/* Steps of a run: qds x mixes x rates, or 1 for a fill. */
+static inline unsigned fsp_params_nsteps(const struct fsp_params *p)
+{
+	return p->fill ? 1 : p->nqd * p->nmix * (p->nrate ? p->nrate : 1);
+}
 
 struct fsp_profile {
 	const char *name;

@@ -1,0 +1,159 @@
+#!/bin/sh
+# it_curve.sh - the load curves (docs/profiles.md, "Load curves") at a tiny
+# scale: every curve profile through `fsprism compare` on the raw device, the
+# native file system, the fsprism mount and the emulated mount; per target
+# run 13 steps labelled rate=max, rate=10% .. rate=120%, each rate step asked
+# its share of what step 0 achieved, its schedule kept (IOs sent plus those
+# left unissued = asked x time), never faster than asked, near the asked
+# rate well below saturation, the lag stored (attributes and the lag histogram),
+# the layer split per IO at a rate step; --stop-p99 ending the curve after
+# the first rate step past the bound, said in the attributes and in run's
+# output; nothing left behind.
+. "$TESTS_SRCDIR/lib.sh"
+
+# compare's image on a tmpfs: no host disk stalls under the loop device
+fsp_tmpdir_tmpfs 640M
+TINY="--size=256M --time=200ms --span=32M --rounds 1"
+TARGETS=raw,fs,fsprism,emu
+
+expect_eq "profiles lists the four curves" 4 \
+	"$("$FSPRISM" profiles | grep -c '^curve-\(randread\|randwrite\|seqread\|seqwrite\) - ')"
+
+# check_curve DB NAME STEPS TARGETS: every engine run of the newest compare in DB.
+# python3 prints PASS/FAIL lines, turned into TAP here.
+check_curve() {
+	python3 - "$1" "$2" "$3" 0.2 "$FSPRISM" "$4" >"$T/check.out" 2>&1 <<'EOF'
+import json, math, sqlite3, subprocess, sys
+db, name, want, secs, fsprism = sys.argv[1], sys.argv[2], int(sys.argv[3]), float(sys.argv[4]), sys.argv[5]
+targets = sys.argv[6].split(",")
+c = sqlite3.connect(db)
+cmp = c.execute("SELECT max(id) FROM runs WHERE kind='compare'").fetchone()[0]
+def say(ok, desc):
+    print(("PASS " if ok else "FAIL ") + name + ": " + desc)
+def attr(run, key):
+    r = c.execute("SELECT value FROM run_attrs WHERE run=? AND key=?", (run, key)).fetchone()
+    return None if r is None else r[0]
+labels = ["rate=max"] + ["rate=%d%%" % p for p in range(10, 130, 10)]
+runs = c.execute("SELECT id, label FROM runs WHERE parent=? AND kind='run' ORDER BY id",
+                 (cmp,)).fetchall()
+say(sorted(l for _, l in runs) == sorted(targets),
+    "one engine run per target (%s)" % ",".join(l for _, l in runs))
+for run, label in runs:
+    steps = c.execute("SELECT step, label, read_ios + write_ios FROM steps WHERE run=? ORDER BY step",
+                      (run,)).fetchall()
+    say(len(steps) == want, "%s: %d steps (got %d)" % (label, want, len(steps)))
+    say([s[1] for s in steps] == labels[:len(steps)], "%s: labels %s" % (label, [s[1] for s in steps]))
+    top = float(attr(run, "rate.step.0.achieved_iops") or 0)
+    say(top > 0, "%s: step 0 (closed loop) achieved %.0f IOPS" % (label, top))
+    near, below, bad_asked, bad_sched, bad_lag, fast, silent = [], 0, [], [], [], [], []
+    for step, lab, ios in steps[1:]:
+        pct = int(lab[5:-1])
+        asked = float(attr(run, "rate.step.%d.asked_iops" % step) or -1)
+        ach = float(attr(run, "rate.step.%d.achieved_iops" % step) or -1)
+        unissued = int(attr(run, "rate.step.%d.unissued_ios" % step) or -1)
+        lag99 = attr(run, "rate.step.%d.lag_p99_ns" % step)
+        if abs(asked - top * pct / 100) > 0.002 * asked + 0.01:
+            bad_asked.append("%s: asked %.1f, not %d%% of %.1f" % (lab, asked, pct, top))
+        # the schedule: IOs sent + IOs never sent = the IOs due in the step's time
+        due = math.ceil(asked * secs - 1e-6)
+        if unissued < 0 or abs(ios + unissued - due) > 1:
+            bad_sched.append("%s: %d IOs + %d unissued, %d due" % (lab, ios, unissued, due))
+        if lag99 is None or attr(run, "rate.step.%d.late_ios" % step) is None:
+            bad_lag.append(lab)
+        # never faster than asked (a rate step that ran closed loop would be)
+        if ach > asked * 1.02 + 1 / secs:
+            fast.append("%s: %.0f of %.0f" % (lab, ach, asked))
+        # a step that missed its rate says so: its IOs went out late
+        if ach < 0.95 * asked and int(attr(run, "rate.step.%d.late_ios" % step) or 0) == 0:
+            silent.append("%s: %.0f of %.0f, no IO late" % (lab, ach, asked))
+        if pct <= 50:
+            below += 1
+            if abs(ach - asked) <= 0.05 * asked:
+                near.append(lab)
+            else:
+                print("# %s %s: achieved %.0f of %.0f asked (unissued %d)" % (label, lab, ach, asked, unissued))
+    if len(steps) > 1:
+        say(not bad_asked, "%s: every rate step asked its share of step 0 %s" % (label, "; ".join(bad_asked)))
+        say(not bad_sched, "%s: every rate step's IOs sent + unissued = asked x time %s" % (label, "; ".join(bad_sched)))
+        say(not bad_lag, "%s: every rate step's lag stored %s" % (label, "; ".join(bad_lag)))
+        say(not fast, "%s: no rate step faster than asked %s" % (label, "; ".join(fast)))
+        say(not silent, "%s: every rate step short of its rate has late IOs %s" % (label, "; ".join(silent)))
+    if below and label in ("raw", "fs"):
+        # on a shared 2-core machine a stall can cost a 200 ms step its rate:
+        # most of the steps well below saturation, not all. Through FUSE
+        # (fsprism, emu: a daemon sharing the 2 CPUs, its service in bursts
+        # that fill the queue) 200 ms steps miss even low rates on such a
+        # machine: their numbers are printed, the check above holds for them
+        say(len(near) >= math.ceil(0.6 * below),
+            "%s: achieved within 5%% of asked at %d of %d steps up to 50%%" % (label, len(near), below))
+    # the lag of each IO as the engine's layer histogram of a rate step
+    n = c.execute("SELECT count FROM hist WHERE run=? AND step=1 AND layer=2 AND count > 0", (run,)).fetchall()
+    say(len(n) > 0 and n[0][0] > 0, "%s: the lag histogram of step 1 is stored" % label)
+    # the layer split per IO at a rate step (stats "layers", from --record=full)
+    lstep = 3 if want > 3 else 1
+    out = subprocess.run([fsprism, "stats", db, "--run", str(run), "--format", "json"],
+                         capture_output=True, text=True)
+    try:
+        lay = json.loads(out.stdout).get("layers") or {}
+        at = [s for s in lay.get("steps", []) if s.get("step") == lstep and s.get("ios", 0) > 0]
+        ok = bool(at) and len(at[0].get("parts", {})) > 2
+    except ValueError:
+        ok = False
+    say(ok, "%s: the layers per IO at step %d (%s)" % (label, lstep, labels[lstep]))
+EOF
+	grep '^# ' "$T/check.out" >&9
+	while IFS= read -r line; do
+		case $line in
+		PASS\ *) ok "${line#PASS }" ;;
+		FAIL\ *) not_ok "${line#FAIL }" ;;
+		esac
+	done <"$T/check.out"
+	grep -q '^\(PASS\|FAIL\) ' "$T/check.out" || not_ok "$2: the check ran ($(cat "$T/check.out"))"
+}
+
+# every profile, each target at least twice (under 3 minutes on 2 cores)
+for pt in curve-randread:raw,fs,fsprism,emu curve-randwrite:raw,emu curve-seqread:fs,fsprism \
+	curve-seqwrite:raw,fs,fsprism,emu; do
+	prof=${pt%%:*} targets=${pt#*:}
+	cow=; case $targets in *emu*) cow=--cow=always ;; esac
+	fsp_compare "$prof" "$T/$prof.db" --profile "$prof" --targets "$targets" $TINY $cow
+	check_curve "$T/$prof.db" "$prof" 13 "$targets"
+	fsp_nothing_left "$TMPDIR" "$prof"
+done
+
+# ---- --stop-p99: a bound every rate step passes ends each curve after step 1 ----
+fsp_compare stop "$T/stop.db" --profile curve-randwrite --targets $TARGETS $TINY --cow=always --stop-p99=1us
+check_curve "$T/stop.db" "stop-p99" 2 $TARGETS
+for label in raw fs fsprism emu; do
+	run=$(sqlite3 "$T/stop.db" "SELECT max(id) FROM runs WHERE kind='run' AND label='$label'")
+	expect_eq "stop-p99 $label: curve.stopped_after" 1 \
+		"$(sqlite3 "$T/stop.db" "SELECT value FROM run_attrs WHERE run=$run AND key='curve.stopped_after'")"
+	expect_eq "stop-p99 $label: curve.stop_p99_ns" 1000 \
+		"$(sqlite3 "$T/stop.db" "SELECT value FROM run_attrs WHERE run=$run AND key='curve.stop_p99_ns'")"
+done
+fsp_nothing_left "$TMPDIR" "stop-p99"
+
+# ---- fsprism run's own table, and the stop said in its output ----
+F=$T/file
+"$FSPRISM" run curve-randread "$F" --db "$T/run.db" --time=100ms --span=16M --no-trace \
+	--stop-p99=1us >"$T/run.out" 2>"$T/run.err"
+expect_eq "run: exits 0" 0 "$?"
+check "run: the curve table (asked, IOPS, lag, late, p99.9)" \
+	grep -q '^step  *asked  *IOPS  *lag p50  *lag p99  *lag max  *late  .*p99.9$' "$T/run.out"
+check "run: the max step and the 10% step in it" grep -q '^10%  ' "$T/run.out"
+check "run: says where the curve stopped" \
+	grep -q '^curve stopped after step 1 (rate=10%): p99 .* us > stop-p99 1.0 us$' "$T/run.out"
+expect_eq "run: 2 steps stored" 2 "$(sqlite3 "$T/run.db" "SELECT count(*) FROM steps")"
+check "stats: a rate step's asked and achieved IOPS" \
+	sh -c "'$FSPRISM' stats '$T/run.db' | grep -q '^   asked [0-9]* IOPS, achieved [0-9]*; lag p50 '"
+# without the bound: all 13
+"$FSPRISM" run curve-randread "$F" --db "$T/run.db" --time=50ms --span=16M --no-trace \
+	--quiet >/dev/null 2>"$T/run.err"
+expect_eq "run without stop-p99: 13 steps" 13 \
+	"$(sqlite3 "$T/run.db" "SELECT count(*) FROM steps WHERE run=(SELECT max(id) FROM runs)")"
+# a percentage needs a closed-loop step before it
+"$FSPRISM" run curve-randread "$F" --db "$T/run.db" --rate=50% >/dev/null 2>"$T/bad.err"
+expect_eq "rate=50% alone: usage error" 2 "$?"
+check "rate=50% alone: says why" grep -q 'needs a closed-loop step (max) before it' "$T/bad.err"
+
+fsp_done
