@@ -4,16 +4,25 @@
 # native file system, the fsprism mount and the emulated mount; per target
 # run 13 steps labelled rate=max, rate=10% .. rate=120%, each rate step asked
 # its share of what step 0 achieved, its schedule kept (IOs sent plus those
-# left unissued = asked x time), never faster than asked, near the asked
-# rate well below saturation, the lag stored (attributes and the lag histogram),
-# the layer split per IO at a rate step; --stop-p99 ending the curve after
-# the first rate step past the bound, said in the attributes and in run's
-# output; nothing left behind.
+# left unissued = asked x time), never faster than asked, a step short of its
+# rate showing late or unissued IOs, the achieved rate the IOs over the send
+# time stored, the lag stored (attributes and the lag histogram), the layer
+# split per IO at every rate step with the lag as its own part; on raw and fs
+# most steps up to 50% sent on schedule (lag p50 under 1 ms, none unissued),
+# the FUSE targets' numbers printed; --stop-p99 ending the curve after the
+# first rate step past the bound, said in the attributes and in run's output;
+# compare's answer and stats showing the curve; nothing left behind.
+#
+# How near the asked rate a 100 ms step comes depends on how the machine
+# schedules the engine (CI shares two CPUs): the achieved rates are printed
+# as TAP comments, and what is asserted holds exactly or, for the schedule
+# kept on raw and fs, by the median IO, which a stall of some milliseconds
+# does not move.
 . "$TESTS_SRCDIR/lib.sh"
 
 # compare's image on a tmpfs: no host disk stalls under the loop device
 fsp_tmpdir_tmpfs 640M
-TINY="--size=256M --time=200ms --span=32M --rounds 1"
+TINY="--size=256M --time=100ms --span=32M --rounds 1"
 TARGETS=raw,fs,fsprism,emu
 
 expect_eq "profiles lists the four curves" 4 \
@@ -22,7 +31,7 @@ expect_eq "profiles lists the four curves" 4 \
 # check_curve DB NAME STEPS TARGETS: every engine run of the newest compare in DB.
 # python3 prints PASS/FAIL lines, turned into TAP here.
 check_curve() {
-	python3 - "$1" "$2" "$3" 0.2 "$FSPRISM" "$4" >"$T/check.out" 2>&1 <<'EOF'
+	python3 - "$1" "$2" "$3" 0.1 "$FSPRISM" "$4" >"$T/check.out" 2>&1 <<'EOF'
 import json, math, sqlite3, subprocess, sys
 db, name, want, secs, fsprism = sys.argv[1], sys.argv[2], int(sys.argv[3]), float(sys.argv[4]), sys.argv[5]
 targets = sys.argv[6].split(",")
@@ -45,47 +54,55 @@ for run, label in runs:
     say([s[1] for s in steps] == labels[:len(steps)], "%s: labels %s" % (label, [s[1] for s in steps]))
     top = float(attr(run, "rate.step.0.achieved_iops") or 0)
     say(top > 0, "%s: step 0 (closed loop) achieved %.0f IOPS" % (label, top))
-    near, below, bad_asked, bad_sched, bad_lag, fast, silent = [], 0, [], [], [], [], []
+    sched, below, bad_asked, bad_sched, bad_lag, fast, silent, bad_ach = [], 0, [], [], [], [], [], []
     for step, lab, ios in steps[1:]:
         pct = int(lab[5:-1])
         asked = float(attr(run, "rate.step.%d.asked_iops" % step) or -1)
         ach = float(attr(run, "rate.step.%d.achieved_iops" % step) or -1)
         unissued = int(attr(run, "rate.step.%d.unissued_ios" % step) or -1)
+        late = int(attr(run, "rate.step.%d.late_ios" % step) or 0)
+        lag50 = attr(run, "rate.step.%d.lag_p50_ns" % step)
         lag99 = attr(run, "rate.step.%d.lag_p99_ns" % step)
+        send = attr(run, "rate.step.%d.send_ns" % step)
         if abs(asked - top * pct / 100) > 0.002 * asked + 0.01:
             bad_asked.append("%s: asked %.1f, not %d%% of %.1f" % (lab, asked, pct, top))
         # the schedule: IOs sent + IOs never sent = the IOs due in the step's time
         due = math.ceil(asked * secs - 1e-6)
         if unissued < 0 or abs(ios + unissued - due) > 1:
             bad_sched.append("%s: %d IOs + %d unissued, %d due" % (lab, ios, unissued, due))
-        if lag99 is None or attr(run, "rate.step.%d.late_ios" % step) is None:
+        if lag50 is None or lag99 is None or attr(run, "rate.step.%d.late_ios" % step) is None:
             bad_lag.append(lab)
+        # the achieved rate as stored: the IOs sent over the send time, at least the step's
+        if send is None or int(send) < secs * 1e9 or abs(ach - ios * 1e9 / int(send)) > 0.01 * ach + 0.5:
+            bad_ach.append("%s: %.1f stored, %d IOs over %s ns" % (lab, ach, ios, send))
         # never faster than asked (a rate step that ran closed loop would be)
-        if ach > asked * 1.02 + 1 / secs:
+        if ach > asked * 1.001 + 1 / secs:
             fast.append("%s: %.0f of %.0f" % (lab, ach, asked))
-        # a step that missed its rate says so: its IOs went out late
-        if ach < 0.95 * asked and int(attr(run, "rate.step.%d.late_ios" % step) or 0) == 0:
+        # a step that missed its rate says so: its IOs went out late or not at all
+        if ach < 0.99 * asked and late + max(unissued, 0) == 0:
             silent.append("%s: %.0f of %.0f, no IO late" % (lab, ach, asked))
         if pct <= 50:
             below += 1
-            if abs(ach - asked) <= 0.05 * asked:
-                near.append(lab)
-            else:
-                print("# %s %s: achieved %.0f of %.0f asked (unissued %d)" % (label, lab, ach, asked, unissued))
+            if lag50 is not None and int(lag50) < 1000000 and unissued == 0:
+                sched.append(lab)
+            print("# %s %s: achieved %.0f of %.0f asked (%.1f%%), lag p50 %.1f us, late %d, unissued %d"
+                  % (label, lab, ach, asked, 100 * ach / asked if asked > 0 else 0,
+                     int(lag50 or 0) / 1e3, late, unissued))
     if len(steps) > 1:
         say(not bad_asked, "%s: every rate step asked its share of step 0 %s" % (label, "; ".join(bad_asked)))
         say(not bad_sched, "%s: every rate step's IOs sent + unissued = asked x time %s" % (label, "; ".join(bad_sched)))
         say(not bad_lag, "%s: every rate step's lag stored %s" % (label, "; ".join(bad_lag)))
+        say(not bad_ach, "%s: every rate step's achieved rate = IOs / send time %s" % (label, "; ".join(bad_ach)))
         say(not fast, "%s: no rate step faster than asked %s" % (label, "; ".join(fast)))
-        say(not silent, "%s: every rate step short of its rate has late IOs %s" % (label, "; ".join(silent)))
+        say(not silent, "%s: every rate step short of its rate has late or unissued IOs %s" % (label, "; ".join(silent)))
     if below and label in ("raw", "fs"):
-        # on a shared 2-core machine a stall can cost a 200 ms step its rate:
-        # most of the steps well below saturation, not all. Through FUSE
-        # (fsprism, emu: a daemon sharing the 2 CPUs, its service in bursts
-        # that fill the queue) 200 ms steps miss even low rates on such a
-        # machine: their numbers are printed, the check above holds for them
-        say(len(near) >= math.ceil(0.6 * below),
-            "%s: achieved within 5%% of asked at %d of %d steps up to 50%%" % (label, len(near), below))
+        # the median IO of a step on schedule: a controller that fell behind
+        # or sent in bunches misses it at every step; a stall of the machine
+        # costs a step, not its median (the FUSE targets, whose daemon shares
+        # the two CPUs, are printed above, not judged)
+        say(len(sched) >= math.ceil(0.6 * below),
+            "%s: sent on schedule (lag p50 under 1 ms, none unissued) at %d of %d steps up to 50%%"
+            % (label, len(sched), below))
     # the lag of each IO as the engine's layer histogram of a rate step
     n = c.execute("SELECT count FROM hist WHERE run=? AND step=1 AND layer=2 AND count > 0", (run,)).fetchall()
     say(len(n) > 0 and n[0][0] > 0, "%s: the lag histogram of step 1 is stored" % label)

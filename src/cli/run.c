@@ -809,6 +809,8 @@ static void store_rates(struct fsp_store *st, int64_t run, const struct fsp_para
 		fsp_store_set_attr_u64(st, run, key, r->rate->late);
 		snprintf(key, sizeof(key), "rate.step.%u.unissued_ios", i);
 		fsp_store_set_attr_u64(st, run, key, r->unissued);
+		snprintf(key, sizeof(key), "rate.step.%u.send_ns", i);
+		fsp_store_set_attr_u64(st, run, key, r->send_ns);
 	}
 	if (p->stop_p99_ns) {
 		fsp_store_set_attr_u64(st, run, "curve.stop_p99_ns", p->stop_p99_ns);
