@@ -106,17 +106,32 @@ for run, label in runs:
     # the lag of each IO as the engine's layer histogram of a rate step
     n = c.execute("SELECT count FROM hist WHERE run=? AND step=1 AND layer=2 AND count > 0", (run,)).fetchall()
     say(len(n) > 0 and n[0][0] > 0, "%s: the lag histogram of step 1 is stored" % label)
-    # the layer split per IO at a rate step (stats "layers", from --record=full)
-    lstep = 3 if want > 3 else 1
+    # the layer split per IO at every step (stats "layers", from --record=full):
+    # at a rate step the lag is its own part, and the parts' total is the
+    # latency from the intended time the engine stored for each IO
     out = subprocess.run([fsprism, "stats", db, "--run", str(run), "--format", "json"],
                          capture_output=True, text=True)
     try:
         lay = json.loads(out.stdout).get("layers") or {}
-        at = [s for s in lay.get("steps", []) if s.get("step") == lstep and s.get("ios", 0) > 0]
-        ok = bool(at) and len(at[0].get("parts", {})) > 2
     except ValueError:
-        ok = False
-    say(ok, "%s: the layers per IO at step %d (%s)" % (label, lstep, labels[lstep]))
+        lay = {}
+    bad_split = []
+    for step, lab, ios in steps:
+        at = [s for s in lay.get("steps", []) if s.get("step") == step and s.get("ios", 0) > 0]
+        if not at:
+            bad_split.append("%s: none" % lab)
+            continue
+        n = sum(s["ios"] for s in at)
+        mean = sum(s["total"]["mean_us"] * s["ios"] for s in at) / n
+        # an engine run's rows are its reads and writes
+        db_n, db_mean = c.execute("SELECT count(*), avg(total_ns) / 1e3 FROM ops WHERE run=? AND step=? "
+                                  "AND result=0", (run, step)).fetchone()
+        if n != db_n or abs(mean - db_mean) > 0.001 * db_mean + 0.01:
+            bad_split.append("%s: %d IOs, mean %.3f us; stored %d, %.3f us" % (lab, n, mean, db_n, db_mean))
+        if lab != "rate=max" and not all("lag" in s.get("parts", {}) for s in at):
+            bad_split.append("%s: no lag part" % lab)
+    say(not bad_split, "%s: the layers per IO at every step, the lag its own part at a rate step, "
+        "their total the stored latency %s" % (label, "; ".join(bad_split)))
 EOF
 	grep '^# ' "$T/check.out" >&9
 	while IFS= read -r line; do
@@ -128,13 +143,52 @@ EOF
 	grep -q '^\(PASS\|FAIL\) ' "$T/check.out" || not_ok "$2: the check ran ($(cat "$T/check.out"))"
 }
 
-# every profile, each target at least twice (under 3 minutes on 2 cores)
-for pt in curve-randread:raw,fs,fsprism,emu curve-randwrite:raw,emu curve-seqread:fs,fsprism \
+# check_answer NAME DB TARGETS: compare's screen and diagnose's JSON answer
+# of a curve: steps named by their rate, IOPS and p99 per target, where the
+# latency grew; the JSON's points equal to the runs' stored rates
+check_answer() {
+	out=$T/$1.out
+	check "$1: the answer says it is a load curve" grep -q '^the answer (.*): a load curve' "$out"
+	check "$1: the answer's maximum line" grep -q '^- maximum (closed loop): raw [0-9]* IOPS' "$out"
+	for r in max 10% 50% 100% 120%; do
+		check "$1: the answer's curve row $r (IOPS and p99 per target)" \
+			grep -q "^  $r\(  *[0-9][0-9]*[ !]  *[0-9][0-9.]*\)\{$(echo "$3" | tr , '\n' | wc -l)\}\$" "$out"
+	done
+	check "$1: the answer says where latency grows" \
+		grep -q '^  where latency grows: the part of the layer split per IO' "$out"
+	check "$1: no MB/s headline across targets' different rates" \
+		sh -c "! grep -q 'slower than .* at [0-9]*/13 steps' '$out'"
+	"$FSPRISM" diagnose "$2" --format json >"$T/$1.dx.json" 2>"$T/$1.dx.err"
+	expect_eq "$1: diagnose --format json exits 0" 0 "$?"
+	python3 - "$2" "$T/$1.dx.json" "$3" >"$T/$1.ans" 2>&1 <<'EOF2'
+import json, sqlite3, sys
+c = sqlite3.connect(sys.argv[1])
+a = json.load(open(sys.argv[2]))["answer"]
+bad = []
+for t in sys.argv[3].split(","):
+    run = c.execute("SELECT max(id) FROM runs WHERE kind='run' AND label=?", (t,)).fetchone()[0]
+    pts = [p for p in a.get("curve", []) if p["target"] == t]
+    if len(pts) != 13:
+        bad.append("%s: %d points" % (t, len(pts)))
+    for p in pts:
+        v = c.execute("SELECT value FROM run_attrs WHERE run=? AND key=?",
+                      (run, "rate.step.%d.achieved_iops" % p["step"])).fetchone()
+        if v is None or abs(float(v[0]) - p["iops"]) > 1e-3 * float(v[0]) or p["p99_us"] <= 0:
+            bad.append("%s %s: %s IOPS, stored %s, p99 %s" % (t, p["label"], p["iops"], v, p["p99_us"]))
+print("PASS" if not bad else "FAIL " + "; ".join(bad[:5]))
+EOF2
+	check "$1: diagnose's answer.curve: 13 points per target, the stored IOPS ($(cat "$T/$1.ans"))" \
+		grep -q '^PASS$' "$T/$1.ans"
+}
+
+# every profile; randwrite on every target with --stop-p99 below
+for pt in curve-randread:raw,fs,fsprism,emu curve-seqread:fs,fsprism \
 	curve-seqwrite:raw,fs,fsprism,emu; do
 	prof=${pt%%:*} targets=${pt#*:}
 	cow=; case $targets in *emu*) cow=--cow=always ;; esac
 	fsp_compare "$prof" "$T/$prof.db" --profile "$prof" --targets "$targets" $TINY $cow
 	check_curve "$T/$prof.db" "$prof" 13 "$targets"
+	[ "$prof" = curve-randread ] && check_answer "$prof" "$T/$prof.db" "$targets"
 	fsp_nothing_left "$TMPDIR" "$prof"
 done
 
