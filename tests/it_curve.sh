@@ -8,10 +8,11 @@
 # rate showing late or unissued IOs, the achieved rate the IOs over the send
 # time stored, the lag stored (attributes and the lag histogram), the layer
 # split per IO at every rate step with the lag as its own part; on raw and fs
-# most steps up to 50% sent on schedule (lag p50 under 1 ms, none unissued),
-# the FUSE targets' numbers printed; --stop-p99 ending the curve after the
-# first rate step past the bound, said in the attributes and in run's output;
-# compare's answer and stats showing the curve; nothing left behind.
+# all but one of the steps up to 30% sent on schedule (lag p50 under 1 ms,
+# none unissued), the achieved rates up to 50% printed; --stop-p99 ending the
+# curve after the first rate step past the bound, said in the attributes and
+# in run's output; compare's answer and stats showing the curve; nothing left
+# behind.
 #
 # How near the asked rate a 100 ms step comes depends on how the machine
 # schedules the engine (CI shares two CPUs): the achieved rates are printed
@@ -81,10 +82,11 @@ for run, label in runs:
         # a step that missed its rate says so: its IOs went out late or not at all
         if ach < 0.99 * asked and late + max(unissued, 0) == 0:
             silent.append("%s: %.0f of %.0f, no IO late" % (lab, ach, asked))
-        if pct <= 50:
+        if pct <= 30:
             below += 1
             if lag50 is not None and int(lag50) < 1000000 and unissued == 0:
                 sched.append(lab)
+        if pct <= 50:
             print("# %s %s: achieved %.0f of %.0f asked (%.1f%%), lag p50 %.1f us, late %d, unissued %d"
                   % (label, lab, ach, asked, 100 * ach / asked if asked > 0 else 0,
                      int(lag50 or 0) / 1e3, late, unissued))
@@ -96,12 +98,16 @@ for run, label in runs:
         say(not fast, "%s: no rate step faster than asked %s" % (label, "; ".join(fast)))
         say(not silent, "%s: every rate step short of its rate has late or unissued IOs %s" % (label, "; ".join(silent)))
     if below and label in ("raw", "fs"):
-        # the median IO of a step on schedule: a controller that fell behind
-        # or sent in bunches misses it at every step; a stall of the machine
-        # costs a step, not its median (the FUSE targets, whose daemon shares
-        # the two CPUs, are printed above, not judged)
-        say(len(sched) >= math.ceil(0.6 * below),
-            "%s: sent on schedule (lag p50 under 1 ms, none unissued) at %d of %d steps up to 50%%"
+        # the median IO of a step on schedule, at 10-30% of the maximum, far
+        # from saturation: a controller that fell behind or sent in bunches
+        # misses it at every step; a stall of the machine longer than half a
+        # step costs that step (seen here: fs at 10%, lag p50 16 ms). At 40
+        # and 50% the maximum measured in step 0 may not hold a second later
+        # on a shared machine (raw: lag p50 1.0-1.2 ms, the queue full), so
+        # those are printed, as are the FUSE targets, whose daemon shares
+        # the two CPUs
+        say(len(sched) >= below - 1,
+            "%s: sent on schedule (lag p50 under 1 ms, none unissued) at %d of %d steps up to 30%%"
             % (label, len(sched), below))
     # the lag of each IO as the engine's layer histogram of a rate step
     n = c.execute("SELECT count FROM hist WHERE run=? AND step=1 AND layer=2 AND count > 0", (run,)).fetchall()
