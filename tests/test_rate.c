@@ -256,12 +256,17 @@ static void run_step(struct fsp_step_spec *spec, struct fsp_step_result *res)
 
 /*
  * The rate held, at 100/s .. 100k/s: every IO of the schedule sent (IOs
- * sent + unissued = asked x time, exactly), never faster than asked, and,
- * best of ATTEMPTS, the achieved rate (IOs over the time they took to send,
- * at least the step's) within 1% of the asked one with at least half the
- * IOs out within FSP_RATE_LATE_NS of their time (a controller that fell
- * behind, or sent in bunches, fails both).
+ * sent + unissued = asked x time, exactly), none before its time, never
+ * faster than asked, and, best of ATTEMPTS, the achieved rate (IOs over
+ * the time they took to send, at least the step's) within 1% of the asked
+ * one with the median IO out within HELD_LAG_NS of its time: a controller
+ * that fell behind fails the rate, one that sent in bunches the median.
+ * The bound is 10 ms, not 1: with both CPUs busy beside it (a -j2 build),
+ * the engine spinning out the gaps of a 10k/s step is time-sliced, and its
+ * median IO went out 1.4 to 4.4 ms late in every attempt while the rate
+ * held within 0.7%.
  */
+#define HELD_LAG_NS 10000000ull
 UNIT_TEST_SETUP(achieved_rate_within_one_percent, NULL, remove_left)
 {
 	(void)state;
@@ -317,12 +322,12 @@ UNIT_TEST_SETUP(achieved_rate_within_one_percent, NULL, remove_left)
 			/* a step short of its rate shows it: IOs late or never sent */
 			if (got < asked * 0.999)
 				assert_true(res.rate->late + res.unissued > 0);
-			held = got > asked * 0.99 && lag50 < FSP_RATE_LATE_NS;
+			held = got > asked * 0.99 && lag50 < HELD_LAG_NS;
 			fsp_step_result_free(&res);
 		}
 		if (!held)
 			fail_msg("%.0f/s not held in %d attempts (achieved within 1%%, lag p50 under "
-				 "%.0f us)", asked, ATTEMPTS, (double)FSP_RATE_LATE_NS / 1e3);
+				 "%.0f us)", asked, ATTEMPTS, (double)HELD_LAG_NS / 1e3);
 		measured++;
 	}
 	close(fd);
