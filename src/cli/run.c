@@ -793,8 +793,12 @@ static void store_rates(struct fsp_store *st, int64_t run, const struct fsp_para
 		set_attr_double(st, run, key, step_iops(r));
 		if (s->rate.kind == FSP_RATE_MAX || !r->rate)
 			continue;
+		/* to the last bit: with it and the first IO's time, the schedule
+		 * of every IO can be computed again (tests/it_curve.sh does) */
+		char exact[48];
 		snprintf(key, sizeof(key), "rate.step.%u.asked_iops", i);
-		set_attr_double(st, run, key, s->asked);
+		snprintf(exact, sizeof(exact), "%.17g", s->asked);
+		fsp_store_set_attr(st, run, key, exact);
 		if (s->rate.kind == FSP_RATE_PCT) {
 			snprintf(key, sizeof(key), "rate.step.%u.of_step", i);
 			fsp_store_set_attr_u64(st, run, key, s->of_step);

@@ -28,6 +28,7 @@
 #include "src/cli/stats.h"
 #include "src/db/results.h"
 #include "src/cli/stats_block.h"
+#include "src/cli/stats_curve.h"
 #include "src/cli/stats_layers.h"
 #include "src/cli/stalls.h"
 #include "src/cli/stats_fuse.h"
@@ -1038,6 +1039,8 @@ int fsp_stats_print(struct fsp_store *st, int64_t run, const char *format, unsig
 				erc = print_emulation_json(st, run, &acct, flags, out);
 		} else {
 			print_table(&hdr, rows, n, &vw, out);
+			if (vw.rate && fsp_stats_curve(st, run, "", out) < 0)
+				erc = -1;
 			if (vw.emulation)
 				erc = print_emulation_table(st, run, &acct, flags, out);
 			else if (flags & FSP_STATS_EXTENTS)
@@ -1088,7 +1091,9 @@ static void stats_usage(FILE *f)
 "An engine run with rate steps (a load curve, rate=P%%): total runs from each\n"
 "IO's intended issue time, backing is the service from its io_submit, layer\n"
 "the lag; each step's line is followed by its asked and achieved IOPS, the\n"
-"lag's p50, p99 and max, and the IOs late by more than 1 ms or not sent.\n"
+"lag's p50, p99 and max, and the IOs late by more than 1 ms or not sent;\n"
+"after the table, the curve in one (a row per step, as run prints it), and in\n"
+"the layers per IO the lag is its own part.\n"
 "\n"
 "For a mount with --cow/--journal/--store, an Emulation section (JSON key\n"
 "\"emulation\"): write amplification by kind (device bytes written / user\n"
