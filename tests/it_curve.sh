@@ -179,8 +179,8 @@ check_answer() {
 	check "$1: the answer says it is a load curve" grep -q '^the answer (.*): a load curve' "$out"
 	check "$1: the answer's maximum line" grep -q '^- maximum (closed loop): raw [0-9]* IOPS' "$out"
 	for r in max 10% 50% 100% 120%; do
-		check "$1: the answer's curve row $r (IOPS and p99 per target)" \
-			grep -q "^  $r\(  *[0-9][0-9]*[ !]  *[0-9][0-9.]*\)\{$(echo "$3" | tr , '\n' | wc -l)\}\$" "$out"
+		check "$1: the answer's curve row rate=$r (IOPS and p99 per target)" \
+			grep -q "^  rate=$r\(  *[0-9][0-9]*[ !]  *[0-9][0-9.]*\)\{$(echo "$3" | tr , '\n' | wc -l)\}\$" "$out"
 	done
 	check "$1: the answer says where latency grows" \
 		grep -q '^  where latency grows: the part of the layer split per IO' "$out"

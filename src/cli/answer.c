@@ -178,12 +178,6 @@ void fsp_answer_print(FILE *out, const struct dx_run *d, const struct dx_result 
 
 /* ---- a load curve ------------------------------------------------------------------ */
 
-/* A curve step's name: its label without "rate=" ("max", "10%"). */
-static const char *curve_name(const char *label)
-{
-	return strncmp(label, "rate=", 5) ? label : label + 5;
-}
-
 /* Target t's first rate step (asked > 0), or -1. */
 static int first_rate_step(const struct dx_run *d, int t)
 {
@@ -266,18 +260,18 @@ static void curve_lines(FILE *out, const struct dx_run *d, const struct dx_resul
 		}
 	}
 
-	fprintf(out, "\n  %-7s", "step");
+	fprintf(out, "\n  %-9s", "step");
 	for (int t = 0; t < FSP_DX__TARGETS; t++)
 		if (fsp_dx_present(d, t))
 			fprintf(out, " %19s", fsp_dx_tname(d, t));
-	fprintf(out, "\n  %-7s", "");
+	fprintf(out, "\n  %-9s", "");
 	for (int t = 0; t < FSP_DX__TARGETS; t++)
 		if (fsp_dx_present(d, t))
 			fprintf(out, " %10s %8s", "IOPS", "p99 us");
 	fputc('\n', out);
 	int any_short = 0;
 	for (int i = 0; i < d->nsteps; i++) {
-		fprintf(out, "  %-7s", curve_name(d->steps[i].label));
+		fprintf(out, "  %-9s", d->steps[i].label);
 		for (int t = 0; t < FSP_DX__TARGETS; t++) {
 			if (!fsp_dx_present(d, t))
 				continue;
@@ -307,7 +301,7 @@ static void curve_lines(FILE *out, const struct dx_run *d, const struct dx_resul
 	} else {
 		fprintf(out, "\n  where latency grows: the part of the layer split per IO whose mean "
 			"grew most\n  since the first rate step (us; fsprism stats DB --run N for "
-			"every part)\n  %-7s", "step");
+			"every part)\n  %-9s", "step");
 		for (int t = 0; t < FSP_DX__TARGETS; t++)
 			if (fsp_dx_present(d, t))
 				fprintf(out, " %19s", fsp_dx_tname(d, t));
@@ -319,7 +313,7 @@ static void curve_lines(FILE *out, const struct dx_run *d, const struct dx_resul
 					     i > first_rate_step(d, t) && d->asked[t][i] > 0;
 			if (!rate_step)
 				continue;
-			fprintf(out, "  %-7s", curve_name(d->steps[i].label));
+			fprintf(out, "  %-9s", d->steps[i].label);
 			for (int t = 0; t < FSP_DX__TARGETS; t++) {
 				if (!fsp_dx_present(d, t))
 					continue;
