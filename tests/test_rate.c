@@ -319,7 +319,8 @@ UNIT_TEST_SETUP(achieved_rate_within_one_percent, NULL, remove_left)
 			assert_true(res.send_ns >= time_ns && res.send_ns <= res.busy_ns);
 			assert_true(res.busy_ns >= time_ns);
 			assert_true(got <= asked); /* never faster than asked */
-			/* a step short of its rate shows it: IOs late or never sent */
+			/* a step short of its rate shows it, IOs late or never sent: its
+			 * send ended over 1 ms past its time, after the last IO's time */
 			if (got < asked * 0.999)
 				assert_true(res.rate->late + res.unissued > 0);
 			held = got > asked * 0.99 && lag50 < HELD_LAG_NS;

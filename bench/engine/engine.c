@@ -645,8 +645,10 @@ static int run_rate(struct loop *L, uint64_t *busy_ns, char *err, size_t errlen)
 			rc = -1;
 			issuing = 0;
 		}
+		/* the clock read before the last io_submit, as its lag is: a send
+		 * that ends more than late_ns past the step's time has a late IO */
 		if (n)
-			last_sent = fsp_now_ns();
+			last_sent = ((struct slot *)L->batch[n - 1])->start_ns;
 		if (!issuing && inflight == 0)
 			break;
 		int got = 0;

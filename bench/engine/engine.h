@@ -214,8 +214,9 @@ struct fsp_step_result {
 	struct fsp_rate_book *rate;
 	uint64_t unissued;
 	/* rate steps: the time the IOs took to send, from the step's start to
-	 * the last submission, at least the step's time: the achieved rate is
-	 * the IOs over it (the last IOs' service after it is in their latency) */
+	 * the clock read before the last io_submit, at least the step's time:
+	 * the achieved rate is the IOs over it (the last IOs' service after it
+	 * is in their latency) */
 	uint64_t send_ns;
 };
 
