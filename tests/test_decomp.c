@@ -54,7 +54,8 @@ static void run_join(struct fsp_dc_in *in)
 	assert_int_equal(fsp_dc_join(in, keep, NULL), 0);
 	assert_int_equal(ngot, in->nio);
 	for (size_t i = 0; i < in->nio; i++)
-		assert_int_equal(sum_parts(&got[i]), in->io[i].reap_ns - in->io[i].submit_ns);
+		assert_int_equal(sum_parts(&got[i]),
+				 in->io[i].reap_ns - in->io[i].submit_ns + in->io[i].lag_ns);
 }
 
 /* One value expected of an IO's parts: PART(DEVICE, 750) is ns[FSP_DC_DEVICE],
@@ -129,6 +130,22 @@ UNIT_TEST(test_one_request)
 	in.map.base = 0; /* now the request is at 1 MiB + 8 KiB: not the IO's */
 	run_join(&in);
 	expect_io(0, WHY(NO_BLOCK, 1000));
+}
+
+/* A rate step's IO, sent 400 ns after its intended time: the lag is its own
+ * part, before the submit, and the parts add up to the latency from the
+ * intended time; the block request is joined over the submit to the reap. */
+UNIT_TEST(test_rate_lag)
+{
+	(void)state;
+	struct fsp_dc_io ios[] = { io(1000, 2000, 8192, 4096, 7, 0) };
+	ios[0].lag_ns = 400;
+	struct fsp_dc_block b[] = { rq(1100, 1150, 1900, 8192, 4096, 7, 0) };
+	struct fsp_dc_in in = raw(ios, 1, b, 1);
+	run_join(&in);
+	expect_io(0, PART(LAG, 400), PART(SUBMIT, 100), PART(BLOCK_QUEUE, 50), PART(DEVICE, 750),
+		  PART(COMPLETE, 100), PART(RESIDUAL, 0), ROWS(1));
+	assert_int_equal(sum_parts(&got[0]), 1400);
 }
 
 UNIT_TEST(test_out_of_order)

@@ -10,7 +10,8 @@
  * loop; inside it there is no malloc (the timeline and burst tables may
  * grow, at most once per doubling, on a bucket boundary), no lock and no
  * system call but io_submit, io_getevents, the poll's sched_yield and the
- * vDSO clock (plus a progress line on a terminal, twice a second).
+ * vDSO clock (plus a progress line on a terminal, twice a second), and in
+ * a rate step (run_rate, rate.h) nanosleep until an IO's intended time.
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -18,6 +19,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/syscall.h>
 #include <time.h>
@@ -168,7 +170,8 @@ struct slot {
 	void *read_buf;  /* NULL in a write-only step */
 	void *write_buf; /* NULL in a read-only step */
 	void *spare_buf; /* stamped, ready for the next write; NULL if not stamping */
-	uint64_t start_ns;
+	uint64_t start_ns;    /* the clock read before its io_submit */
+	uint64_t intended_ns; /* when it was meant to go: start_ns unless a rate step */
 	uint64_t offset;
 	int is_read;
 };
@@ -214,6 +217,8 @@ void fsp_step_result_free(struct fsp_step_result *res)
 	free(res->write_hist);
 	free(res->timeline);
 	free(res->segments);
+	free(res->rate);
+	res->rate = NULL;
 	res->read_hist = res->write_hist = NULL;
 	res->timeline = NULL;
 	res->segments = NULL;
@@ -293,6 +298,14 @@ static int loop_setup(struct loop *L, char *err, size_t errlen)
 	}
 	fsp_hist_init(L->res->read_hist);
 	fsp_hist_init(L->res->write_hist);
+	if (s->rate > 0) {
+		L->res->rate = malloc(sizeof(*L->res->rate));
+		if (!L->res->rate) {
+			snprintf(err, errlen, "out of memory");
+			return -1;
+		}
+		fsp_rate_book_init(L->res->rate, s->late_ns ? s->late_ns : FSP_RATE_LATE_NS);
+	}
 	L->rng = fsp_rand_seed(s->seed ^ 0x5bd1e995u);
 	if (buffers_setup(L) != 0)
 		goto no_memory;
@@ -380,7 +393,9 @@ static void complete(struct loop *L, struct slot *sl, long result,
 {
 	const struct fsp_step_spec *s = L->spec;
 	struct fsp_step_result *r = L->res;
-	uint64_t total_ns = now - sl->start_ns;
+	/* from the intended time: a rate step's IO held back waited too */
+	uint64_t total_ns = now - sl->intended_ns;
+	uint64_t service_ns = now - sl->start_ns;
 	uint64_t bytes = result > 0 ? (uint64_t)result : 0;
 
 	if (result < 0) {
@@ -401,9 +416,10 @@ static void complete(struct loop *L, struct slot *sl, long result,
 	L->done_bytes += bytes;
 	if (s->log) {
 		struct fsp_rec rec = {
-			.start_ns = sl->start_ns,
+			.start_ns = sl->intended_ns,
 			.total_ns = total_ns,
-			.backing_ns = total_ns, /* all of it is outside the engine */
+			/* all of the service is outside the engine; the lag is its own */
+			.backing_ns = service_ns,
 			.offset = sl->offset,
 			.length = s->bs,
 			.pid = L->tid,
@@ -469,6 +485,212 @@ static struct iocb *prepare(struct loop *L)
 }
 
 /*
+ * Submit the n prepared IOs of L->batch, FSP_SUBMIT_MAX per io_submit, the
+ * latency clock read just before each call; a rate step notes each IO's
+ * lag (rate.h). Returns 0, or -1 with err set (the unsubmitted slots go
+ * back to the free list).
+ */
+static int submit_batch(struct loop *L, unsigned n, unsigned *inflight, char *err,
+			size_t errlen)
+{
+	const struct fsp_step_spec *s = L->spec;
+	struct fsp_rate_book *book = L->res->rate;
+	unsigned done = 0;
+	int rc = 0;
+	while (done < n) {
+		/* see FSP_SUBMIT_MAX; the latency clock starts before io_submit */
+		unsigned k = n - done < FSP_SUBMIT_MAX ? n - done : FSP_SUBMIT_MAX;
+		uint64_t t = fsp_now_ns();
+		for (unsigned i = done; i < done + k; i++) {
+			struct slot *sl = (struct slot *)L->batch[i];
+			sl->start_ns = t;
+			if (s->rate > 0) {
+				if (sl->intended_ns > t) { /* never before its time */
+					sl->intended_ns = t;
+					book->early++;
+				}
+			} else
+				sl->intended_ns = t;
+		}
+		int got = io_submit(L->ctx, (long)k, L->batch + done);
+		if (got == -EINTR || got == -EAGAIN)
+			continue;
+		if (got <= 0) {
+			snprintf(err, errlen, "io_submit failed: %s", strerror(-got));
+			rc = -1;
+			/* unsubmitted slots go back to the free list */
+			for (unsigned i = done; i < n; i++)
+				L->free_slots[L->nfree++] = (struct slot *)L->batch[i];
+			break;
+		}
+		if (book)
+			for (unsigned i = done; i < done + (unsigned)got; i++) {
+				struct slot *sl = (struct slot *)L->batch[i];
+				fsp_rate_book_note(book, sl->intended_ns, sl->start_ns);
+			}
+		done += (unsigned)got;
+	}
+	*inflight += done;
+	/* with the IOs in flight, stamp the buffers the next writes will send */
+	for (unsigned i = 0; i < done; i++) {
+		struct slot *sl = (struct slot *)L->batch[i];
+		if (!sl->is_read && sl->spare_buf)
+			fsp_pattern_refresh(&s->pattern, sl->spare_buf, s->bs, &L->rng, &L->stamp);
+	}
+	return rc;
+}
+
+/*
+ * How close to an IO's intended time the rate loop stops sleeping and
+ * spins: a sleep overshoots by the timer slack (set to 1 us for the step)
+ * plus the wake-up, tens of microseconds on a virtual machine.
+ */
+#define FSP_RATE_SPIN_NS 100000ull
+#if defined(__x86_64__) || defined(__i386__)
+#define FSP_CPU_RELAX() __builtin_ia32_pause()
+#else
+#define FSP_CPU_RELAX() __asm__ __volatile__("" ::: "memory")
+#endif
+/* A rate step that fell behind sends what was due in its time for at most this many times its time. */
+#define FSP_RATE_GRACE 2u
+
+/*
+ * Wait until due, collecting completions meanwhile: returns the events
+ * taken (> 0) as soon as there are any, 0 at due, or -errno. With IOs in
+ * flight it sleeps in io_getevents with a timeout at due (the step runs
+ * with a 1 us timer slack): what completes them (a loop device's worker,
+ * a FUSE daemon, on a 2-core machine quite likely this CPU) gets the CPU.
+ * With none, it sleeps until FSP_RATE_SPIN_NS before due, then spins on
+ * the clock (no system call, no yield: on a machine with more runnable
+ * tasks than CPUs a yield or a late wake-up lost milliseconds).
+ */
+static int wait_due(struct loop *L, unsigned inflight, uint64_t due)
+{
+	const struct fsp_step_spec *s = L->spec;
+	for (;;) {
+		if (s->stop && *s->stop)
+			return 0;
+		uint64_t now = fsp_now_ns();
+		if (now >= due)
+			return 0;
+		uint64_t left = due - now;
+		if (inflight > 0) {
+			struct timespec ts = { (time_t)(left / 1000000000ull),
+					       (long)(left % 1000000000ull) };
+			int got = io_getevents(L->ctx, 1, (long)s->qd, L->events, &ts);
+			if (got != 0 && got != -EINTR)
+				return got;
+			continue;
+		}
+		if (left > FSP_RATE_SPIN_NS) {
+			left -= FSP_RATE_SPIN_NS;
+			struct timespec ts = { (time_t)(left / 1000000000ull),
+					       (long)(left % 1000000000ull) };
+			nanosleep(&ts, NULL);
+			continue;
+		}
+		FSP_CPU_RELAX();
+	}
+}
+
+/*
+ * A rate step (spec->rate > 0, rate.h): each IO goes out at its intended
+ * time when a slot is free, else as soon as one is; qd caps the IOs
+ * outstanding. Issuing ends when the schedule passes the step's time, at
+ * the byte limit, an error or *stop. A step that fell behind goes on
+ * sending the IOs due within its time (the late ones are the very latency
+ * a load curve is after), for at most FSP_RATE_GRACE times its time: what
+ * is still unsent then is counted in res->unissued. The step lasts at
+ * least its time, so its rate is IOs over its duration.
+ */
+static int run_rate(struct loop *L, uint64_t *busy_ns, char *err, size_t errlen)
+{
+	const struct fsp_step_spec *s = L->spec;
+	struct fsp_step_result *r = L->res;
+	uint64_t start = fsp_now_ns(), now = start;
+	uint64_t end = s->time_ns ? start + s->time_ns : UINT64_MAX;
+	uint64_t hard_end = s->time_ns ? start + FSP_RATE_GRACE * s->time_ns : UINT64_MAX;
+	uint64_t next_progress = start + s->progress_ns;
+	struct fsp_rate_sched sched;
+	uint64_t last_sent = start;
+	unsigned inflight = 0;
+	int issuing = 1, rc = 0;
+	int slack = prctl(PR_GET_TIMERSLACK, 0, 0, 0, 0);
+
+	prctl(PR_SET_TIMERSLACK, 1000ul, 0, 0, 0);
+	fsp_rate_init(&sched, s->rate, s->arrivals, s->seed, start);
+	for (;;) {
+		unsigned n = 0;
+		now = fsp_now_ns();
+		while (issuing) {
+			uint64_t due = fsp_rate_peek(&sched);
+			if ((s->stop && *s->stop) || r->errors ||
+			    (s->bytes && L->issued_bytes >= s->bytes) || due >= end || now >= hard_end) {
+				/* what was due before the end and never went out */
+				while (!(s->stop && *s->stop) && !r->errors && fsp_rate_peek(&sched) < end &&
+				       !(s->bytes && L->issued_bytes >= s->bytes)) {
+					fsp_rate_take(&sched);
+					r->unissued++;
+				}
+				issuing = 0;
+				break;
+			}
+			if (due > now || L->nfree == 0 || n == FSP_SUBMIT_MAX)
+				break;
+			struct iocb *cb = prepare(L);
+			((struct slot *)cb)->intended_ns = fsp_rate_take(&sched);
+			L->batch[n++] = cb;
+		}
+		if (n && submit_batch(L, n, &inflight, err, errlen) != 0) {
+			rc = -1;
+			issuing = 0;
+		}
+		/* the clock read before the last io_submit, as its lag is: a send
+		 * that ends more than late_ns past the step's time has a late IO */
+		if (n)
+			last_sent = ((struct slot *)L->batch[n - 1])->start_ns;
+		if (!issuing && inflight == 0)
+			break;
+		int got = 0;
+		if (n == FSP_SUBMIT_MAX)
+			got = 0; /* more may be due: submit them first */
+		else if (issuing && L->nfree > 0)
+			got = wait_due(L, inflight, fsp_rate_peek(&sched));
+		else if (inflight > 0)
+			got = fsp_reap(&L->reaper, inflight, (long)s->qd, L->events);
+		if (got == -EINTR)
+			continue;
+		if (got < 0) {
+			snprintf(err, errlen, "io_getevents failed: %s", strerror(-got));
+			rc = -1;
+			break; /* io_destroy reaps what is left */
+		}
+		if (got > 0) {
+			now = fsp_now_ns();
+			for (int i = 0; i < got; i++)
+				complete(L, (struct slot *)L->events[i].obj,
+					 (long)L->events[i].res, now);
+			inflight -= (unsigned)got;
+		}
+		if (s->progress && now >= next_progress) {
+			s->progress(s->progress_arg, *busy_ns + (now - start), L->done_bytes);
+			next_progress = now + s->progress_ns;
+		}
+	}
+	now = fsp_now_ns();
+	if (rc == 0 && !r->errors && end != UINT64_MAX && now < end) {
+		fsp_engine_idle(end - now, s->stop); /* the step lasts its time */
+		now = fsp_now_ns();
+	}
+	if (slack > 0)
+		prctl(PR_SET_TIMERSLACK, (unsigned long)slack, 0, 0, 0);
+	*busy_ns += now - start;
+	L->last_burst_ns = now - start;
+	r->send_ns = last_sent - start > s->time_ns ? last_sent - start : s->time_ns;
+	return rc;
+}
+
+/*
  * One burst (or the whole step when there are no bursts): keep qd IOs in
  * flight until the burst, byte or time limit, an error, or *stop.
  * Returns 0, or -1 with err set for an io_submit/io_getevents failure.
@@ -484,6 +706,8 @@ static int run_burst(struct loop *L, uint64_t *busy_ns, char *err,
 	unsigned inflight = 0;
 	int issuing = 1, rc = 0;
 
+	if (s->rate > 0)
+		return run_rate(L, busy_ns, err, errlen);
 	for (;;) {
 		unsigned n = 0;
 		while (issuing && L->nfree > 0) {
@@ -496,37 +720,9 @@ static int run_burst(struct loop *L, uint64_t *busy_ns, char *err,
 			}
 			L->batch[n++] = prepare(L);
 		}
-		if (n) {
-			unsigned done = 0;
-			while (done < n) {
-				/* see FSP_SUBMIT_MAX; the latency clock starts before io_submit */
-				unsigned k = n - done < FSP_SUBMIT_MAX ? n - done : FSP_SUBMIT_MAX;
-				uint64_t t = fsp_now_ns();
-				for (unsigned i = done; i < done + k; i++)
-					((struct slot *)L->batch[i])->start_ns = t;
-				int got = io_submit(L->ctx, (long)k, L->batch + done);
-				if (got == -EINTR || got == -EAGAIN)
-					continue;
-				if (got <= 0) {
-					snprintf(err, errlen, "io_submit failed: %s",
-						 strerror(-got));
-					rc = -1;
-					/* unsubmitted slots go back to the free list */
-					for (unsigned i = done; i < n; i++)
-						L->free_slots[L->nfree++] = (struct slot *)L->batch[i];
-					issuing = 0;
-					break;
-				}
-				done += (unsigned)got;
-			}
-			inflight += done;
-			/* with the IOs in flight, stamp the buffers the next writes will send */
-			for (unsigned i = 0; i < n; i++) {
-				struct slot *sl = (struct slot *)L->batch[i];
-				if (!sl->is_read && sl->spare_buf)
-					fsp_pattern_refresh(&s->pattern, sl->spare_buf, s->bs,
-							    &L->rng, &L->stamp);
-			}
+		if (n && submit_batch(L, n, &inflight, err, errlen) != 0) {
+			rc = -1;
+			issuing = 0;
 		}
 		if (inflight == 0)
 			break;
@@ -591,6 +787,9 @@ static int ramp(struct loop *L, char *err, size_t errlen)
 	res->read_ios = res->write_ios = res->read_bytes = res->write_bytes = 0;
 	fsp_hist_init(res->read_hist);
 	fsp_hist_init(res->write_hist);
+	if (res->rate)
+		fsp_rate_book_init(res->rate, res->rate->late_ns);
+	res->unissued = 0;
 	L->issued_bytes = L->done_bytes = 0;
 	return rc;
 }

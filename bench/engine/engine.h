@@ -23,6 +23,7 @@
 #include <stdint.h>
 #include "src/base/hist.h"
 #include "bench/engine/pattern.h"
+#include "bench/engine/rate.h"
 
 struct fsp_oplog;
 
@@ -163,6 +164,20 @@ struct fsp_step_spec {
 	void (*progress)(void *arg, uint64_t busy_ns, uint64_t bytes);
 	void *progress_arg;
 	uint64_t progress_ns;
+	/*
+	 * Open loop (rate.h): rate > 0 issues IOs at their intended times,
+	 * rate IOs per second, at most qd outstanding; an IO whose time comes
+	 * with no slot free goes as soon as one is. Its latency (the step's
+	 * histograms, the record's total_ns) runs from its intended time; the
+	 * record's backing_ns is the service time from the actual io_submit,
+	 * so its layer time is the lag. Such a step lasts time_ns, longer
+	 * when it fell behind: the IOs due within time_ns all go out, for at
+	 * most twice time_ns (what is left then is counted, not sent).
+	 * rate 0: closed loop, the queue kept full (intended = actual).
+	 */
+	double rate;
+	enum fsp_arrivals arrivals;
+	uint64_t late_ns;       /* a lag above this counts as late; 0 = FSP_RATE_LATE_NS */
 };
 
 struct fsp_timeline_bucket {
@@ -194,6 +209,15 @@ struct fsp_step_result {
 	/* how the measured IO was waited for (reap.h): waits that polled, and
 	 * times the poll was set aside because polls held another task off */
 	uint64_t poll_waits, poll_backoffs;
+	/* rate steps only (else NULL, 0): the lag of each IO and the late ones,
+	 * and the IOs due within the step's time still unsent at twice its time */
+	struct fsp_rate_book *rate;
+	uint64_t unissued;
+	/* rate steps: the time the IOs took to send, from the step's start to
+	 * the clock read before the last io_submit, at least the step's time:
+	 * the achieved rate is the IOs over it (the last IOs' service after it
+	 * is in their latency) */
+	uint64_t send_ns;
 };
 
 /*

@@ -80,6 +80,11 @@ int fsp_fio_write_job(FILE *f, const struct fsp_params *p, const struct fsp_fiow
 	if (strpbrk(w->filename, "\n\r"))
 		return fsp_set_err(err, errlen, "target '%s': fio cannot name a file with a "
 				   "newline", w->filename);
+	/* a percentage is of a maximum measured at run time, and fio's rate_iops
+	 * paces differently (no latency from the intended time): no counterpart */
+	if (p->nrate > 1 || (p->nrate == 1 && p->rates[0].kind != FSP_RATE_MAX))
+		return fsp_set_err(err, errlen, "rate: a load curve's rate steps have no fio job "
+				   "(docs/fio.md); run them with fsprism run or compare");
 	uint64_t burst_busy = 0;
 	if (p->burst && !p->fill && p->duty < 100) {
 		burst_busy = burst_estimate_ns(p);
@@ -127,7 +132,7 @@ int fsp_fio_write_job(FILE *f, const struct fsp_params *p, const struct fsp_fiow
 		unsigned qd = p->fill ? p->qds[0] : p->qds[i / p->nmix];
 		unsigned read_pct = p->fill ? 0 : p->mixes[i % p->nmix];
 		char label[64];
-		fsp_step_label(p, qd, read_pct, label, sizeof(label));
+		fsp_step_label(p, qd, read_pct, NULL, label, sizeof(label));
 		fprintf(f, "\n[%s]\n", label);
 		if (i)
 			fprintf(f, "stonewall\n");

@@ -37,6 +37,10 @@ const struct fsp_profile fsp_profiles[] = {
 	{ "sustained-seqwrite", "128 KiB sequential write, QD1..32, one step per QD" },
 	{ "mixed-seq", "128 KiB sequential, reads and writes sharing one offset, QD1, mixes 100/0..0/100, 50% duty" },
 	{ "fill", "128 KiB sequential write, QD32, the whole target once, throughput per segment" },
+	{ "curve-randread", "load curve: 4 KiB random read, the maximum at QD128 (default scale QD32), then 10%..120% of it" },
+	{ "curve-randwrite", "load curve: 4 KiB random write, the maximum at QD64 (default scale QD32), then 10%..120% of it" },
+	{ "curve-seqread", "load curve: 64 KiB sequential read, the maximum at QD16, then 10%..120% of it" },
+	{ "curve-seqwrite", "load curve: 64 KiB sequential write, the maximum at QD8, then 10%..120% of it" },
 };
 const size_t fsp_nprofiles = sizeof(fsp_profiles) / sizeof(fsp_profiles[0]);
 
@@ -44,7 +48,7 @@ const size_t fsp_nprofiles = sizeof(fsp_profiles) / sizeof(fsp_profiles[0]);
 enum param {
 	P_BS, P_QD, P_MIX, P_ACCESS, P_OFFSETS, P_INTERLEAVE, P_NOREPEAT, P_SPAN,
 	P_OFFSET, P_TIME, P_BYTES, P_RAMP, P_POLL, P_BURST, P_DUTY, P_IDLE, P_PATTERN,
-	P_SEED, P_SEGMENT, P_TAIL, P_TIMELINE, P__COUNT
+	P_SEED, P_SEGMENT, P_TAIL, P_TIMELINE, P_RATE, P_ARRIVALS, P_STOP_P99, P__COUNT
 };
 
 const char *const fsp_param_names[] = {
@@ -53,7 +57,8 @@ const char *const fsp_param_names[] = {
 	[P_SPAN] = "span", [P_OFFSET] = "offset", [P_TIME] = "time", [P_BYTES] = "bytes",
 	[P_RAMP] = "ramp", [P_POLL] = "poll", [P_BURST] = "burst", [P_DUTY] = "duty", [P_IDLE] = "idle",
 	[P_PATTERN] = "pattern", [P_SEED] = "seed", [P_SEGMENT] = "segment",
-	[P_TAIL] = "tail", [P_TIMELINE] = "timeline", [P__COUNT] = NULL,
+	[P_TAIL] = "tail", [P_TIMELINE] = "timeline", [P_RATE] = "rate",
+	[P_ARRIVALS] = "arrivals", [P_STOP_P99] = "stop-p99", [P__COUNT] = NULL,
 };
 
 static void base_params(struct fsp_params *p)
@@ -73,6 +78,7 @@ static void base_params(struct fsp_params *p)
 	p->timeline_ns = 100 * MS;
 	p->poll_ns = FSP_POLL_DEFAULT_NS;
 	p->score = FSP_SCORE_STEPS;
+	p->nrate = 1; /* rates[0]: max, closed loop */
 }
 
 static void set_qd_sweep(struct fsp_params *p)
@@ -172,6 +178,34 @@ static void fill(struct fsp_params *p, int full)
 	}
 }
 
+/*
+ * StorageReview's load curves (shared/methodology.md): its threads as the
+ * queue depth (the cap on IOs outstanding); a closed-loop step measures the
+ * maximum, then rate steps at 10%..120% of it. Default scale: QD at most 32
+ * and 1 s a step, 13 s of IO per target.
+ */
+static void curve(struct fsp_params *p, int full, int seq, int read, unsigned threads)
+{
+	p->bs = seq ? 64 * KiB : 4 * KiB;
+	p->access = seq ? FSP_ACCESS_SEQ : FSP_ACCESS_RANDOM;
+	p->iops_score = 1;
+	p->mixes[0] = read ? 100 : 0;
+	p->qds[0] = full || threads <= 32 ? threads : 32;
+	p->score = FSP_SCORE_CURVE;
+	p->rates[0] = (struct fsp_rate_spec){ FSP_RATE_MAX, 0 };
+	for (unsigned i = 1; i <= 12; i++)
+		p->rates[i] = (struct fsp_rate_spec){ FSP_RATE_PCT, 10 * i };
+	p->nrate = 13;
+	if (full) {
+		p->span = 64 * GiB;
+		p->time_ns = 60 * SEC;
+		p->idle_ns = 5 * SEC;
+	} else {
+		p->span = 1 * GiB;
+		p->time_ns = 1 * SEC;
+	}
+}
+
 int fsp_profile_load(const char *name, enum fsp_scale scale,
 		     struct fsp_params *p)
 {
@@ -199,6 +233,14 @@ int fsp_profile_load(const char *name, enum fsp_scale scale,
 		mixed(p, full, 1);
 	else if (!strcmp(name, "fill"))
 		fill(p, full);
+	else if (!strcmp(name, "curve-randread"))
+		curve(p, full, 0, 1, 128);
+	else if (!strcmp(name, "curve-randwrite"))
+		curve(p, full, 0, 0, 64);
+	else if (!strcmp(name, "curve-seqread"))
+		curve(p, full, 1, 1, 16);
+	else if (!strcmp(name, "curve-seqwrite"))
+		curve(p, full, 1, 0, 8);
 	else
 		return -1;
 	return 0;
@@ -253,6 +295,53 @@ static int parse_list(const char *s, unsigned *out, unsigned *n, unsigned lo,
 	return 0;
 }
 
+/* "max,10%,5000": closed loop, a percentage of the maximum, IOs per second. */
+static int parse_rates(const char *s, struct fsp_params *p, char *err, size_t errlen)
+{
+	unsigned count = 0;
+	const char *q = s;
+	for (;;) {
+		const char *end = q + strcspn(q, ",");
+		struct fsp_rate_spec r = { FSP_RATE_MAX, 0 };
+		int len = (int)(end - q);
+		if (len == 3 && !strncmp(q, "max", 3)) {
+			r.kind = FSP_RATE_MAX;
+		} else {
+			char *e;
+			if (!isdigit((unsigned char)*q)) {
+				snprintf(err, errlen, "'%s' is not a list of rates (max, N IOPS, P%%)", s);
+				return -1;
+			}
+			errno = 0;
+			unsigned long v = strtoul(q, &e, 10);
+			int pct = e < end && *e == '%';
+			if (pct)
+				e++;
+			if (e != end) {
+				snprintf(err, errlen, "'%.*s' is not a rate (max, N IOPS, P%%)", len, q);
+				return -1;
+			}
+			if (errno || v < 1 || v > (pct ? FSP_RATE_PCT_MAX : FSP_RATE_IOPS_MAX)) {
+				snprintf(err, errlen, "'%.*s' is out of range (%s)", len, q,
+					 pct ? "1%..1000%" : "1..10000000 IOPS");
+				return -1;
+			}
+			r.kind = pct ? FSP_RATE_PCT : FSP_RATE_IOPS;
+			r.value = (unsigned)v;
+		}
+		if (count == FSP_MAX_LIST) {
+			snprintf(err, errlen, "more than %d values", FSP_MAX_LIST);
+			return -1;
+		}
+		p->rates[count++] = r;
+		if (*end == 0)
+			break;
+		q = end + 1;
+	}
+	p->nrate = count;
+	return 0;
+}
+
 /*
  * Every size and duration has a range (docs/profiles.md, "Parameter
  * ranges"): wide enough for any methodology value, narrow enough that a
@@ -276,6 +365,7 @@ static const struct range R_RAMP = { 1 * MS, 10 * MIN, "none", 1 };
 static const struct range R_POLL = { 1000, 100 * MS, "no poll", 1 };
 static const struct range R_IDLE = { 0, HOUR, NULL, 1 };
 static const struct range R_TIMELINE = { 10 * MS, 60 * SEC, "none", 1 };
+static const struct range R_STOP_P99 = { 1000, 10 * MIN, "never", 1 };
 
 /* A range bound as a person writes it: 10ms, 60s, 10m, 24h. */
 static void bound_text(const struct range *r, uint64_t v, char *buf, size_t len)
@@ -353,6 +443,9 @@ static const struct word offsets_words[] = {
 	{ "shared", FSP_OFFSETS_SHARED }, { "per-direction", FSP_OFFSETS_PER_DIRECTION },
 	{ NULL, 0 },
 };
+static const struct word arrivals_words[] = {
+	{ "uniform", FSP_ARRIVALS_UNIFORM }, { "poisson", FSP_ARRIVALS_POISSON }, { NULL, 0 },
+};
 static const struct word interleave_words[] = {
 	{ "exact", FSP_INTERLEAVE_EXACT }, { "random", FSP_INTERLEAVE_RANDOM }, { NULL, 0 },
 };
@@ -379,6 +472,8 @@ static const struct spec specs[P__COUNT] = {
 	[P_SEGMENT] = { K_RANGED, FIELD(segment), &R_SEGMENT, NULL, NULL },
 	[P_TAIL] = { K_RANGED, FIELD(tail), &R_TAIL, NULL, NULL },
 	[P_TIMELINE] = { K_RANGED, FIELD(timeline_ns), &R_TIMELINE, NULL, NULL },
+	[P_ARRIVALS] = { K_WORDS, FIELD(arrivals), NULL, arrivals_words, "uniform or poisson" },
+	[P_STOP_P99] = { K_RANGED, FIELD(stop_p99_ns), &R_STOP_P99, NULL, NULL },
 };
 
 static uint64_t *u64_field(struct fsp_params *p, const struct spec *sp)
@@ -393,7 +488,8 @@ static int *int_field(struct fsp_params *p, const struct spec *sp)
 }
 _Static_assert(sizeof(enum fsp_access) == sizeof(int) &&
 	       sizeof(enum fsp_offsets) == sizeof(int) &&
-	       sizeof(enum fsp_interleave) == sizeof(int), "word fields are ints");
+	       sizeof(enum fsp_interleave) == sizeof(int) &&
+	       sizeof(enum fsp_arrivals) == sizeof(int), "word fields are ints");
 
 static int set_word(int *dst, const char *v, const struct spec *sp, char *err,
 		    size_t errlen)
@@ -488,6 +584,8 @@ int fsp_param_set(struct fsp_params *p, const char *key, const char *v,
 	}
 	case P_PATTERN:
 		return fsp_pattern_parse(v, &p->pattern, err, errlen);
+	case P_RATE:
+		return parse_rates(v, p, err, errlen);
 	case P_SEED: {
 		char *end;
 		errno = 0;
@@ -553,6 +651,18 @@ void fsp_param_format(const struct fsp_params *p, const char *key, char *buf,
 	case P_PATTERN:
 		fsp_pattern_format(&p->pattern, buf, len);
 		break;
+	case P_RATE: {
+		size_t off = 0;
+		for (unsigned i = 0; i < p->nrate && off < len; i++) {
+			const struct fsp_rate_spec *r = &p->rates[i];
+			if (r->kind == FSP_RATE_MAX)
+				off += (size_t)snprintf(buf + off, len - off, "%smax", i ? "," : "");
+			else
+				off += (size_t)snprintf(buf + off, len - off, "%s%u%s", i ? "," : "",
+							r->value, r->kind == FSP_RATE_PCT ? "%" : "");
+		}
+		break;
+	}
 	case P_SEED:
 		snprintf(buf, len, "%llu", (unsigned long long)p->seed);
 		break;
@@ -562,9 +672,22 @@ void fsp_param_format(const struct fsp_params *p, const char *key, char *buf,
 }
 
 void fsp_step_label(const struct fsp_params *p, unsigned qd, unsigned read_pct,
-		    char *buf, size_t len)
+		    const struct fsp_rate_spec *rate, char *buf, size_t len)
 {
-	if (p->fill)
+	if (!p->fill && rate && (p->nrate > 1 || rate->kind != FSP_RATE_MAX)) {
+		char r[24], pre[32] = "";
+		if (rate->kind == FSP_RATE_MAX)
+			snprintf(r, sizeof(r), "max");
+		else
+			snprintf(r, sizeof(r), "%u%s", rate->value,
+				 rate->kind == FSP_RATE_PCT ? "%" : "");
+		if (p->nqd > 1)
+			snprintf(pre, sizeof(pre), "qd=%u ", qd);
+		if (p->nmix > 1 || read_pct % 100 != 0)
+			snprintf(pre + strlen(pre), sizeof(pre) - strlen(pre), "mix=%u/%u ",
+				 read_pct, 100 - read_pct);
+		snprintf(buf, len, "%srate=%s", pre, r);
+	} else if (p->fill)
 		snprintf(buf, len, "fill");
 	else if ((p->nmix > 1 && p->nqd > 1) || (p->nmix == 1 && read_pct % 100 != 0))
 		snprintf(buf, len, "qd=%u mix=%u/%u", qd, read_pct, 100 - read_pct);
@@ -606,6 +729,27 @@ int fsp_params_check(const struct fsp_params *p, char *err, size_t errlen)
 				 : "a burst is measured from idle");
 		return -1;
 	}
+	int open_loop = 0, have_max = 0;
+	for (unsigned i = 0; i < p->nrate; i++) {
+		if (p->rates[i].kind == FSP_RATE_MAX)
+			have_max = 1;
+		else
+			open_loop = 1;
+		if (p->rates[i].kind == FSP_RATE_PCT && !have_max) {
+			snprintf(err, errlen, "rate: %u%% needs a closed-loop step (max) before it, "
+				 "whose rate it is a percentage of", p->rates[i].value);
+			return -1;
+		}
+	}
+	if (open_loop && (p->burst || p->fill)) {
+		snprintf(err, errlen, "rate: not with %s (a rate step issues at its own times)",
+			 p->fill ? "fill" : "bursts");
+		return -1;
+	}
+	if (open_loop && !p->time_ns) {
+		snprintf(err, errlen, "rate: a rate step needs a time limit");
+		return -1;
+	}
 	if (p->fill && p->segment < p->bs) {
 		snprintf(err, errlen, "segment: smaller than one block (bs %u)", p->bs);
 		return -1;
@@ -616,7 +760,7 @@ int fsp_params_check(const struct fsp_params *p, char *err, size_t errlen)
 int fsp_params_check_memory(const struct fsp_params *p, char *err, size_t errlen)
 {
 	char a[32], b[32], c[32];
-	unsigned maxqd = 0, nsteps = p->fill ? 1 : p->nqd * p->nmix;
+	unsigned maxqd = 0, nsteps = fsp_params_nsteps(p);
 	for (unsigned i = 0; i < p->nqd; i++)
 		if (p->qds[i] > maxqd)
 			maxqd = p->qds[i];

@@ -26,9 +26,24 @@ enum fsp_score {
 	FSP_SCORE_STEPS,     /* mean over steps (mixes) */
 	FSP_SCORE_BURSTS,    /* mean over bursts */
 	FSP_SCORE_FILL,      /* per-segment curve, mean of the tail, overall */
+	FSP_SCORE_CURVE,     /* a load curve: the maximum (the closed-loop step) */
 };
 
 enum fsp_scale { FSP_SCALE_DEFAULT = 0, FSP_SCALE_FULL };
+
+/*
+ * One entry of the `rate` list: closed loop (`max`: the queue kept full,
+ * which measures the maximum), a rate in IOs per second, or a percentage
+ * of the rate that the latest closed-loop step before it achieved
+ * (resolved at run time; docs/profiles.md, "Load curves").
+ */
+enum fsp_rate_kind { FSP_RATE_MAX = 0, FSP_RATE_IOPS, FSP_RATE_PCT };
+struct fsp_rate_spec {
+	enum fsp_rate_kind kind;
+	unsigned value; /* IOPS or percent */
+};
+#define FSP_RATE_IOPS_MAX 10000000u
+#define FSP_RATE_PCT_MAX 1000u
 
 struct fsp_params {
 	uint32_t bs;
@@ -56,7 +71,17 @@ struct fsp_params {
 	enum fsp_score score;
 	int iops_score;       /* score in IOPS (random) rather than MB/s */
 	unsigned span_set;    /* span given explicitly (not capped silently) */
+	struct fsp_rate_spec rates[FSP_MAX_LIST]; /* one step per entry (innermost) */
+	unsigned nrate;
+	enum fsp_arrivals arrivals; /* rate steps: uniform or Poisson */
+	uint64_t stop_p99_ns; /* end the run after the first rate step whose p99 passes it; 0 = never */
 };
+
+/* Steps of a run: qds x mixes x rates, or 1 for a fill. */
+static inline unsigned fsp_params_nsteps(const struct fsp_params *p)
+{
+	return p->fill ? 1 : p->nqd * p->nmix * (p->nrate ? p->nrate : 1);
+}
 
 struct fsp_profile {
 	const char *name;
@@ -95,11 +120,13 @@ int fsp_params_reads(const struct fsp_params *p);
 int fsp_params_writes(const struct fsp_params *p);
 
 /*
- * The label of the step at queue depth qd and read percentage read_pct, as
- * stats and compare show it: "fill", "qd=4", "mix=70/30", "qd=4 mix=70/30".
+ * The label of the step at queue depth qd, read percentage read_pct and
+ * rate (NULL: closed loop), as stats and compare show it: "fill", "qd=4",
+ * "mix=70/30", "qd=4 mix=70/30", and with rate steps "rate=max",
+ * "rate=10%", "qd=4 rate=2000".
  */
 void fsp_step_label(const struct fsp_params *p, unsigned qd, unsigned read_pct,
-		    char *buf, size_t len);
+		    const struct fsp_rate_spec *rate, char *buf, size_t len);
 
 /* Check the parameters hang together (before the target is known). */
 int fsp_params_check(const struct fsp_params *p, char *err, size_t errlen);

@@ -2,7 +2,8 @@
  * answer.c - the answer of a compare, printed: the screen `fsprism
  * compare` shows by default (a headline per pair of neighbouring targets,
  * the bathtub line, one row of MB/s per step with the owner of its largest
- * drop, the stalls) and the "answer" object of `fsprism diagnose --format
+ * drop, the stalls; for a load curve its IOPS and p99 per step and where
+ * the latency grew) and the "answer" object of `fsprism diagnose --format
  * json`, which the HTML report shows first. What they say is decided in
  * src/prism/answer.c over what diagnose.c read and judged, so that every
  * view names the same owner.
@@ -175,8 +176,171 @@ void fsp_answer_print(FILE *out, const struct dx_run *d, const struct dx_result 
 	free(text);
 }
 
+/* ---- a load curve ------------------------------------------------------------------ */
+
+/* Target t's first rate step (asked > 0), or -1. */
+static int first_rate_step(const struct dx_run *d, int t)
+{
+	for (int i = 0; i < d->nsteps; i++)
+		if (d->ev[t][i].present && d->asked[t][i] > 0)
+			return i;
+	return -1;
+}
+
+/*
+ * Where target t's latency grew from its first rate step to step i: the
+ * part of the layer split whose mean per IO grew most (*us, by more than
+ * 0.5 us), or -1: nothing grew, or no split at one of them.
+ */
+static int grew_part(const struct dx_run *d, int t, int i, double *us)
+{
+	int from = first_rate_step(d, t), best = -1;
+	*us = 0;
+	if (from < 0 || !d->curve_split_n[t][from] || !d->curve_split_n[t][i])
+		return -1;
+	for (int p = 0; p < FSP_DC__COUNT; p++) {
+		double g = d->part_us[t][i][p] - d->part_us[t][from][p];
+		if (g > 0.5 && g > *us) {
+			*us = g;
+			best = p;
+		}
+	}
+	return best;
+}
+
+/* The maximum's step: the first closed-loop step (asked 0) every present target ran. */
+static int curve_max_step(const struct dx_run *d)
+{
+	for (int i = 0; i < d->nsteps; i++) {
+		int all = 1;
+		for (int t = 0; t < FSP_DX__TARGETS; t++)
+			if (fsp_dx_present(d, t))
+				all &= d->ev[t][i].present && d->iops_n[t][i] && d->asked[t][i] == 0;
+		if (all)
+			return i;
+	}
+	return -1;
+}
+
+/*
+ * A load curve's screen: the maxima against each other (the one step at
+ * which the targets ran the same closed loop), then per step each
+ * target's IOPS and p99 from the intended issue time (the curve), then
+ * per rate step the part of the layer split that grew most since the
+ * first rate step (where latency grows as load rises), then the stalls.
+ */
+static void curve_lines(FILE *out, const struct dx_run *d, const struct dx_result *res)
+{
+	fprintf(out, "\nthe answer (%d round%s): a load curve; each target's rate steps are shares "
+		"of its own\nmaximum (rate=max), each IO's latency counted from its intended issue "
+		"time\n", d->rounds, d->rounds == 1 ? "" : "s");
+	int m = curve_max_step(d);
+	if (m >= 0) {
+		fprintf(out, "- maximum (closed loop):");
+		const char *sep = " ";
+		for (int t = 0; t < FSP_DX__TARGETS; t++) {
+			if (!fsp_dx_present(d, t))
+				continue;
+			fprintf(out, "%s%s %.0f IOPS", sep, fsp_dx_tname(d, t), d->iops[t][m]);
+			sep = ", ";
+		}
+		fputc('\n', out);
+		for (int t = 1; t < FSP_DX__TARGETS; t++) {
+			if (!res->have[m][t])
+				continue;
+			const struct fsp_dx_verdict *v = &res->v[m][t];
+			double a = d->iops[v->ta][m], b = d->iops[t][m];
+			if (a <= 0 || b <= 0)
+				continue;
+			fprintf(out, "- at the maximum %s against %s: %.0f vs %.0f IOPS (%+.0f%%)",
+				fsp_dx_tname(d, t), fsp_dx_tname(d, v->ta), b, a, 100 * (b / a - 1));
+			if (b / a - 1 < -FSP_DX_FLOOR)
+				fprintf(out, "; owner %s", res->own[m][t].text);
+			fputc('\n', out);
+		}
+	}
+
+	fprintf(out, "\n  %-9s", "step");
+	for (int t = 0; t < FSP_DX__TARGETS; t++)
+		if (fsp_dx_present(d, t))
+			fprintf(out, " %19s", fsp_dx_tname(d, t));
+	fprintf(out, "\n  %-9s", "");
+	for (int t = 0; t < FSP_DX__TARGETS; t++)
+		if (fsp_dx_present(d, t))
+			fprintf(out, " %10s %8s", "IOPS", "p99 us");
+	fputc('\n', out);
+	int any_short = 0;
+	for (int i = 0; i < d->nsteps; i++) {
+		fprintf(out, "  %-9s", d->steps[i].label);
+		for (int t = 0; t < FSP_DX__TARGETS; t++) {
+			if (!fsp_dx_present(d, t))
+				continue;
+			const struct fsp_dx_step *e = &d->ev[t][i];
+			if (!e->present || !d->iops_n[t][i]) {
+				fprintf(out, " %10s %8s", "-", "-");
+				continue;
+			}
+			int is_short = d->asked[t][i] > 0 && d->iops[t][i] < 0.95 * d->asked[t][i];
+			any_short |= is_short;
+			fprintf(out, " %9.0f%c %8.1f", d->iops[t][i], is_short ? '!' : ' ',
+				fsp_dx_median(e->p99, e->nrounds));
+		}
+		fputc('\n', out);
+	}
+	fprintf(out, "  (IOPS achieved%s; p99 of the step's main direction, from each IO's intended "
+		"issue time%s)\n", d->rounds > 1 ? ", means of the rounds" : "",
+		any_short ? "; !: short of the asked rate by more than 5%" : "");
+
+	int have_split = 0;
+	for (int t = 0; t < FSP_DX__TARGETS; t++)
+		for (int i = 0; i < d->nsteps; i++)
+			have_split |= fsp_dx_present(d, t) && d->curve_split_n[t][i] > 0;
+	if (!have_split) {
+		fprintf(out, "- where latency grows: no layer split per IO (the runs have no per-IO "
+			"rows: compare --record=full)\n");
+	} else {
+		fprintf(out, "\n  where latency grows: the part of the layer split per IO whose mean "
+			"grew most\n  since the first rate step (us; fsprism stats DB --run N for "
+			"every part)\n  %-9s", "step");
+		for (int t = 0; t < FSP_DX__TARGETS; t++)
+			if (fsp_dx_present(d, t))
+				fprintf(out, " %19s", fsp_dx_tname(d, t));
+		fputc('\n', out);
+		for (int i = 0; i < d->nsteps; i++) {
+			int rate_step = 0;
+			for (int t = 0; t < FSP_DX__TARGETS; t++)
+				rate_step |= fsp_dx_present(d, t) && first_rate_step(d, t) >= 0 &&
+					     i > first_rate_step(d, t) && d->asked[t][i] > 0;
+			if (!rate_step)
+				continue;
+			fprintf(out, "  %-9s", d->steps[i].label);
+			for (int t = 0; t < FSP_DX__TARGETS; t++) {
+				if (!fsp_dx_present(d, t))
+					continue;
+				double us;
+				int p = grew_part(d, t, i, &us);
+				char cell[40];
+				if (p >= 0)
+					snprintf(cell, sizeof cell, "%s +%.1f", fsp_dc_part_name((unsigned)p),
+						 us);
+				else
+					snprintf(cell, sizeof cell, "%s",
+						 d->curve_split_n[t][i] ? "-" : "n/a");
+				fprintf(out, " %19s", cell);
+			}
+			fputc('\n', out);
+		}
+		fprintf(out, "  (-: no part grew by more than 0.5 us; n/a: no split at the step)\n");
+	}
+	print_stalls(out, d);
+}
+
 static void answer_lines(FILE *out, const struct dx_run *d, const struct dx_result *res)
 {
+	if (d->curve) {
+		curve_lines(out, d, res);
+		return;
+	}
 	char names[MAX_STEPS][32];
 	step_names(d, names);
 	fprintf(out, "\nthe answer (%d round%s; ", d->rounds, d->rounds == 1 ? "" : "s");
@@ -316,6 +480,41 @@ int fsp_answer_split_text(const struct fsp_answer_owner *o, char *buf, size_t le
 	return 1;
 }
 
+/* A load curve's points: per target and step its IOPS, the asked rate,
+ * the p99 and the part that grew most since the first rate step. */
+static void curve_json(FILE *out, const struct dx_run *d)
+{
+	fputs(", \"curve\": [", out);
+	int first = 1;
+	for (int t = 0; t < FSP_DX__TARGETS; t++)
+		for (int i = 0; i < d->nsteps; i++) {
+			const struct fsp_dx_step *e = &d->ev[t][i];
+			if (!fsp_dx_present(d, t) || !e->present || !d->iops_n[t][i])
+				continue;
+			fprintf(out, "%s\n  {\"target\": \"%s\", \"step\": %d, \"label\": ",
+				first ? "" : ",", fsp_dx_label[t], d->steps[i].step);
+			first = 0;
+			fsp_json_str(out, d->steps[i].label);
+			fputs(", \"iops\": ", out);
+			fsp_json_num(out, d->iops[t][i]);
+			fputs(", \"asked_iops\": ", out);
+			fsp_json_num(out, d->asked[t][i]);
+			fputs(", \"p99_us\": ", out);
+			fsp_json_num(out, fsp_dx_median(e->p99, e->nrounds));
+			double us;
+			int p = grew_part(d, t, i, &us);
+			fputs(", \"grew_part\": ", out);
+			if (p >= 0) {
+				fsp_json_str(out, fsp_dc_part_name((unsigned)p));
+				fputs(", \"grew_us\": ", out);
+				fsp_json_num(out, us);
+			} else
+				fputs("null, \"grew_us\": 0", out);
+			fputc('}', out);
+		}
+	fputs("\n]", out);
+}
+
 void fsp_answer_json(FILE *out, const struct dx_run *d, const struct dx_result *res)
 {
 	char names[MAX_STEPS][32];
@@ -442,5 +641,8 @@ void fsp_answer_json(FILE *out, const struct dx_run *d, const struct dx_result *
 		fsp_json_str(out, text);
 		fputc('}', out);
 	}
-	fputs("\n]}", out);
+	fputs("\n]", out);
+	if (d->curve)
+		curve_json(out, d);
+	fputc('}', out);
 }

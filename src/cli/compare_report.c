@@ -19,6 +19,7 @@
 #include "src/cli/compare.h"
 #include "src/cli/diagnose.h"
 #include "src/cli/stats.h"
+#include "src/cli/stats_curve.h"
 #include "src/cli/stats_layers.h"
 #include "src/db/decomp_rows.h"
 #include "src/db/results.h"
@@ -575,6 +576,17 @@ static void print_layers_per_io(FILE *out, struct fsp_store *st,
 			fsp_stats_layers_target(st, target_label[t], tr[t].run, mount_run[t], out);
 }
 
+/* A load curve's table per target (src/cli/stats_curve.c); nothing for other profiles. */
+static void print_curves(FILE *out, struct fsp_store *st, const struct target_result tr[T__COUNT])
+{
+	for (int t = 0; t < T__COUNT; t++) {
+		char title[64];
+		snprintf(title, sizeof title, "%s target, ", target_label[t]);
+		if (tr[t].run && fsp_stats_curve(st, tr[t].run, title, out) < 0)
+			fprintf(out, "\n%s target: cannot read its load curve\n", target_label[t]);
+	}
+}
+
 /*
  * Where a folded line goes on: after the last gap of two or more spaces in
  * its first 60 columns (the column its text starts in), else its own
@@ -752,6 +764,7 @@ static int report_body(FILE *out, struct fsp_store *st, const struct opts *o,
 			print_layers(out, st, t, tr[t].run, mount_run[t]);
 	if (tr[T_EMU].run && mount_run[T_EMU])
 		print_emu_device(out, st, mount_run[T_EMU]);
+	print_curves(out, st, tr);
 	print_layers_per_io(out, st, tr, mount_run);
 	for (int t = 0; t < T__COUNT; t++)
 		free(tr[t].rows);

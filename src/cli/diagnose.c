@@ -207,6 +207,39 @@ static void split_add(const struct step_load *l, int step, struct fsp_dx_step *e
 	}
 }
 
+/* A rate.step.STEP.NAME attribute of the run; -1 when absent. */
+static double rate_attr(const struct step_load *l, int step, const char *name)
+{
+	char key[96];
+	snprintf(key, sizeof key, "rate.step.%d.%s", step, name);
+	char *v = fsp_store_attr(l->st, l->run, key);
+	double x = v ? strtod(v, NULL) : -1;
+	free(v);
+	return x;
+}
+
+/* One round of a load curve's step i: its IOPS (run's rate.step.N.*
+ * attributes) and its layer split's mean per IO by part, both directions. */
+static void curve_add(const struct step_load *l, int step, int i)
+{
+	struct dx_run *d = l->d;
+	double iops = rate_attr(l, step, "achieved_iops");
+	if (iops < 0)
+		return;
+	double asked = rate_attr(l, step, "asked_iops");
+	d->iops[l->t][i] += iops;
+	d->asked[l->t][i] += asked > 0 ? asked : 0;
+	d->iops_n[l->t][i]++;
+	for (size_t k = 0; k < l->nlm; k++) {
+		if (l->lm[k].step != step || !l->lm[k].ios)
+			continue;
+		for (unsigned p = 0; p < FSP_DC__COUNT; p++)
+			d->part_us[l->t][i][p] += l->lm[k].mean_ns[p] / 1000.0;
+		d->curve_split_n[l->t][i]++;
+		break;
+	}
+}
+
 static int step_index(struct dx_run *d, const struct fsp_step_row *r)
 {
 	for (int i = 0; i < d->nsteps; i++)
@@ -266,6 +299,7 @@ static int load_step(void *arg, const struct fsp_step_row *r)
 		e->nrounds = k + 1;
 	e->mbps[k] = mbps;
 	d->user_bytes[l->t][i][k] = (double)(r->read_bytes + r->write_bytes);
+	curve_add(l, r->step, i);
 	int main_op = r->read_pct >= 50 ? FSP_OP_READ : FSP_OP_WRITE;
 	double p50, p99, unused;
 	uint64_t sum_r, sum_w, sum;
@@ -389,6 +423,12 @@ static void finish_means(struct dx_run *d)
 				e->mid_us[c] /= d->split_n[t][i];
 				e->tail_us[c] /= d->split_n[t][i];
 			}
+			if (d->iops_n[t][i]) {
+				d->iops[t][i] /= d->iops_n[t][i];
+				d->asked[t][i] /= d->iops_n[t][i];
+			}
+			for (unsigned p = 0; p < FSP_DC__COUNT && d->curve_split_n[t][i]; p++)
+				d->part_us[t][i][p] /= d->curve_split_n[t][i];
 			if (fn) {
 				e->fuse_req_per_io /= fn;
 				e->transport_us /= fn;
@@ -512,6 +552,10 @@ static int load(struct fsp_store *st, int64_t cmp_run, struct dx_run *d)
 		}
 	}
 	finish_means(d);
+	/* a load curve: every step a rate step or the maximum */
+	d->curve = d->nsteps > 1;
+	for (int i = 0; i < d->nsteps; i++)
+		d->curve &= strstr(d->steps[i].label, "rate=") != NULL;
 	free(h);
 	return rc;
 }

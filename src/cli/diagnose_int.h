@@ -11,6 +11,7 @@
 #include <stdint.h>
 #include <stdio.h>
 #include "src/prism/answer.h"
+#include "src/prism/decomp.h"
 #include "src/prism/stall.h"
 #include "src/prism/diagnose.h"
 
@@ -51,6 +52,19 @@ struct dx_run {
 	size_t nstalls;
 	/* the user bytes of each round's step: a replay's MB/s is of those */
 	double user_bytes[FSP_DX__TARGETS][MAX_STEPS][FSP_DX_MAX_ROUNDS];
+	/*
+	 * A load curve (every step labelled rate=..., docs/profiles.md "Load
+	 * curves"): each target's rate steps are shares of its own maximum,
+	 * so its steps are read along the curve, not against each other's
+	 * MB/s. Means over the rounds: the IOPS achieved and asked (0: the
+	 * closed-loop maximum), and the layer split's mean per IO of each part
+	 * (curve_split_n rounds had it).
+	 */
+	int curve;
+	double iops[FSP_DX__TARGETS][MAX_STEPS], asked[FSP_DX__TARGETS][MAX_STEPS];
+	int iops_n[FSP_DX__TARGETS][MAX_STEPS];
+	double part_us[FSP_DX__TARGETS][MAX_STEPS][FSP_DC__COUNT];
+	int curve_split_n[FSP_DX__TARGETS][MAX_STEPS];
 };
 
 struct dx_result {

@@ -544,9 +544,44 @@ static void target_close(struct target *t, int failed_early)
 struct step {
 	char label[48];
 	unsigned qd, read_pct;
+	struct fsp_rate_spec rate; /* max: closed loop */
+	double asked;              /* a rate step's IOs per second, resolved at run time */
+	unsigned of_step;          /* a percentage's closed-loop step */
 	struct fsp_step_result res;
 	int ran;
 };
+
+/* How a load curve ended (--stop-p99, docs/profiles.md "Load curves"). */
+struct curve_end {
+	int stopped;          /* a rate step's p99 passed stop-p99: the steps after it did not run */
+	unsigned step;        /* that step */
+	uint64_t p99_ns;      /* its p99 (the larger of reads and writes) */
+};
+
+static int run_has_rates(const struct fsp_params *p)
+{
+	for (unsigned i = 0; i < p->nrate; i++)
+		if (p->rates[i].kind != FSP_RATE_MAX)
+			return 1;
+	return 0;
+}
+
+/* p99 of a step's IOs from their intended times, the larger of reads and writes */
+static uint64_t step_p99(const struct fsp_step_result *r)
+{
+	uint64_t a = r->read_hist && r->read_hist->count ? fsp_hist_quantile(r->read_hist, 0.99) : 0;
+	uint64_t b = r->write_hist && r->write_hist->count ? fsp_hist_quantile(r->write_hist, 0.99) : 0;
+	return a > b ? a : b;
+}
+
+/*
+ * IOPS: of a closed-loop step over its busy time; of a rate step over the
+ * time its IOs took to send (engine.h: send_ns), the rate the engine held.
+ */
+static double step_iops(const struct fsp_step_result *r)
+{
+	return fsp_rate_achieved(r->read_ios + r->write_ios, r->rate ? r->send_ns : r->busy_ns);
+}
 
 static double mbps(uint64_t bytes, uint64_t ns)
 {
@@ -764,6 +799,62 @@ static void store_counts(struct fsp_store *st, int64_t run, const struct step *s
 	fsp_store_set_attr_u64(st, run, "engine.poll_backoffs", backoffs);
 }
 
+/*
+ * A load curve's facts per step, as run attributes keyed by step
+ * (docs/schema.md, "run_attrs"): for every step of a run with rate steps
+ * the achieved IOPS, and for a rate step the asked rate, its lag quantiles
+ * and the IOs that went out late or not at all; how the curve ended.
+ */
+static void store_rates(struct fsp_store *st, int64_t run, const struct fsp_params *p,
+			const struct step *steps, unsigned nsteps, const struct curve_end *ce)
+{
+	if (!run_has_rates(p))
+		return;
+	char key[96];
+	fsp_store_set_attr(st, run, "rate.arrivals",
+			   p->arrivals == FSP_ARRIVALS_POISSON ? "poisson" : "uniform");
+	fsp_store_set_attr_u64(st, run, "rate.late_ns", FSP_RATE_LATE_NS);
+	for (unsigned i = 0; i < nsteps; i++) {
+		const struct step *s = &steps[i];
+		const struct fsp_step_result *r = &s->res;
+		if (!s->ran)
+			continue;
+		snprintf(key, sizeof(key), "rate.step.%u.achieved_iops", i);
+		set_attr_double(st, run, key, step_iops(r));
+		if (s->rate.kind == FSP_RATE_MAX || !r->rate)
+			continue;
+		/* to the last bit: with it and the first IO's time, the schedule
+		 * of every IO can be computed again (tests/it_curve.sh does) */
+		char exact[48];
+		snprintf(key, sizeof(key), "rate.step.%u.asked_iops", i);
+		snprintf(exact, sizeof(exact), "%.17g", s->asked);
+		fsp_store_set_attr(st, run, key, exact);
+		if (s->rate.kind == FSP_RATE_PCT) {
+			snprintf(key, sizeof(key), "rate.step.%u.of_step", i);
+			fsp_store_set_attr_u64(st, run, key, s->of_step);
+		}
+		snprintf(key, sizeof(key), "rate.step.%u.lag_p50_ns", i);
+		fsp_store_set_attr_u64(st, run, key, fsp_hist_quantile(&r->rate->lag, 0.5));
+		snprintf(key, sizeof(key), "rate.step.%u.lag_p99_ns", i);
+		fsp_store_set_attr_u64(st, run, key, fsp_hist_quantile(&r->rate->lag, 0.99));
+		snprintf(key, sizeof(key), "rate.step.%u.lag_max_ns", i);
+		fsp_store_set_attr_u64(st, run, key, r->rate->lag.count ? r->rate->lag.max : 0);
+		snprintf(key, sizeof(key), "rate.step.%u.late_ios", i);
+		fsp_store_set_attr_u64(st, run, key, r->rate->late);
+		snprintf(key, sizeof(key), "rate.step.%u.unissued_ios", i);
+		fsp_store_set_attr_u64(st, run, key, r->unissued);
+		snprintf(key, sizeof(key), "rate.step.%u.send_ns", i);
+		fsp_store_set_attr_u64(st, run, key, r->send_ns);
+	}
+	if (p->stop_p99_ns) {
+		fsp_store_set_attr_u64(st, run, "curve.stop_p99_ns", p->stop_p99_ns);
+		if (ce->stopped) {
+			fsp_store_set_attr_u64(st, run, "curve.stopped_after", ce->step);
+			fsp_store_set_attr_u64(st, run, "curve.stopped_p99_ns", ce->p99_ns);
+		}
+	}
+}
+
 /* ---- score and summary ------------------------------------------------------------ */
 
 struct score {
@@ -836,6 +927,15 @@ static void compute_score(const struct fsp_params *p, const struct step *steps,
 				n++;
 			}
 		break;
+	case FSP_SCORE_CURVE:
+		/* the maximum: the closed-loop step(s) */
+		sc->how = "the maximum (closed-loop step)";
+		for (unsigned i = 0; i < nsteps; i++)
+			if (steps[i].ran && steps[i].rate.kind == FSP_RATE_MAX) {
+				sum += step_rate(p, &steps[i]);
+				n++;
+			}
+		break;
 	case FSP_SCORE_FILL: {
 		sc->how = "mean of the tail";
 		uint64_t tb = 0, tn = 0, all_b = 0, all_n = 0;
@@ -869,9 +969,62 @@ static double us(uint64_t ns)
 	return (double)ns / 1e3;
 }
 
+/*
+ * A load curve's table: per step the asked and achieved IOPS, the lag of
+ * the submissions behind their intended times (p50, p99, max) and the IOs
+ * late by more than FSP_RATE_LATE_NS, then per direction the latency from
+ * the intended time: mean, p50, p99, p99.9 (us).
+ */
+static void print_curve(const struct fsp_params *p, const struct step *steps,
+			unsigned nsteps, const struct curve_end *ce)
+{
+	printf("%-10s %9s %9s %8s %8s %8s %7s %2s %8s %8s %8s %8s\n", "step", "asked",
+	       "IOPS", "lag p50", "lag p99", "lag max", "late", "", "mean", "p50", "p99",
+	       "p99.9");
+	for (unsigned i = 0; i < nsteps; i++) {
+		const struct step *s = &steps[i];
+		const struct fsp_step_result *r = &s->res;
+		if (!s->ran)
+			continue;
+		char asked[24] = "max", lag[3][16] = { "-", "-", "-" }, late[24] = "-";
+		if (s->rate.kind != FSP_RATE_MAX)
+			snprintf(asked, sizeof(asked), "%.0f", s->asked);
+		if (r->rate && r->rate->lag.count) {
+			snprintf(lag[0], 16, "%.1f", us(fsp_hist_quantile(&r->rate->lag, 0.5)));
+			snprintf(lag[1], 16, "%.1f", us(fsp_hist_quantile(&r->rate->lag, 0.99)));
+			snprintf(lag[2], 16, "%.1f", us(r->rate->lag.max));
+			snprintf(late, sizeof(late), "%llu", (unsigned long long)(r->rate->late + r->unissued));
+		}
+		const char *label = strncmp(s->label, "rate=", 5) ? s->label : s->label + 5;
+		int first = 1;
+		for (int d = 0; d < 2; d++) {
+			const struct fsp_hist *h = d == 0 ? r->read_hist : r->write_hist;
+			if (!h || !h->count)
+				continue;
+			if (first)
+				printf("%-10s %9s %9.0f %8s %8s %8s %7s", label, asked, step_iops(r),
+				       lag[0], lag[1], lag[2], late);
+			else
+				printf("%-10s %9s %9s %8s %8s %8s %7s", "", "", "", "", "", "", "");
+			printf(" %2s %8.1f %8.1f %8.1f %8.1f\n", d == 0 ? "rd" : "wr",
+			       fsp_hist_mean(h) / 1e3, us(fsp_hist_quantile(h, 0.5)),
+			       us(fsp_hist_quantile(h, 0.99)), us(fsp_hist_quantile(h, 0.999)));
+			first = 0;
+		}
+		if (first)
+			printf("%-10s %9s %9.0f %8s %8s %8s %7s (no IO completed)\n", label, asked,
+			       step_iops(r), lag[0], lag[1], lag[2], late);
+	}
+	printf("(latency from each IO's intended issue time, us; late: went out more than "
+	       "%.0f us after it, or not at all)\n", us(FSP_RATE_LATE_NS));
+	if (ce->stopped)
+		printf("curve stopped after step %u (%s): p99 %.1f us > stop-p99 %.1f us\n",
+		       ce->step, steps[ce->step].label, us(ce->p99_ns), us(p->stop_p99_ns));
+}
+
 static void print_summary(const struct run_opts *o, const struct fsp_params *p,
 			  const struct target *t, const struct step *steps,
-			  unsigned nsteps, const struct score *sc)
+			  unsigned nsteps, const struct score *sc, const struct curve_end *ce)
 {
 	char pat[32], span[32], bs[32];
 	fsp_pattern_format(&p->pattern, pat, sizeof(pat));
@@ -880,8 +1033,12 @@ static void print_summary(const struct run_opts *o, const struct fsp_params *p,
 	printf("%s on %s (%s, %s %s, pattern %s, span %s)\n", o->profile, t->path,
 	       t->raw ? "raw device" : "file", bs,
 	       p->access == FSP_ACCESS_SEQ ? "sequential" : "random", pat, span);
-	printf("%-14s %10s %10s %11s %11s %11s %11s\n", "step", "MB/s", "IOPS",
-	       "rd avg us", "rd p99 us", "wr avg us", "wr p99 us");
+	if (run_has_rates(p)) {
+		print_curve(p, steps, nsteps, ce);
+		nsteps = 0; /* the curve's table is the steps' table */
+	} else
+		printf("%-14s %10s %10s %11s %11s %11s %11s\n", "step", "MB/s", "IOPS",
+		       "rd avg us", "rd p99 us", "wr avg us", "wr p99 us");
 	for (unsigned i = 0; i < nsteps; i++) {
 		const struct step *s = &steps[i];
 		const struct fsp_step_result *r = &s->res;
@@ -930,7 +1087,7 @@ static void print_summary(const struct run_opts *o, const struct fsp_params *p,
 
 static void step_label(struct step *s, const struct fsp_params *p)
 {
-	fsp_step_label(p, s->qd, s->read_pct, s->label, sizeof(s->label));
+	fsp_step_label(p, s->qd, s->read_pct, &s->rate, s->label, sizeof(s->label));
 }
 
 /*
@@ -1024,7 +1181,7 @@ static void layout_save(struct layout_set *ls, struct fsp_store *st, int64_t run
 /* Run every step; returns 0, 1 (IO error) or 128+signal (130 for Ctrl-C). */
 static int run_steps(const struct run_opts *o, const struct fsp_params *p,
 		     const struct target *t, struct fsp_oplog *log, struct step *steps,
-		     unsigned nsteps, struct layout_set *lay)
+		     unsigned nsteps, struct layout_set *lay, struct curve_end *ce)
 {
 	int tty = !o->quiet && isatty(2);
 	struct progress pr = { .profile = o->profile, .p = p, .nsteps = nsteps,
@@ -1058,6 +1215,25 @@ static int run_steps(const struct run_opts *o, const struct fsp_params *p,
 		};
 		pr.step = i;
 		pr.label = s->label;
+		if (s->rate.kind == FSP_RATE_IOPS)
+			s->asked = s->rate.value;
+		else if (s->rate.kind == FSP_RATE_PCT) {
+			/* of the rate the latest closed-loop step achieved (fsp_params_check) */
+			unsigned b = i;
+			while (b-- > 0 && steps[b].rate.kind != FSP_RATE_MAX)
+				;
+			s->of_step = b;
+			double max = steps[b].ran ? step_iops(&steps[b].res) : 0;
+			s->asked = max * s->rate.value / 100.0;
+			if (s->asked < 1) {
+				fprintf(stderr, "fsprism run: %s: step %s: step %u (%s) measured no "
+					"rate to take %u%% of\n", t->path, s->label, b, steps[b].label,
+					s->rate.value);
+				return 1;
+			}
+		}
+		spec.rate = s->asked;
+		spec.arrivals = p->arrivals;
 		int rc = fsp_engine_step(&spec, &s->res, err, sizeof(err));
 		s->ran = s->res.started_ns != 0;
 		if (!tty && o->status_ns && s->ran) /* a step shorter than the interval */
@@ -1069,6 +1245,13 @@ static int run_steps(const struct run_opts *o, const struct fsp_params *p,
 				fprintf(stderr, "\n");
 			fprintf(stderr, "fsprism run: %s: step %s: %s\n", t->path, s->label, err);
 			return 1;
+		}
+		if (p->stop_p99_ns && s->rate.kind != FSP_RATE_MAX &&
+		    step_p99(&s->res) > p->stop_p99_ns) {
+			ce->stopped = 1;
+			ce->step = i;
+			ce->p99_ns = step_p99(&s->res);
+			break;
 		}
 		if (i + 1 < nsteps && !run_stop) {
 			uint64_t idle = p->idle_ns;
@@ -1191,7 +1374,8 @@ int cmd_run(int argc, char **argv)
 	}
 	store_params(st, run, &o, &p, &t, is_jobfile);
 
-	unsigned nsteps = p.fill ? 1 : p.nqd * p.nmix;
+	unsigned nsteps = fsp_params_nsteps(&p);
+	struct curve_end ce = { 0 };
 	struct step *steps = calloc(nsteps, sizeof(*steps));
 	struct fsp_oplog *log = NULL;
 	if (!steps) {
@@ -1212,13 +1396,15 @@ int cmd_run(int argc, char **argv)
 		bt = trace_begin(&o, &t, st, run);
 	if (!rc) {
 		for (unsigned q = 0, i = 0; q < (p.fill ? 1 : p.nqd); q++)
-			for (unsigned m = 0; m < (p.fill ? 1 : p.nmix); m++, i++) {
-				steps[i].qd = p.qds[q];
-				steps[i].read_pct = p.fill ? 0 : p.mixes[m];
-				step_label(&steps[i], &p);
-			}
+			for (unsigned m = 0; m < (p.fill ? 1 : p.nmix); m++)
+				for (unsigned k = 0; k < (p.fill ? 1 : p.nrate); k++, i++) {
+					steps[i].qd = p.qds[q];
+					steps[i].read_pct = p.fill ? 0 : p.mixes[m];
+					steps[i].rate = p.fill ? (struct fsp_rate_spec){ 0 } : p.rates[k];
+					step_label(&steps[i], &p);
+				}
 		layout_read(&lay, -1);
-		rc = run_steps(&o, &p, &t, log, steps, nsteps, &lay);
+		rc = run_steps(&o, &p, &t, log, steps, nsteps, &lay, &ce);
 	}
 	fsp_btrace_stop(bt); /* detached before anything else: nothing stays attached */
 	/* store what was measured, also after an error or Ctrl-C */
@@ -1246,13 +1432,14 @@ int cmd_run(int argc, char **argv)
 	if (steps) {
 		store_huge_share(st, run, steps, nsteps);
 		store_counts(st, run, steps, nsteps);
+		store_rates(st, run, &p, steps, nsteps, &ce);
 	}
 	if (rc > 128)
 		fsp_store_set_attr(st, run, "interrupted", "1");
 	else if (rc)
 		fsp_store_set_attr(st, run, "failed", "1");
 	if (steps && !o.quiet)
-		print_summary(&o, &p, &t, steps, nsteps, &sc);
+		print_summary(&o, &p, &t, steps, nsteps, &sc, &ce);
 	if (rc > 128)
 		printf("interrupted: ");
 	printf("run %lld stored in %s\n", (long long)run, o.db);
@@ -1429,6 +1616,8 @@ int cmd_profiles(int argc, char **argv)
 			fsp_param_format(&f, key, b, sizeof(b));
 			if (!d.fill && (!strcmp(key, "segment") || !strcmp(key, "tail")))
 				continue;
+			if (!run_has_rates(&d) && (!strcmp(key, "arrivals") || !strcmp(key, "stop-p99")))
+				continue;
 			printf("  %-10s %-34s %s\n", key, a, b);
 		}
 		const char *score = "";
@@ -1437,6 +1626,7 @@ int cmd_profiles(int argc, char **argv)
 		case FSP_SCORE_STEPS: score = "mean over mixes"; break;
 		case FSP_SCORE_BURSTS: score = "mean over bursts"; break;
 		case FSP_SCORE_FILL: score = "per-segment curve; mean of the tail; overall mean"; break;
+		case FSP_SCORE_CURVE: score = "the maximum; latency per rate step"; break;
 		}
 		printf("  score: %s (%s)\n", score, d.iops_score ? "IOPS" : "MB/s");
 	}

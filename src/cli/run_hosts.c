@@ -336,7 +336,7 @@ static struct step *profile_steps(const struct fsp_params *p, unsigned *n)
 		for (unsigned m = 0; m < nm; m++, i++) {
 			s[i].qd = p->qds[q];
 			s[i].read_pct = p->fill ? 0 : p->mixes[m];
-			fsp_step_label(p, s[i].qd, s[i].read_pct, s[i].label, sizeof(s[i].label));
+			fsp_step_label(p, s[i].qd, s[i].read_pct, NULL, s[i].label, sizeof(s[i].label));
 		}
 	*n = i;
 	return s;

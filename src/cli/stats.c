@@ -29,6 +29,7 @@
 #include "src/cli/stats_hosts.h"
 #include "src/db/results.h"
 #include "src/cli/stats_block.h"
+#include "src/cli/stats_curve.h"
 #include "src/cli/stats_layers.h"
 #include "src/cli/stalls.h"
 #include "src/cli/stats_fuse.h"
@@ -50,6 +51,7 @@ struct view {
 	int show_steps;
 	int show_emu;       /* the emu layer (an emulated mount) */
 	int engine;         /* a run of the engine: only total exists */
+	int rate;           /* an engine run with rate steps: total, service, lag */
 	int emulation;      /* the Emulation section / "emulation" key */
 	unsigned flags;     /* FSP_STATS_* */
 	int op_width;       /* width of the op column in the table */
@@ -59,7 +61,8 @@ struct view {
 static int layer_shown(const struct view *v, int l)
 {
 	if (v->engine)
-		return l == FSP_LAYER_TOTAL;
+		return l == FSP_LAYER_TOTAL ||
+		       (v->rate && (l == FSP_LAYER_BACKING || l == FSP_LAYER_LAYER));
 	return l != FSP_LAYER_EMU || v->show_emu;
 }
 
@@ -72,6 +75,7 @@ struct layer_stat {
 struct op_row {
 	int step, op;
 	char *step_label;
+	char *rate_note;             /* a load curve's step: asked, achieved, lag (malloc'd) */
 	uint64_t count, bytes, errors;
 	uint64_t expected;           /* replies that answer, not fail (not in errors) */
 	double secs;                 /* duration the throughput is over; 0 unknown */
@@ -131,6 +135,42 @@ static void step_info(struct fsp_store *st, int64_t run, int step, double *secs,
 		*secs = (double)(b - a) / 1e9;
 }
 
+/* Run attribute rate.step.STEP.NAME as a number; -1 when absent. */
+static double attr_num(struct fsp_store *st, int64_t run, const char *name, int step)
+{
+	char key[96];
+	snprintf(key, sizeof(key), "rate.step.%d.%s", step, name);
+	char *v = fsp_store_attr(st, run, key);
+	double d = v ? strtod(v, NULL) : -1;
+	free(v);
+	return d;
+}
+
+/*
+ * A load curve's facts of one step (run attributes rate.step.N.*, stored by
+ * `run`): the asked and achieved IOPS, the lag of the submissions behind
+ * their intended times, the late IOs. NULL for a step without them.
+ */
+static char *rate_note(struct fsp_store *st, int64_t run, int step)
+{
+	double achieved = attr_num(st, run, "achieved_iops", step);
+	if (achieved < 0)
+		return NULL;
+	double asked = attr_num(st, run, "asked_iops", step);
+	char buf[256];
+	if (asked < 0)
+		snprintf(buf, sizeof(buf), "closed loop (the maximum): %.0f IOPS", achieved);
+	else
+		snprintf(buf, sizeof(buf), "asked %.0f IOPS, achieved %.0f; lag p50 %.1f p99 %.1f "
+			 "max %.1f us; late %.0f, unissued %.0f", asked, achieved,
+			 attr_num(st, run, "lag_p50_ns", step) / 1e3,
+			 attr_num(st, run, "lag_p99_ns", step) / 1e3,
+			 attr_num(st, run, "lag_max_ns", step) / 1e3,
+			 attr_num(st, run, "late_ios", step),
+			 attr_num(st, run, "unissued_ios", step));
+	return strdup(buf);
+}
+
 /* The rows being loaded: one per (step, op), its layers from the histograms. */
 struct rows_load {
 	struct fsp_store *st;
@@ -154,6 +194,8 @@ static int add_row(void *arg, int step, int op)
 	r->op = op;
 	r->secs = run_secs(ld->hdr);
 	step_info(ld->st, ld->hdr->id, r->step, &r->secs, &r->step_label);
+	if (ld->n == 0 || ld->rows[ld->n - 1].step != step)
+		r->rate_note = rate_note(ld->st, ld->hdr->id, step);
 	ld->n++;
 	for (int l = 0; l < FSP_LAYER__COUNT; l++) {
 		uint64_t bytes, errors;
@@ -245,7 +287,12 @@ static void print_table(const struct fsp_run_row *h, const struct op_row *rows,
 		fprintf(out, "\nno operations in this run's histograms\n");
 		return;
 	}
-	if (vw->engine)
+	if (vw->engine && vw->rate)
+		fprintf(out, "latencies in microseconds; a load curve: total = from each IO's intended "
+			"issue time\n  to completion; backing = from its io_submit (the service); "
+			"layer = the lag\n  (submitted behind its intended time; docs/profiles.md, "
+			"\"Load curves\")\n");
+	else if (vw->engine)
 		fprintf(out, "latencies in microseconds; total = the engine's submission to completion\n");
 	else if (vw->show_emu)
 		fprintf(out, "latencies in microseconds; total = backing + emu (the emulation's "
@@ -272,6 +319,8 @@ static void print_table(const struct fsp_run_row *h, const struct op_row *rows,
 			if (r->secs > 0)
 				fprintf(out, " (%.3f s)", r->secs);
 			fputc('\n', out);
+			if (r->rate_note)
+				fprintf(out, "   %s\n", r->rate_note);
 		}
 		for (int k = 0; k < FSP_LAYER__COUNT; k++) {
 			int l = layer_order[k];
@@ -970,6 +1019,9 @@ int fsp_stats_print(struct fsp_store *st, int64_t run, const char *format, unsig
 		vw.show_emu = vw.emulation || fsp_store_emu_layer_used(st, run) > 0;
 		/* the engine stores its latency as total = backing, layer 0: not a split */
 		vw.engine = hdr.kind && !strcmp(hdr.kind, "run");
+		char *arrivals = vw.engine ? fsp_store_attr(st, run, "rate.arrivals") : NULL;
+		vw.rate = arrivals != NULL;
+		free(arrivals);
 		for (size_t i = 0; i < n; i++) {
 			vw.show_expected |= rows[i].expected > 0;
 			int len = (int)strlen(fsp_op_name(rows[i].op));
@@ -992,6 +1044,8 @@ int fsp_stats_print(struct fsp_store *st, int64_t run, const char *format, unsig
 				erc = print_emulation_json(st, run, &acct, flags, out);
 		} else {
 			print_table(&hdr, rows, n, &vw, out);
+			if (vw.rate && fsp_stats_curve(st, run, "", out) < 0)
+				erc = -1;
 			if (vw.emulation)
 				erc = print_emulation_table(st, run, &acct, flags, out);
 			else if (flags & FSP_STATS_EXTENTS)
@@ -1018,8 +1072,10 @@ int fsp_stats_print(struct fsp_store *st, int64_t run, const char *format, unsig
 			rc = 0;
 	}
 out:
-	for (size_t i = 0; i < n; i++)
+	for (size_t i = 0; i < n; i++) {
 		free(rows[i].step_label);
+		free(rows[i].rate_note);
+	}
 	free(rows);
 	fsp_run_row_free(&hdr);
 	return rc;
@@ -1037,6 +1093,12 @@ static void stats_usage(FILE *f)
 "emulation the store IO that moves the user's data), emu (the emulation's\n"
 "extra work; shown for emulated mounts), layer (the rest: fsprism itself).\n"
 "Computed from the run's exact histograms. Default: the newest run.\n"
+"An engine run with rate steps (a load curve, rate=P%%): total runs from each\n"
+"IO's intended issue time, backing is the service from its io_submit, layer\n"
+"the lag; each step's line is followed by its asked and achieved IOPS, the\n"
+"lag's p50, p99 and max, and the IOs late by more than 1 ms or not sent;\n"
+"after the table, the curve in one (a row per step, as run prints it), and in\n"
+"the layers per IO the lag is its own part.\n"
 "\n"
 "For a mount with --cow/--journal/--store, an Emulation section (JSON key\n"
 "\"emulation\"): write amplification by kind (device bytes written / user\n"

@@ -118,7 +118,7 @@ static int do_step(struct fsp_store *st, int64_t run, int64_t mount_run, int ste
 	}
 	for (size_t i = 0; i < ios.n; i++) {
 		int w = ios.v[i].write;
-		totals[w][nt[w]++] = ios.v[i].reap_ns - ios.v[i].submit_ns;
+		totals[w][nt[w]++] = ios.v[i].reap_ns - ios.v[i].submit_ns + ios.v[i].lag_ns;
 	}
 	struct route r = { ios.v, { fsp_dc_sum_new(totals[0], nt[0]),
 				    fsp_dc_sum_new(totals[1], nt[1]) } };
@@ -238,19 +238,21 @@ static int compute(struct fsp_store *st, int64_t run, int64_t mount_run, struct 
 /* The parts a kind of target has, in the order of the path. */
 static size_t parts_of(enum fsp_dc_kind k, const struct lrow *rows, size_t n, unsigned *v)
 {
-	static const unsigned raw[] = { FSP_DC_SUBMIT, FSP_DC_BLOCK_QUEUE, FSP_DC_DEVICE,
-					FSP_DC_COMPLETE, FSP_DC_RESIDUAL };
-	static const unsigned file[] = { FSP_DC_FS_SUBMIT, FSP_DC_BLOCK_QUEUE, FSP_DC_DEVICE,
-					 FSP_DC_FS_COMPLETE, FSP_DC_RESIDUAL };
-	static const unsigned mount[] = { FSP_DC_SUBMIT, FSP_DC_FUSE_QUEUE, FSP_DC_DAEMON_RECV,
-					  FSP_DC_LAYER, FSP_DC_INJECT, FSP_DC_EMU, FSP_DC_BACKING,
-					  FSP_DC_BLOCK_QUEUE, FSP_DC_DEVICE, FSP_DC_FUSE_REPLY,
-					  FSP_DC_COMPLETE, FSP_DC_RESIDUAL };
+	static const unsigned raw[] = { FSP_DC_LAG, FSP_DC_SUBMIT, FSP_DC_BLOCK_QUEUE,
+					FSP_DC_DEVICE, FSP_DC_COMPLETE, FSP_DC_RESIDUAL };
+	static const unsigned file[] = { FSP_DC_LAG, FSP_DC_FS_SUBMIT, FSP_DC_BLOCK_QUEUE,
+					 FSP_DC_DEVICE, FSP_DC_FS_COMPLETE, FSP_DC_RESIDUAL };
+	static const unsigned mount[] = { FSP_DC_LAG, FSP_DC_SUBMIT, FSP_DC_FUSE_QUEUE,
+					  FSP_DC_DAEMON_RECV, FSP_DC_LAYER, FSP_DC_INJECT,
+					  FSP_DC_EMU, FSP_DC_BACKING, FSP_DC_BLOCK_QUEUE,
+					  FSP_DC_DEVICE, FSP_DC_FUSE_REPLY, FSP_DC_COMPLETE,
+					  FSP_DC_RESIDUAL };
 	const unsigned *p = k == FSP_DC_RAW ? raw : k == FSP_DC_FILE ? file : mount;
-	size_t np = k == FSP_DC_RAW ? 5 : k == FSP_DC_FILE ? 5 : 12, m = 0;
+	size_t np = k == FSP_DC_RAW ? 6 : k == FSP_DC_FILE ? 6 : 13, m = 0;
 	for (size_t i = 0; i < np; i++) {
-		/* the emulation's and the injected delay's only when there were any */
-		int used = p[i] != FSP_DC_EMU && p[i] != FSP_DC_INJECT;
+		/* the emulation's, the injected delay's and a rate step's lag only
+		 * when there were any */
+		int used = p[i] != FSP_DC_EMU && p[i] != FSP_DC_INJECT && p[i] != FSP_DC_LAG;
 		for (size_t r = 0; r < n && !used; r++)
 			used = rows[r].sum->part[p[i]].max > 0;
 		if (used)

@@ -18,8 +18,13 @@
 static void io_row(void *row, sqlite3_stmt *s)
 {
 	struct fsp_dc_io *io = row;
-	io->submit_ns = fsp_db_col_u64(s, 0);
-	io->reap_ns = io->submit_ns + fsp_db_col_u64(s, 1);
+	uint64_t intended = fsp_db_col_u64(s, 0), total = fsp_db_col_u64(s, 1);
+	/* the engine's layer_ns is the lag: 0 unless a rate step held the IO back */
+	io->lag_ns = fsp_db_col_u64(s, 6);
+	if (io->lag_ns > total)
+		io->lag_ns = total;
+	io->submit_ns = intended + io->lag_ns;
+	io->reap_ns = intended + total;
 	io->offset = fsp_db_col_u64(s, 2);
 	io->length = fsp_db_col_u64(s, 3);
 	io->tid = (uint32_t)fsp_db_col_u64(s, 4);
@@ -31,7 +36,7 @@ int fsp_decomp_read_ios(struct fsp_store *st, int64_t run, int step, fsp_dc_ios 
 {
 	sqlite3_stmt *s;
 	memset(out, 0, sizeof(*out));
-	if (fsp_db_prepare_read(st, "SELECT start_ns, total_ns, offset, length, pid, op FROM ops"
+	if (fsp_db_prepare_read(st, "SELECT start_ns, total_ns, offset, length, pid, op, layer_ns FROM ops"
 				" WHERE run = ? AND step = ? AND op IN (?, ?) AND result = 0", &s,
 				"ops", err, errlen))
 		return -1;

@@ -18,10 +18,13 @@
 
 /* One engine IO (an ops row of the run). */
 struct fsp_dc_io {
-	uint64_t submit_ns, reap_ns; /* start_ns, start_ns + total_ns */
+	uint64_t submit_ns, reap_ns; /* its io_submit, start_ns + total_ns */
 	uint64_t offset, length;     /* in the target (device or file) */
 	uint32_t tid;                /* the engine thread (ops.pid) */
 	uint8_t write;
+	/* a rate step's IO: from its intended time (ops.start_ns) to its
+	 * io_submit (ops.layer_ns, docs/profiles.md "Load curves"); 0 else */
+	uint64_t lag_ns;
 };
 
 /* One block request (a block_ios row). */

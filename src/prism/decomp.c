@@ -22,7 +22,7 @@
 
 static const char *const part_names[FSP_DC__COUNT] = {
 	"submit", "fs_submit", "fuse_queue", "daemon_recv", "layer", "inject", "emu", "backing",
-	"block_queue", "device", "fuse_reply", "complete", "fs_complete", "residual",
+	"block_queue", "device", "fuse_reply", "complete", "fs_complete", "lag", "residual",
 };
 static const char *const why_names[FSP_DC_WHY__COUNT] = {
 	"no_block", "gap", "inverted", "not_nested", "no_daemon", "no_fuse",
@@ -653,6 +653,7 @@ int fsp_dc_join(const struct fsp_dc_in *in, fsp_dc_emit_fn emit, void *arg)
 			goto out;
 		struct fsp_dc_parts p;
 		to_parts(in, &s, &h, &p);
+		p.ns[FSP_DC_LAG] = o->lag_ns; /* before the submit: the engine's own wait */
 		p.rows = rows;
 		emit(arg, i, &p);
 	}

@@ -3,6 +3,7 @@
  * engine timed (submit to reap) with the rows of the layers below that
  * served it, into named parts that add up to its total by construction.
  *
+ *   a rate step    lag (intended issue time to io_submit), then:
  *   raw device     submit, block_queue, device, complete
  *   native file    fs_submit, block_queue, device, fs_complete
  *   fsprism mount  submit, fuse_queue, daemon_recv, layer, inject, emu,
@@ -40,6 +41,7 @@ enum fsp_dc_part {
 	FSP_DC_FUSE_REPLY,  /* the handler's reply to the kernel's end of the request */
 	FSP_DC_COMPLETE,    /* the last completion (raw) or FUSE end (mount) to reap */
 	FSP_DC_FS_COMPLETE, /* native file system: the last completion to reap */
+	FSP_DC_LAG,         /* a rate step: the intended issue time to the io_submit */
 	FSP_DC_RESIDUAL,    /* not attributed: see enum fsp_dc_why */
 	FSP_DC__COUNT
 };
@@ -90,8 +92,8 @@ struct fsp_dc_in {
 	size_t nfuse;
 };
 
-/* The parts of one IO: sum(ns) == reap_ns - submit_ns, and
- * ns[FSP_DC_RESIDUAL] == sum(why_ns). */
+/* The parts of one IO: sum(ns) == reap_ns - submit_ns + lag_ns (its
+ * latency from its intended time), and ns[FSP_DC_RESIDUAL] == sum(why_ns). */
 struct fsp_dc_parts {
 	uint64_t ns[FSP_DC__COUNT];
 	uint64_t why_ns[FSP_DC_WHY__COUNT];

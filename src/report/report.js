@@ -360,7 +360,7 @@
   var PART_COLORS = { submit: OI.blue, fs_submit: OI.blue, fuse_queue: OI.sky,
     daemon_recv: OI.purple, layer: OI.yellow, emu: "#882255", backing: OI.black,
     block_queue: OI.vermillion, device: OI.green, fuse_reply: "#44AA99", complete: OI.orange,
-    fs_complete: OI.orange, residual: "#bbbbbb" };
+    fs_complete: OI.orange, lag: "#DDCC77", residual: "#bbbbbb" };
   function partDiff() {
     if (!DX || !(DX.verdicts || []).length) return;
     var s = section("What each part adds from one target to the next",
