@@ -97,6 +97,10 @@ done
 expect_eq "bursts without a time: exit 2" 2 $?
 expect_eq "bursts without a time: one line" 1 "$(wc -l <"$T/bad.err")"
 check "bursts without a time: no file" test ! -e "$T/bad.fio" -a ! -e "$T/bad.fio.tmp"
+"$FSPRISM" profiles --fio curve-randread --target "$dev" -o "$T/bad.fio" 2>"$T/bad.err"
+expect_eq "a load curve's rate steps: exit 2" 2 $?
+check "a load curve's rate steps: said" grep -q "^fsprism profiles: rate: " "$T/bad.err"
+check "a load curve's rate steps: no file" test ! -e "$T/bad.fio" -a ! -e "$T/bad.fio.tmp"
 "$FSPRISM" profiles --fio no-such-profile -o "$T/bad.fio" 2>"$T/bad.err"
 expect_eq "an unknown profile: exit 2" 2 $?
 check "an unknown profile: said" grep -q "unknown profile 'no-such-profile'" "$T/bad.err"
