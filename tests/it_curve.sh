@@ -226,7 +226,7 @@ retry_sched() {
 }
 
 # every profile; randwrite on every target with --stop-p99 below
-for pt in curve-randread:raw,fs,fsprism,emu curve-seqread:fs,fsprism \
+for pt in curve-randread:raw,fs,fsprism,emu curve-seqread:raw,fs,fsprism,emu \
 	curve-seqwrite:raw,fs,fsprism,emu; do
 	prof=${pt%%:*} targets=${pt#*:}
 	cow=; case $targets in *emu*) cow=--cow=always ;; esac
