@@ -593,6 +593,13 @@ static int wait_due(struct loop *L, unsigned inflight, uint64_t due)
 	}
 }
 
+/* The got completions io_getevents returned into L->events, all at now. */
+static void complete_events(struct loop *L, int got, uint64_t now)
+{
+	for (int i = 0; i < got; i++)
+		complete(L, (struct slot *)L->events[i].obj, (long)L->events[i].res, now);
+}
+
 /*
  * A rate step (spec->rate > 0, rate.h): each IO goes out at its intended
  * time when a slot is free, else as soon as one is; qd caps the IOs
@@ -667,9 +674,7 @@ static int run_rate(struct loop *L, uint64_t *busy_ns, char *err, size_t errlen)
 		}
 		if (got > 0) {
 			now = fsp_now_ns();
-			for (int i = 0; i < got; i++)
-				complete(L, (struct slot *)L->events[i].obj,
-					 (long)L->events[i].res, now);
+			complete_events(L, got, now);
 			inflight -= (unsigned)got;
 		}
 		if (s->progress && now >= next_progress) {
@@ -735,9 +740,7 @@ static int run_burst(struct loop *L, uint64_t *busy_ns, char *err,
 			break; /* io_destroy reaps what is left */
 		}
 		now = fsp_now_ns();
-		for (int i = 0; i < got; i++)
-			complete(L, (struct slot *)L->events[i].obj,
-				 (long)L->events[i].res, now);
+		complete_events(L, got, now);
 		inflight -= (unsigned)got;
 		if (s->progress && now >= next_progress) {
 			s->progress(s->progress_arg, *busy_ns + (now - burst_start),
